@@ -48,7 +48,15 @@ def parse_module(
     """Parse MLIR text into a module and (by default) verify it with locations."""
     parser = LocatingParser(ctx, text, name)
     try:
-        module = parser.parse_module()
+        try:
+            module = parser.parse_module()
+        except (VerifyException, ArithmeticError, ValueError) as e:
+            # xDSL builds attributes while it parses; a value they cannot hold (a
+            # hexadecimal float of more than 64 bits, ...) is a mistake in the text: say where
+            msg = " ".join(str(e).split()) or type(e).__name__
+            if isinstance(e, (ArithmeticError, ValueError)):
+                msg = f"invalid value: {msg}"
+            raise ParseError(parser._current_token.span, msg) from None
     except ParseError as e:
         if line_offset:
             e.span = Span(e.span.start, e.span.end, e.span.input, line_offset)

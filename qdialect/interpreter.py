@@ -58,8 +58,10 @@ class AccumulatorOverflow(InterpreterError):
         self.acc, self.bounds, self.partial = acc, bounds, partial
 
 
-MAX_ELEMENTS = 1 << 28
-"""Largest tensor (in elements) the interpreter allocates; larger types are refused up front."""
+MAX_ELEMENTS = 1 << 26
+"""Largest tensor (in elements) the interpreter allocates; larger types are refused up front
+(whole-array numpy evaluation keeps int64 intermediates: 2^26 elements are 512 MB each).
+Assign a larger value to run bigger models."""
 MAX_CALL_DEPTH = 64
 
 
@@ -112,14 +114,14 @@ class Interpreter:
         if name is not None:
             for f in funcs:
                 if f.sym_name.data == name:
-                    return f
+                    return _runnable(f)
             raise InterpreterError(f"no function @{name} in the module")
         for f in funcs:
             if f.sym_name.data == "main":
-                return f
+                return _runnable(f)
         public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data == "public"]
         if len(public) == 1:
-            return public[0]
+            return _runnable(public[0])
         raise InterpreterError("no @main and not exactly one public function to run")
 
     def run(self, inputs: Sequence[np.ndarray], entry: str | None = None) -> list[np.ndarray]:
@@ -524,6 +526,15 @@ def run_module(module: ModuleOp, inputs: Sequence[np.ndarray], *, rounding: str 
     (`Interpreter(module, check_overflow="report")` collects them instead.)
     """
     return Interpreter(module, rounding, check_overflow=check_overflow).run(inputs, entry)
+
+
+def _runnable(f: func.FuncOp) -> func.FuncOp:
+    """The function itself if it has one block to run (a declaration has none)."""
+    n = len(f.body.blocks)
+    if n != 1:
+        what = "is a declaration (no body)" if n == 0 else f"has {n} blocks; the interpreter runs single-block functions"
+        raise InterpreterError(f"@{f.sym_name.data} {what}")
+    return f
 
 
 def _static_size(value: SSAValue) -> int | None:

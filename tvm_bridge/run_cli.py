@@ -207,7 +207,7 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
-    from qdialect.interpreter import InterpreterError, run_module
+    from qdialect.interpreter import InterpreterError, check_size, run_module
     from qdialect.qparams import ROUNDING_PROFILES
 
     if args.rounding is not None and args.rounding not in ROUNDING_PROFILES:
@@ -231,6 +231,8 @@ def _run(args) -> int:
     stages.append(("import" if path.suffix == ".tflite" else "parse", time.perf_counter() - t0))
     try:
         f, in_values, _ = _entry_signature(module)
+        for i, v in enumerate(in_values):  # before any input array is allocated
+            check_size(v, f"@{f.sym_name.data} input {i}")
     except InterpreterError as e:
         raise BadInput(f"{path}: {e}") from None
     n_ops = sum(1 for op in f.body.block.ops if op.name not in ("qnn.constant", "arith.constant", "func.return"))

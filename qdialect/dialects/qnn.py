@@ -64,6 +64,8 @@ KNOB_ATTRS = {
     "act_min": (INT, None),
     "act_max": (INT, None),
 }
+ROUNDING_ONLY = {"rounding": (STR, ROUNDING_PROFILES)}
+"""Activation ops: TFLite fuses no clamp into them, so they take no act_min/act_max."""
 ACC_ATTRS = {
     "bias": (STR, BIAS_MODES),
     "acc": (STR, ACC_WIDTHS),
@@ -695,6 +697,7 @@ class PReluOp(_BinaryOp):
     """out = x >= 0 ? x : alpha * x (real), alpha a quantized tensor broadcast against x."""
 
     name = "qnn.prelu"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
     OPERAND_NAMES: ClassVar = ("input", "alpha")
 
 
@@ -731,6 +734,7 @@ class LogisticOp(_UnaryOp):
     """out = sigmoid(x); int8 result fixed at scale 1/256, zp -128 (int16: 1/32768, 0)."""
 
     name = "qnn.logistic"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
     FIXED: ClassVar = {"i8": (1 / 256, -128), "u8": (1 / 256, 0), "i16": (1 / 32768, 0)}
 
 
@@ -739,6 +743,7 @@ class TanhOp(_UnaryOp):
     """out = tanh(x); int8 result fixed at scale 1/128, zp 0 (int16: 1/32768, 0)."""
 
     name = "qnn.tanh"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
     FIXED: ClassVar = {"i8": (1 / 128, 0), "u8": (1 / 128, 128), "i16": (1 / 32768, 0)}
 
 
@@ -747,7 +752,7 @@ class SoftmaxOp(_UnaryOp):
     """out = softmax(beta * x) along the last axis; int8 result 1/256, zp -128."""
 
     name = "qnn.softmax"
-    ATTRS: ClassVar = {"beta": (FLOAT, None), **KNOB_ATTRS}
+    ATTRS: ClassVar = {"beta": (FLOAT, None), **ROUNDING_ONLY}
     FIXED: ClassVar = {"i8": (1 / 256, -128), "u8": (1 / 256, 0), "i16": (1 / 32768, 0)}
 
 
@@ -756,6 +761,7 @@ class LogSoftmaxOp(_UnaryOp):
     """out = log_softmax(x) along the last axis; int8 result 16/256, zp 127."""
 
     name = "qnn.log_softmax"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
     FIXED: ClassVar = {"i8": (16 / 256, 127), "u8": (16 / 256, 255)}
 
 
@@ -764,6 +770,7 @@ class HardSwishOp(_UnaryOp):
     """out = x * relu6(x + 3) / 6."""
 
     name = "qnn.hard_swish"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
 
 
 @irdl_op_definition
@@ -771,7 +778,7 @@ class LeakyReluOp(_UnaryOp):
     """out = x >= 0 ? x : alpha * x."""
 
     name = "qnn.leaky_relu"
-    ATTRS: ClassVar = {"alpha": (FLOAT, None), **KNOB_ATTRS}
+    ATTRS: ClassVar = {"alpha": (FLOAT, None), **ROUNDING_ONLY}
     REQUIRED: ClassVar = ("alpha",)
 
 
@@ -780,6 +787,7 @@ class EluOp(_UnaryOp):
     """out = x >= 0 ? x : exp(x) - 1."""
 
     name = "qnn.elu"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
 
 
 # ----- pools and reductions ------------------------------------------------------------

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXIT_BAD_INPUT = 2
 CASE_TIMEOUT = 10.0
 """Seconds one case may take before it counts as a hang."""
-ADDRESS_SPACE_LIMIT = 8 << 30
+ADDRESS_SPACE_LIMIT = 4 << 30
 """RLIMIT_AS of a fuzzing process: an input claiming a gigantic tensor fails fast."""
 RSS_GROWTH_LIMIT = 1 << 30
 """A case that raises the process's peak resident size by this much is a blow-up."""
@@ -67,6 +67,17 @@ def limit_address_space(limit: int = ADDRESS_SPACE_LIMIT) -> None:
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+FUZZ_MAX_ELEMENTS = 1 << 22
+"""The interpreter's tensor-size limit while fuzzing (legal but big inputs would only be slow)."""
+
+
+def fuzz_limits() -> None:
+    """Address-space limit for this process and a smaller interpreter tensor limit."""
+    import qdialect.interpreter
+
+    qdialect.interpreter.MAX_ELEMENTS = FUZZ_MAX_ELEMENTS
 
 
 def peak_rss() -> int:

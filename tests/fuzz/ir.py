@@ -21,7 +21,10 @@ Targets, in this process for speed (`transforms.opt.main(argv)` with stdin
 redirected): plain `qd-opt` (parse, verify, print); on success the printed
 text must parse back to the same text; a share of the valid cases also goes
 through `qd-opt -p qnn-overflow-check` and through `qd-run --backend interp`
-(the reference interpreter on seeded random inputs); every
+(the reference interpreter on seeded random inputs).  A third of the cases
+are generated instead of mutated (`tests/fuzz/gen.py`: small valid graphs
+with extreme quantization parameters, half of them mutated once more), and
+every accepted generated case runs on the interpreter too.  Every
 `--subprocess-every` cases one goes through the real `qd-opt` executable.
 See `tests/fuzz/harness.py` for the contract and the report.
 """
@@ -37,8 +40,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
+from tests.fuzz.gen import random_module
 from tests.fuzz.harness import (
     CASE_TIMEOUT,
     ROOT,
@@ -49,6 +54,7 @@ from tests.fuzz.harness import (
     common_arguments,
     contract_violation,
     finish,
+    fuzz_limits,
     frame_signature,
     limit_address_space,
     peak_rss,
@@ -509,6 +515,9 @@ MUTATORS = [
 ]
 
 
+MILD_MUTATORS = [m_numeric, m_qtype, m_qtype, m_attr, m_shape, m_hex]
+
+
 def mutate(rng: random.Random, text: str, ctx) -> tuple[str, list[str]]:
     fns, weights = zip(*MUTATORS)
     names = []
@@ -557,13 +566,37 @@ def _diagnose_internal(argv: list[str], text: str):
     return cap
 
 
+def _diagnose_qd_run(text: str):
+    """Re-run a qd-run case that ended in an internal error without its catch-all, for the traceback."""
+    import numpy as np
+
+    from tvm_bridge.run_cli import _run, build_parser
+
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False, encoding="utf-8",
+                                     errors="surrogatepass") as f:
+        f.write(text)
+        path = f.name
+
+    def run(argv):
+        args = build_parser().parse_args(argv)
+        args.argv = argv
+        with np.errstate(all="ignore"):
+            return _run(args)
+
+    try:
+        return run_main(run, [path, "--backend", "interp", "--compare", "none"])
+    finally:
+        os.unlink(path)
+
+
 def _has_pass(name: str) -> bool:
     from transforms.universe import PASSES
 
     return name in PASSES
 
 
-def run_case(text: str, report: Report, save: Path | None, *, extra: dict, case_no: int) -> None:
+def run_case(text: str, report: Report, save: Path | None, *, extra: dict, case_no: int,
+             generated: bool = False) -> None:
     data = text.encode("utf-8", "surrogatepass")
     main = _qd_opt_main()
     rss0 = peak_rss()
@@ -608,7 +641,7 @@ def run_case(text: str, report: Report, save: Path | None, *, extra: dict, case_
                 report.outcome(f"pass {pipeline}: {'ok' if cap.rc == 0 else 'rejected'}")
                 if cap.rc != 0:
                     report.message(cap.stderr.strip())
-            if case_no % extra["run_every"] == 0 and "func.func" in text:
+            if (generated or case_no % extra["run_every"] == 0) and "func.func" in text:
                 _run_interp(text, report, record)
     except CaseTimeout as e:
         record("hang", "qd-opt", str(e))
@@ -634,7 +667,10 @@ def _run_interp(text: str, report: Report, record) -> None:
     cap.stderr = "\n".join(ln for ln in cap.stderr.splitlines() if not ln.startswith("  .. "))
     bad = contract_violation(cap, "qd-run")
     if bad is not None:
-        record(bad[0], "qd-run --backend interp", bad[1], frame_signature(cap.escaped))
+        where = frame_signature(cap.escaped)
+        if bad[0] in ("internal-error", "exit-3"):
+            where = frame_signature(_diagnose_qd_run(text).escaped)
+        record(bad[0], "qd-run --backend interp", bad[1], where)
         return
     report.outcome(f"qd-run: {'ran' if cap.rc == 0 else 'rejected'}")
     if cap.rc != 0:
@@ -670,13 +706,18 @@ def main(argv=None) -> int:
                    help="comma-separated pipelines to also run on accepted cases "
                         "(default: qnn-overflow-check when registered)")
     p.add_argument("--pass-every", type=int, default=3, help="run the pipelines on every N-th accepted case")
-    p.add_argument("--run-every", type=int, default=4, help="run qd-run on every N-th accepted case")
+    p.add_argument("--run-every", type=int, default=4, help="run qd-run on every N-th accepted mutated case")
+    p.add_argument("--gen-share", type=float, default=0.35,
+                   help="share of cases that are generated valid graphs (tests/fuzz/gen.py), half of "
+                        "them with one more mutation; all accepted ones also run on the interpreter")
     args = p.parse_args(argv)
     short = args.cases <= SHORT_CASES and args.time_budget is None
     seed = pick_seed(args, short)
     if args.subprocess_every is None:
         args.subprocess_every = 250 if short else 1000
     limit_address_space()
+    fuzz_limits()
+    warnings.simplefilter("ignore")  # numpy's overflow warnings from extreme scales; stderr is checked per case
     started = time.perf_counter()
     rng = random.Random(seed)
     seeds = corpus()
@@ -694,10 +735,21 @@ def main(argv=None) -> int:
     for case_no in range(args.cases):
         if args.time_budget is not None and time.perf_counter() - started > args.time_budget:
             break
-        name, base = rng.choices(seeds, weights)[0]
-        text, _ = mutate(rng, base, ctx)
+        generated = rng.random() < args.gen_share
+        if generated:
+            try:
+                text = random_module(rng)
+            except Exception:  # noqa: BLE001 - parameters the builder itself refuses
+                report.outcome("generator refused")
+                continue
+            if rng.random() < 0.5:
+                fn = rng.choice(MILD_MUTATORS)
+                text = fn(rng, text, ctx)
+        else:
+            name, base = rng.choices(seeds, weights)[0]
+            text, _ = mutate(rng, base, ctx)
         report.cases += 1
-        run_case(text, report, args.save, extra=extra, case_no=case_no)
+        run_case(text, report, args.save, extra=extra, case_no=case_no, generated=generated)
         if args.subprocess_every and case_no % args.subprocess_every == 0:
             run_subprocess_case(text, report, args.save)
         if not args.quiet and case_no and case_no % 5000 == 0:

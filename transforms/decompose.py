@@ -1,0 +1,858 @@
+"""`qnn-decompose` (L1 -> L2): fused quantized ops -> integer primitives + one rescale.
+
+Every `qnn` op becomes `qint` ops on plain signless integer tensors (stored
+integers), and the function signatures become integer tensors too: an input
+`tensor<1x8x!quant.uniform<i8:f32, 0.5:3>>` is `tensor<1x8xi8>` at L2 (u8
+storage travels as i8 bits).  While the pass runs, `quant.scast` bridges
+rewritten and not-yet-rewritten ops; when every op is rewritten the casts cancel
+and the signature is converted.  What rewrites into what:
+
+| L1 op | L2 |
+|---|---|
+| qnn.conv2d / depthwise_conv2d / fully_connected | qint.conv2d / depthwise_conv2d / fully_connected (zero points explicit, accumulator of the `acc` width) -> qint.bias_add -> qint.rescale (per-channel multiplier) |
+| ... with `bias = "output"` | rescale(acc) and rescale(bias) to i64, qint.bias_add, qint.rescale mode none (zero point, clamp) |
+| qnn.add / sub | qint.rescale (left_shift 20 / 15, per-input multiplier) x2 -> qint.add / sub (i32) -> qint.rescale |
+| qnn.mul | qint.mul (zero points, i32) -> qint.rescale |
+| qnn.requantize / clamp | qint.rescale |
+| qnn.maximum / minimum | qint.maximum / minimum (+ clamp) |
+| qnn.logistic / tanh / elu / hard_swish / leaky_relu (<= 16-bit input) | qint.table: the L1 op evaluated on every stored value at compile time |
+| qnn.avg_pool2d | qint.pool_sum -> qint.divide_round by the in-bounds counts -> clamp |
+| qnn.max_pool2d | qint.pool_max (+ clamp) |
+| qnn.mean / sum | qint.reduce_sum (i32) -> qint.rescale (input_zp = zp * N; mean's adjusted multiplier) |
+| qnn.reduce_max / reduce_min | qint.reduce_max / reduce_min |
+| qnn.softmax | qint.softmax (TFLite's recipe with its integer parameters) |
+| qnn.reshape / transpose / pad / slice / split / concatenation | tensor.collapse_shape / expand_shape, linalg.transpose, tensor.pad, tensor.extract_slice, tensor.concat (same stored integers) |
+| qnn.constant | arith.constant dense<"0x..."> of the storage integer type |
+
+The knobs shape the result: `rounding` picks the rescale mode (`tflite`:
+double_round, or float_away for fully_connected whose reference kernel
+requantizes in double; `single` / `half_up`: single_round; `half_even`:
+float_even; `litert`: float_even with XNNPACK's float32 scale where LiteRT
+takes the op, else as `tflite`), `acc` the accumulator width, `bias` where the
+bias is added.  Multipliers come from `qdialect.reference` (QuantizeMultiplier
+on the same reals the reference kernels form), so L2 equals L1 bit for bit.
+
+Anything the pass cannot express exactly is refused, every such op named at
+once; nothing is approximated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, func, linalg, tensor
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import PassFailedException
+
+from qdialect.dialects import qint, qnn
+from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, quantized_element_type
+from qdialect.qparams import QParams
+from qdialect.reference import activations as act
+from qdialect.reference import elementwise as ew
+from qdialect.reference import linear, pooling
+from qdialect.reference.rescale import quantize_multiplier
+
+
+class Unsupported(Exception):
+    """An op (or knob combination) qnn-decompose cannot express exactly."""
+
+
+# ----- types and small IR helpers ----------------------------------------------------------------
+
+
+def int_tensor(shape, width: int) -> TensorType:
+    return TensorType(IntegerType(width), list(shape))
+
+
+def storage_type(t):
+    """The integer tensor type that holds a quantized tensor's stored values."""
+    q = quantized_element_type(t)
+    if q is None:
+        return t
+    return TensorType(q.storage_type, t.get_shape())
+
+
+def dense_constant(values: np.ndarray, width: int) -> arith.ConstantOp:
+    """`arith.constant dense<"0x...">` of an integer tensor, built from raw bytes."""
+    container = np.dtype(f"int{max(8, width)}")
+    arr = np.ascontiguousarray(np.asarray(values).astype(container))
+    t = int_tensor(arr.shape, width)
+    return arith.ConstantOp(DenseIntOrFPElementsAttr(t, BytesAttr(arr.tobytes())), t)
+
+
+def reassociation(groups) -> ArrayAttr:
+    return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+
+
+def _grouping(src: tuple[int, ...], dst: tuple[int, ...]) -> list[list[int]] | None:
+    """Consecutive groups of `src` dims whose products are the `dst` dims, if any."""
+    if not dst or len(dst) > len(src):
+        return None
+    groups, i = [], 0
+    for j, d in enumerate(dst):
+        if i >= len(src):
+            return None
+        group, prod = [i], src[i]
+        i += 1
+        while prod < d and i < len(src):
+            group.append(i)
+            prod *= src[i]
+            i += 1
+        if j == len(dst) - 1:
+            while i < len(src):
+                group.append(i)
+                prod *= src[i]
+                i += 1
+        if prod != d:
+            return None
+        groups.append(group)
+    return groups
+
+
+class Emitter:
+    """Collects the ops that replace one L1 op."""
+
+    def __init__(self):
+        self.ops: list[Operation] = []
+
+    def add(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0] if op.results else None
+
+    def storage(self, value: SSAValue) -> SSAValue:
+        """The stored integers of a quantized value (a quant.scast), or the value itself."""
+        if quantized_element_type(value.type) is None:
+            return value
+        return self.add(StorageCastOp(value, storage_type(value.type)))
+
+    def quantized(self, value: SSAValue, qtype) -> SSAValue:
+        if value.type == qtype:
+            return value
+        return self.add(StorageCastOp(value, qtype))
+
+    def constant(self, values, width: int) -> SSAValue:
+        return self.add(dense_constant(values, width))
+
+    def qint(self, cls, operands, result_type, **attrs) -> SSAValue:
+        return self.add(cls(operands, [result_type], attrs))
+
+    def rescale(self, x: SSAValue, width: int, spec: dict, *, input_zp=0, output_zp=0,
+                bounds=None, left_shift=0, input_unsigned=False, axis=None) -> SSAValue:
+        attrs = dict(spec)
+        if input_zp:
+            attrs["input_zp"] = int(input_zp)
+        if left_shift:
+            attrs["left_shift"] = int(left_shift)
+        if output_zp:
+            attrs["output_zp"] = int(output_zp)
+        if bounds is not None:
+            attrs["clamp_min"], attrs["clamp_max"] = int(bounds[0]), int(bounds[1])
+        if input_unsigned:
+            attrs["input_unsigned"] = True
+        if axis is not None:
+            attrs["axis"] = int(axis)
+        return self.qint(qint.RescaleOp, [x], int_tensor(qint.shape_of(x), width), **attrs)
+
+    def reshape(self, value: SSAValue, shape) -> SSAValue:
+        """Same values, new shape: collapse_shape, expand_shape, or both via 1-D."""
+        src = tuple(qint.shape_of(value))
+        dst = tuple(int(d) for d in shape)
+        if src == dst:
+            return value
+        el = value.type.element_type
+        if len(dst) < len(src) and (g := _grouping(src, dst)) is not None:
+            return self.add(tensor.CollapseShapeOp.create(
+                operands=[value], result_types=[TensorType(el, dst)],
+                properties={"reassociation": reassociation(g)}))
+        if len(dst) > len(src) and (g := _grouping(dst, src)) is not None:
+            return self.add(tensor.ExpandShapeOp(value, [], reassociation(g), dst, TensorType(el, dst)))
+        if not src or not dst:
+            raise Unsupported(f"reshape between {list(src)} and {list(dst)} (rank 0)")
+        flat = self.reshape(value, (math.prod(src),))
+        return self.reshape(flat, dst)
+
+
+def qp(value: SSAValue) -> QParams:
+    q = quantized_element_type(value.type)
+    if q is None:
+        raise Unsupported(f"operand type {value.type} is not quantized")
+    return q.qparams()
+
+
+def width_of(q: QParams) -> int:
+    return q.bits
+
+
+def clamp_bounds(finish, out_q: QParams, act_min, act_max) -> tuple[int, int]:
+    """The clamp a reference `_finish` applies: act bounds within storage and type range."""
+    lo, hi = finish(np.array([-(1 << 62), 1 << 62], dtype=np.int64), out_q, act_min, act_max)
+    return int(lo), int(hi)
+
+
+def full_range(out_q: QParams) -> tuple[int, int]:
+    return ew.type_bounds(out_q)
+
+
+def _signed(*qs: QParams, what: str):
+    for q in qs:
+        if not q.signed:
+            raise Unsupported(f"{what} with unsigned storage {q.storage}")
+
+
+def _per_tensor(q: QParams, what: str):
+    if q.per_axis:
+        raise Unsupported(f"{what} with per-axis parameters")
+
+
+# ----- rescale parameters, as the reference forms them --------------------------------------------
+
+
+def integer_spec(real, rounding: str, *, wide: bool = False) -> dict:
+    """(multiplier, shift) rescale of `real` for an integer profile."""
+    if rounding == "tflite":
+        m, s = quantize_multiplier(real)
+        mode = "wide_round" if wide else "double_round"
+    elif rounding in ("single", "half_up"):
+        m, s = linear._qmult(real, rounding)
+        if wide and rounding == "half_up":
+            raise Unsupported("rounding 'half_up' with a 64-bit accumulator")
+        mode = "wide_round" if wide else "single_round"
+    else:
+        raise Unsupported(f"rounding '{rounding}' here")
+    m, s = np.atleast_1d(m), np.atleast_1d(s)
+    if np.any(m < 0):
+        raise Unsupported("a negative multiplier")
+    return {"mode": mode, "multiplier": m.tolist(), "shift": s.tolist()}
+
+
+def float_spec(scale, mode: str = "float_even") -> dict:
+    arr = np.atleast_1d(np.asarray(scale, dtype=np.float64))
+    if mode == "float_even":
+        arr = arr.astype(np.float32).astype(np.float64)
+    return {"mode": mode, "scale": arr.tolist()}
+
+
+def accumulator_spec(rounding: str, reals, *, float_ref=False, wide=False, xnn=True) -> dict:
+    """The rescale of linear._rescale for the accumulating ops (same branches)."""
+    real_double, real_int, xnn_scale = reals
+    if rounding == "litert":
+        if xnn:
+            return float_spec(np.asarray(xnn_scale, dtype=np.float32))
+        rounding = "tflite"
+    if rounding == "tflite":
+        if float_ref:
+            return float_spec(real_double, "float_away")
+        return integer_spec(real_int, "tflite", wide=wide)
+    if rounding in ("single", "half_up"):
+        return integer_spec(real_int, rounding, wide=wide)
+    if rounding == "half_even":
+        return float_spec(real_double)
+    raise Unsupported(f"rounding '{rounding}'")
+
+
+def knobs(op: qnn.QnnOp) -> dict:
+    """The knobs the L1 interpreter uses for this op (absent acc: TFLite's width)."""
+    from qdialect.interpreter import Interpreter
+
+    return Interpreter(None).knobs(op)
+
+
+# ----- accumulating ops ------------------------------------------------------------------------
+
+
+def _weight_zero_point(w_q: QParams) -> int:
+    zps = np.unique(np.asarray(w_q.zero_point).reshape(-1))
+    if zps.size != 1:
+        raise Unsupported("per-channel weight zero points that differ")
+    return int(zps[0])
+
+
+def _bias_width(bias: SSAValue) -> int:
+    t = bias.type
+    q = quantized_element_type(t)
+    return q.storage_width.data if q is not None else t.element_type.width.data
+
+
+def _accumulating(e: Emitter, op, acc_value_fn, *, channels: int, reals, float_ref: bool, xnn: bool,
+                  bias: SSAValue | None, x_q: QParams, out_q: QParams) -> SSAValue:
+    k = knobs(op)
+    bias_dtype = np.int64 if bias is not None and _bias_width(bias) == 64 else np.int32
+    acc = linear._default_acc(k["acc"], None if bias is None else np.zeros(0, bias_dtype), x_q)
+    if k["acc_overflow"] == "saturate" and acc != "i64":
+        raise Unsupported("acc_overflow = 'saturate' (the sum saturates in loop order)")
+    acc_width = linear._ACC_BITS[acc]
+    wide = acc == "i64"
+    spec = accumulator_spec(k["rounding"], reals, float_ref=float_ref, wide=wide, xnn=xnn)
+    if spec["mode"] == "single_round" and acc_width > 32:
+        raise Unsupported("single rounding of a 64-bit accumulator")
+    accv = acc_value_fn(acc_width)
+    b = e.storage(bias) if bias is not None else None
+    bounds = clamp_bounds(linear._finish, out_q, k["act_min"], k["act_max"])
+    zp_out = int(out_q.zero_point)
+    if b is not None and k["bias_mode"] == "accumulator":
+        accv = e.qint(qint.BiasAddOp, [accv, b], accv.type)
+    if b is None or k["bias_mode"] == "accumulator":
+        return e.rescale(accv, out_q.bits, spec, output_zp=zp_out, bounds=bounds)
+    # bias = output: requantize the bias on its own and add it after the accumulator's rescale
+    r_acc = e.rescale(accv, 64, spec)
+    r_bias = e.rescale(b, 64, spec)
+    total = e.qint(qint.BiasAddOp, [r_acc, r_bias], r_acc.type)
+    return e.rescale(total, out_q.bits, {"mode": "none"}, output_zp=zp_out, bounds=bounds)
+
+
+def decompose_conv2d(e: Emitter, op: qnn.Conv2DOp) -> SSAValue:
+    xv, wv, bv = op.operands
+    x_q, w_q, out_q = qp(xv), qp(wv), qp(op.results[0])
+    _signed(x_q, w_q, what="qnn.conv2d")
+    oc, _, _, ci = qint.shape_of(wv)
+    if qint.shape_of(xv)[3] != ci:
+        raise Unsupported("grouped convolution")
+    x, w = e.storage(xv), e.storage(wv)
+    attrs = dict(input_zp=int(x_q.zero_point), weight_zp=_weight_zero_point(w_q),
+                 strides=op.attr("strides", [1, 1]), dilations=op.attr("dilations", [1, 1]),
+                 padding=op.attr("padding", [0, 0, 0, 0]))
+    shape = qint.shape_of(op.results[0])
+    reals = linear._conv_reals(x_q, linear._channel_scales(w_q, oc), out_q, float_product=False)
+    return _accumulating(
+        e, op, lambda width: e.qint(qint.Conv2DOp, [x, w], int_tensor(shape, width), **attrs),
+        channels=oc, reals=reals, float_ref=False, xnn=linear._xnn_takes(x_q), bias=bv, x_q=x_q, out_q=out_q)
+
+
+def decompose_depthwise(e: Emitter, op: qnn.DepthwiseConv2DOp) -> SSAValue:
+    xv, wv, bv = op.operands
+    x_q, w_q, out_q = qp(xv), qp(wv), qp(op.results[0])
+    _signed(x_q, w_q, what="qnn.depthwise_conv2d")
+    oc = qint.shape_of(wv)[3]
+    x, w = e.storage(xv), e.storage(wv)
+    attrs = dict(input_zp=int(x_q.zero_point), weight_zp=_weight_zero_point(w_q),
+                 strides=op.attr("strides", [1, 1]), dilations=op.attr("dilations", [1, 1]),
+                 padding=op.attr("padding", [0, 0, 0, 0]))
+    shape = qint.shape_of(op.results[0])
+    reals = linear._conv_reals(x_q, linear._channel_scales(w_q, oc), out_q, float_product=False)
+    return _accumulating(
+        e, op, lambda width: e.qint(qint.DepthwiseConv2DOp, [x, w], int_tensor(shape, width), **attrs),
+        channels=oc, reals=reals, float_ref=False, xnn=linear._xnn_takes(x_q), bias=bv, x_q=x_q, out_q=out_q)
+
+
+def decompose_fully_connected(e: Emitter, op: qnn.FullyConnectedOp) -> SSAValue:
+    xv, wv, bv = op.operands
+    x_q, w_q, out_q = qp(xv), qp(wv), qp(op.results[0])
+    _signed(x_q, w_q, what="qnn.fully_connected")
+    o, k = qint.shape_of(wv)
+    rows = math.prod(qint.shape_of(xv)) // k
+    x = e.reshape(e.storage(xv), (rows, k))
+    w = e.storage(wv)
+    per_tensor = not (w_q.per_axis and np.asarray(w_q.scale).size > 1)
+    reals = linear._conv_reals(x_q, linear._channel_scales(w_q, o), out_q, float_product=per_tensor)
+    attrs = dict(input_zp=int(x_q.zero_point), weight_zp=_weight_zero_point(w_q))
+    out = _accumulating(
+        e, op, lambda width: e.qint(qint.FullyConnectedOp, [x, w], int_tensor((rows, o), width), **attrs),
+        channels=o, reals=reals, float_ref=True, xnn=linear._xnn_takes(x_q), bias=bv, x_q=x_q, out_q=out_q)
+    return e.reshape(out, qint.shape_of(op.results[0]))
+
+
+# ----- elementwise -----------------------------------------------------------------------------
+
+
+def decompose_add_sub(e: Emitter, op) -> SSAValue:
+    subtract = isinstance(op, qnn.SubOp)
+    a_v, b_v = op.operands
+    x1_q, x2_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
+    for q in (x1_q, x2_q, out_q):
+        _per_tensor(q, op.name)
+    _signed(x1_q, x2_q, what=op.name)
+    k = knobs(op)
+    rounding = k["rounding"]
+    if rounding == "litert":
+        if ew._xnnpack_add_takes(x1_q, x2_q, out_q):
+            raise Unsupported(f"{op.name} with rounding 'litert' (XNNPACK's fused single-rounding add)")
+        rounding = "tflite"
+    if rounding == "half_even":
+        raise Unsupported(f"{op.name} with rounding 'half_even' (one float sum of both inputs)")
+    s1, s2, so = ew.scale32(x1_q), ew.scale32(x2_q), ew.scale32(out_q)
+    left_shift = 15 if out_q.bits == 16 else 20
+    twice_max = 2.0 * float(max(s1, s2))
+    real_out = twice_max / float(np.float32(np.float32(1 << left_shift) * so))
+    a, b = e.storage(a_v), e.storage(b_v)
+    sa = e.rescale(a, 32, integer_spec(float(s1) / twice_max, rounding), input_zp=ew.zp(x1_q), left_shift=left_shift)
+    sb = e.rescale(b, 32, integer_spec(float(s2) / twice_max, rounding), input_zp=ew.zp(x2_q), left_shift=left_shift)
+    raw = e.qint(qint.SubOp if subtract else qint.AddOp, [sa, sb], int_tensor(qint.shape_of(op.results[0]), 32))
+    bounds = clamp_bounds(ew._finish, out_q, k["act_min"], k["act_max"])
+    return e.rescale(raw, out_q.bits, integer_spec(real_out, rounding), output_zp=ew.zp(out_q), bounds=bounds)
+
+
+def decompose_mul(e: Emitter, op: qnn.MulOp) -> SSAValue:
+    a_v, b_v = op.operands
+    x1_q, x2_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
+    for q in (x1_q, x2_q, out_q):
+        _per_tensor(q, op.name)
+    _signed(x1_q, x2_q, what=op.name)
+    k = knobs(op)
+    rounding = k["rounding"]
+    real = np.float32(np.float32(ew.scale32(x1_q) * ew.scale32(x2_q)) / ew.scale32(out_q))
+    if rounding == "litert":
+        rounding = "half_even" if ew._xnnpack_mul_takes(x1_q, x2_q, out_q) else "tflite"
+    spec = float_spec(real) if rounding == "half_even" else integer_spec(float(real), rounding)
+    prod = e.qint(qint.MulOp, [e.storage(a_v), e.storage(b_v)], int_tensor(qint.shape_of(op.results[0]), 32),
+                  lhs_zp=ew.zp(x1_q), rhs_zp=ew.zp(x2_q))
+    bounds = clamp_bounds(ew._finish, out_q, k["act_min"], k["act_max"])
+    return e.rescale(prod, out_q.bits, spec, output_zp=ew.zp(out_q), bounds=bounds)
+
+
+def _clamp_if_needed(e: Emitter, v: SSAValue, out_q: QParams, bounds) -> SSAValue:
+    if tuple(bounds) == tuple(full_range(out_q)):
+        return v
+    return e.rescale(v, out_q.bits, {"mode": "none"}, bounds=bounds)
+
+
+def decompose_extremum(e: Emitter, op) -> SSAValue:
+    a_v, b_v = op.operands
+    out_q = qp(op.results[0])
+    _signed(qp(a_v), qp(b_v), out_q, what=op.name)
+    cls = qint.MaximumOp if isinstance(op, qnn.MaximumOp) else qint.MinimumOp
+    v = e.qint(cls, [e.storage(a_v), e.storage(b_v)], int_tensor(qint.shape_of(op.results[0]), out_q.bits))
+    k = knobs(op)
+    return _clamp_if_needed(e, v, out_q, clamp_bounds(ew._finish, out_q, k["act_min"], k["act_max"]))
+
+
+def decompose_requantize(e: Emitter, op) -> SSAValue:
+    """qnn.requantize (reference requantize) and qnn.clamp (reference clamp)."""
+    x_v = op.operands[0]
+    x_q, out_q = qp(x_v), qp(op.results[0])
+    _per_tensor(x_q, op.name)
+    k = knobs(op)
+    rounding = k["rounding"]
+    d_unsigned = not x_q.signed
+    bounds = clamp_bounds(ew._finish, out_q, k["act_min"], k["act_max"])
+    x = e.storage(x_v)
+    axis = None
+    if isinstance(op, qnn.ClampOp):
+        _per_tensor(out_q, op.name)
+        real = np.float32(ew.scale32(x_q) / ew.scale32(out_q))
+        if rounding == "litert":
+            rounding = "tflite"
+        spec = float_spec(real) if rounding == "half_even" else integer_spec(float(real), rounding)
+    else:
+        if rounding == "litert" and not out_q.per_axis and ew._xnnpack_cvt_takes(x_q, out_q):
+            # XNNPACK qs8-vcvt: ((x - z_in) * m + 128) >> 8, i.e. single rounding with shift 23
+            ratio = np.float32(ew.scale32(x_q) / ew.scale32(out_q))
+            m = int(np.rint(np.float32(256.0) * ratio))
+            spec = {"mode": "single_round", "multiplier": [m], "shift": [23]}
+        elif rounding == "litert" and not out_q.per_axis and x_q.bits == 8 and out_q.bits == 8:
+            raise Unsupported("qnn.requantize with rounding 'litert' between 8-bit types (NEON blocks of 16)")
+        else:
+            if rounding == "litert":
+                rounding = "tflite"
+            s_out = np.asarray(out_q.scale, np.float32).astype(np.float64)
+            if rounding == "half_even":
+                spec = float_spec((np.float64(ew.scale32(x_q)) / s_out).astype(np.float32))
+            else:
+                spec = integer_spec(np.float64(ew.scale32(x_q)) / s_out, rounding)
+        if out_q.per_axis:
+            axis = out_q.axis
+            zps = np.unique(out_q.zero_point)
+            if zps.size != 1:
+                raise Unsupported("qnn.requantize to per-axis zero points that differ")
+    out_zp = int(np.asarray(out_q.zero_point).reshape(-1)[0])
+    return e.rescale(x, out_q.bits, spec, input_zp=ew.zp(x_q), output_zp=out_zp, bounds=bounds,
+                     input_unsigned=d_unsigned, axis=axis)
+
+
+def decompose_table(e: Emitter, op) -> SSAValue:
+    """A unary op on <= 16-bit input: the L1 op evaluated on every stored value."""
+    from qdialect.interpreter import Interpreter
+
+    x_v = op.operands[0]
+    x_q, out_q = qp(x_v), qp(op.results[0])
+    _per_tensor(x_q, op.name)
+    if x_q.bits > 16:
+        raise Unsupported(f"{op.name} on {x_q.storage} input (tables need <= 16 bits)")
+    lo, hi = ew.type_bounds(x_q)
+    values = np.arange(lo, hi + 1, dtype=np.int64).astype(x_q.dtype)
+    table = np.asarray(Interpreter(None).eval(op, [values])[0]).astype(np.int64).reshape(-1)
+    if table.shape != values.shape:
+        raise Unsupported(f"{op.name}: its reference is not elementwise")
+    tv = e.constant(table, out_q.bits)
+    attrs = {} if x_q.signed else {"unsigned": True}
+    return e.qint(qint.TableOp, [e.storage(x_v), tv], int_tensor(qint.shape_of(op.results[0]), out_q.bits), **attrs)
+
+
+# ----- pools and reductions ----------------------------------------------------------------------
+
+
+def _requantize_spec(in_q: QParams, out_q: QParams, rounding: str) -> dict | None:
+    """pooling._requantize_values as a rescale spec (None: identical parameters)."""
+    if pooling._same_params(in_q, out_q):
+        return None
+    real = np.float64(linear._f32(in_q)) / np.float64(linear._f32(out_q))
+    r = "tflite" if rounding == "litert" else rounding
+    return accumulator_spec(r, (real, real, None), xnn=False)
+
+
+def _pool_counts(op, shape) -> np.ndarray:
+    """In-bounds window positions per output pixel, shape [1, OH, OW, 1]."""
+    _, h, w, _ = shape
+    kh, kw = op.attr("kernel")
+    sh, sw = op.attr("strides", [1, 1])
+    pt, pb, pl, pr = op.attr("padding", [0, 0, 0, 0])
+    oh = (h + pt + pb - kh) // sh + 1
+    ow = (w + pl + pr - kw) // sw + 1
+    ys = np.arange(oh) * sh - pt
+    xs = np.arange(ow) * sw - pl
+    ny = np.minimum(ys + kh, h) - np.maximum(ys, 0)
+    nx = np.minimum(xs + kw, w) - np.maximum(xs, 0)
+    return (ny[:, None] * nx[None, :]).reshape(1, oh, ow, 1)
+
+
+def decompose_pool(e: Emitter, op) -> SSAValue:
+    x_v = op.operands[0]
+    x_q, out_q = qp(x_v), qp(op.results[0])
+    _signed(x_q, what=op.name)
+    _per_tensor(x_q, op.name)
+    k = knobs(op)
+    x = e.storage(x_v)
+    shape = qint.shape_of(op.results[0])
+    attrs = dict(kernel=op.attr("kernel"), strides=op.attr("strides", [1, 1]), padding=op.attr("padding", [0, 0, 0, 0]))
+    if isinstance(op, qnn.AvgPool2DOp):
+        counts = _pool_counts(op, qint.shape_of(x_v))
+        if np.any(counts <= 0):
+            raise Unsupported("a pooling window that lies entirely in the padding")
+        total = e.qint(qint.PoolSumOp, [x], int_tensor(shape, 32), **attrs)
+        divide = {"half_up": "half_up", "half_even": "half_even"}.get(k["rounding"], "away")
+        v = e.qint(qint.DivideRoundOp, [total, e.constant(counts, 32)], int_tensor(shape, 32), rounding=divide)
+    else:
+        v = e.qint(qint.PoolMaxOp, [x], int_tensor(shape, x_q.bits), **attrs)
+    bounds = clamp_bounds(linear._finish, out_q, k["act_min"], k["act_max"])
+    spec = _requantize_spec(x_q, out_q, k["rounding"])
+    if spec is None and qint.int_width(v) == out_q.bits:
+        return _clamp_if_needed(e, v, out_q, bounds)
+    if spec is None:
+        return e.rescale(v, out_q.bits, {"mode": "none"}, bounds=bounds)
+    return e.rescale(v, out_q.bits, spec, input_zp=int(x_q.zero_point), output_zp=int(out_q.zero_point), bounds=bounds)
+
+
+def decompose_mean_sum(e: Emitter, op) -> SSAValue:
+    """reduce.h QuantizedMeanOrSum: int32 sum, zp * N subtracted, (adjusted) multiplier."""
+    x_v = op.operands[0]
+    x_q, out_q = qp(x_v), qp(op.results[0])
+    _signed(x_q, out_q, what=op.name)
+    _per_tensor(x_q, op.name)
+    k = knobs(op)
+    rounding = k["rounding"]
+    shape = qint.shape_of(x_v)
+    axes = sorted({a % len(shape) for a in op.attr("axes")})
+    count = math.prod(shape[a] for a in axes) if axes else 1
+    if count == 0:
+        raise Unsupported(f"{op.name} over an empty axis")
+    if rounding == "litert" and x_q.bits == 8:
+        raise Unsupported(f"{op.name} with rounding 'litert' (XNNPACK's float offset before rounding)")
+    if rounding == "litert":
+        rounding = "tflite"
+    compute_sum = isinstance(op, qnn.SumOp)
+    real = np.float64(linear._f32(x_q).reshape(())) / np.float64(linear._f32(out_q).reshape(()))
+    if rounding == "half_even":
+        spec = float_spec(real if compute_sum else real / count)
+    else:
+        m, s = (linear._qmult(real, rounding) if rounding != "tflite" else quantize_multiplier(real))
+        m, s = int(m), int(s)
+        if not compute_sum:  # as pooling._mean_or_sum: the multiplier absorbs 1/N with a left shift k
+            kk = min(count.bit_length() - 1, 32, 31 + s)
+            m = int(np.int32(np.int64((m << kk) // count)))
+            s = s - kk
+        mode = "double_round" if rounding == "tflite" else "single_round"
+        spec = {"mode": mode, "multiplier": [m], "shift": [s]}
+    total = e.qint(qint.ReduceSumOp, [e.storage(x_v)], int_tensor(qint.shape_of(op.results[0]), 32),
+                   axes=op.attr("axes"), keep_dims=op.attr("keep_dims", False))
+    bounds = clamp_bounds(linear._finish, out_q, k["act_min"], k["act_max"])
+    return e.rescale(total, out_q.bits, spec, input_zp=int(x_q.zero_point) * count,
+                     output_zp=int(out_q.zero_point), bounds=bounds)
+
+
+def decompose_reduce_extreme(e: Emitter, op) -> SSAValue:
+    x_v = op.operands[0]
+    x_q, out_q = qp(x_v), qp(op.results[0])
+    _signed(x_q, what=op.name)
+    k = knobs(op)
+    cls = qint.ReduceMaxOp if isinstance(op, qnn.ReduceMaxOp) else qint.ReduceMinOp
+    v = e.qint(cls, [e.storage(x_v)], int_tensor(qint.shape_of(op.results[0]), x_q.bits),
+               axes=op.attr("axes"), keep_dims=op.attr("keep_dims", False))
+    bounds = clamp_bounds(linear._finish, out_q, k["act_min"], k["act_max"])
+    spec = _requantize_spec(x_q, out_q, k["rounding"])
+    if spec is None:
+        return _clamp_if_needed(e, v, out_q, bounds)
+    return e.rescale(v, out_q.bits, spec, input_zp=int(x_q.zero_point), output_zp=int(out_q.zero_point), bounds=bounds)
+
+
+def decompose_softmax(e: Emitter, op: qnn.SoftmaxOp) -> SSAValue:
+    x_v = op.operands[0]
+    x_q, out_q = qp(x_v), qp(op.results[0])
+    _signed(x_q, out_q, what="qnn.softmax")
+    rounding = knobs(op)["rounding"]
+    beta = op.attr("beta", 1.0)
+    shape = qint.shape_of(op.results[0])
+    if x_q.bits == 16:
+        if rounding == "litert":
+            rounding = "tflite"
+        if rounding not in ("tflite", "single", "half_up"):
+            raise Unsupported(f"int16 qnn.softmax with rounding '{rounding}'")
+        if shape[-1] > 65536:
+            raise Unsupported("int16 qnn.softmax over rows longer than 65536")
+        real = float(np.float32(ew.scale32(x_q) * np.float32(beta))) / (10.0 / 65535.0)
+        m, s = ew.qmult(real, rounding)
+        attrs = dict(input_multiplier=int(m), input_shift=int(s))
+    elif x_q.bits == 8:
+        if rounding in ("litert", "half_even"):
+            raise Unsupported(f"8-bit qnn.softmax with rounding '{rounding}' (float exp table)")
+        m, s, diff_min = act.softmax_params(beta, x_q, rounding)
+        attrs = dict(input_multiplier=int(m), input_shift=int(s), diff_min=int(diff_min))
+    else:
+        raise Unsupported(f"qnn.softmax on {x_q.storage}")
+    if rounding in ("single", "half_up"):
+        attrs["mode"] = "single_round"
+    return e.qint(qint.SoftmaxOp, [e.storage(x_v)], int_tensor(shape, out_q.bits), **attrs)
+
+
+# ----- data movement -----------------------------------------------------------------------------
+
+
+def decompose_reshape(e: Emitter, op) -> SSAValue:
+    return e.reshape(e.storage(op.operands[0]), qint.shape_of(op.results[0]))
+
+
+def decompose_transpose(e: Emitter, op: qnn.TransposeOp) -> SSAValue:
+    x = e.storage(op.operands[0])
+    t = storage_type(op.results[0].type)
+    init = e.add(tensor.EmptyOp([], t))
+    perm = qnn.ints_attr(op.attr("perm"))
+    return e.add(linalg.TransposeOp(x, init, perm, t))
+
+
+def pad_op(x: SSAValue, low, high, value: SSAValue, result_type) -> tensor.PadOp:
+    from xdsl.dialects.builtin import IndexType
+
+    rank = len(low)
+    block = Block(arg_types=[IndexType()] * rank)
+    block.add_op(tensor.YieldOp(value))
+    return tensor.PadOp(x, [], [], Region(block), list(low), list(high), result_type)
+
+
+def scalar_constant(value: int, width: int) -> arith.ConstantOp:
+    return arith.ConstantOp(IntegerAttr(int(value), IntegerType(width)))
+
+
+def decompose_pad(e: Emitter, op: qnn.PadOp) -> SSAValue:
+    x_q = qp(op.operands[0])
+    x = e.storage(op.operands[0])
+    p = op.attr("paddings")
+    value = op.attr("pad_value", int(x_q.zero_point))
+    if not x_q.signed and value > ew.type_bounds(x_q)[1] // 2:
+        value -= 1 << x_q.bits  # the bits of an unsigned value, as a signless constant
+    c = e.add(scalar_constant(value, x_q.bits))
+    return e.add(pad_op(x, p[0::2], p[1::2], c, storage_type(op.results[0].type)))
+
+
+def decompose_slice(e: Emitter, op: qnn.SliceOp) -> SSAValue:
+    x = e.storage(op.operands[0])
+    begin, end = op.attr("begin"), op.attr("end")
+    strides = op.attr("strides", [1] * len(begin))
+    if any(s <= 0 for s in strides):
+        raise Unsupported("qnn.slice with a negative stride")
+    sizes = [max(0, len(range(b, en, s))) for b, en, s in zip(begin, end, strides)]
+    el = x.type.element_type
+    sl = e.add(tensor.ExtractSliceOp(x, begin, sizes, strides, TensorType(el, sizes)))
+    return e.reshape(sl, qint.shape_of(op.results[0]))
+
+
+def decompose_split(e: Emitter, op: qnn.SplitOp) -> list[SSAValue]:
+    x = e.storage(op.operands[0])
+    shape = qint.shape_of(op.operands[0])
+    axis = op.attr("axis") % len(shape)
+    outs, start = [], 0
+    for r in op.results:
+        rs = qint.shape_of(r)
+        begin = [0] * len(shape)
+        begin[axis] = start
+        start += rs[axis]
+        outs.append(e.add(tensor.ExtractSliceOp(x, begin, list(rs), [1] * len(shape), storage_type(r.type))))
+    return outs
+
+
+def decompose_concat(e: Emitter, op: qnn.ConcatenationOp) -> SSAValue:
+    out_q = qp(op.results[0])
+    for v in op.operands:
+        if not pooling._same_params(qp(v), out_q) or qp(v).storage != out_q.storage:
+            raise Unsupported("qnn.concatenation of inputs with different parameters (float rescale)")
+    xs = [e.storage(v) for v in op.operands]
+    rank = len(qint.shape_of(op.results[0]))
+    t = storage_type(op.results[0].type)
+    v = xs[0] if len(xs) == 1 else e.add(tensor.ConcatOp(xs, op.attr("axis") % rank, t))
+    k = knobs(op)
+    return _clamp_if_needed(e, v, out_q, clamp_bounds(linear._finish, out_q, k["act_min"], k["act_max"]))
+
+
+def decompose_constant(e: Emitter, op: qnn.ConstantOp) -> SSAValue:
+    t = op.results[0].type
+    q = quantized_element_type(t)
+    width = q.storage_width.data if q is not None else t.element_type.width.data
+    return e.constant(op.array(), width)
+
+
+DECOMPOSITIONS = {
+    qnn.ConstantOp: decompose_constant,
+    qnn.Conv2DOp: decompose_conv2d,
+    qnn.DepthwiseConv2DOp: decompose_depthwise,
+    qnn.FullyConnectedOp: decompose_fully_connected,
+    qnn.AddOp: decompose_add_sub,
+    qnn.SubOp: decompose_add_sub,
+    qnn.MulOp: decompose_mul,
+    qnn.MaximumOp: decompose_extremum,
+    qnn.MinimumOp: decompose_extremum,
+    qnn.RequantizeOp: decompose_requantize,
+    qnn.ClampOp: decompose_requantize,
+    qnn.LogisticOp: decompose_table,
+    qnn.TanhOp: decompose_table,
+    qnn.EluOp: decompose_table,
+    qnn.HardSwishOp: decompose_table,
+    qnn.LeakyReluOp: decompose_table,
+    qnn.AvgPool2DOp: decompose_pool,
+    qnn.MaxPool2DOp: decompose_pool,
+    qnn.MeanOp: decompose_mean_sum,
+    qnn.SumOp: decompose_mean_sum,
+    qnn.ReduceMaxOp: decompose_reduce_extreme,
+    qnn.ReduceMinOp: decompose_reduce_extreme,
+    qnn.SoftmaxOp: decompose_softmax,
+    qnn.ReshapeOp: decompose_reshape,
+    qnn.TransposeOp: decompose_transpose,
+    qnn.PadOp: decompose_pad,
+    qnn.SliceOp: decompose_slice,
+    qnn.SplitOp: decompose_split,
+    qnn.ConcatenationOp: decompose_concat,
+}
+
+
+# ----- patterns and the pass ---------------------------------------------------------------------
+
+
+@dataclass
+class DecomposeQnnOp(RewritePattern):
+    """Any qnn op with a decomposition: its L2 ops, stored integers bridged by quant.scast."""
+
+    failures: list[str]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        fn = DECOMPOSITIONS.get(type(op))
+        if fn is None:
+            return
+        e = Emitter()
+        try:
+            out = fn(e, op)
+        except Unsupported as err:
+            self.failures.append(f"{op.name}: {err}")
+            return
+        outs = out if isinstance(out, list) else [out]
+        results = [e.quantized(v, r.type) for v, r in zip(outs, op.results)]
+        rewriter.replace_op(op, e.ops, results)
+
+
+class FoldStorageCastPair(RewritePattern):
+    """quant.scast(quant.scast(x)) back to x's type -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: StorageCastOp, rewriter: PatternRewriter, /):
+        src = op.input.owner
+        if isinstance(src, StorageCastOp) and src.input.type == op.result.type:
+            rewriter.replace_op(op, [], [src.input])
+
+
+def convert_signature(fn: func.FuncOp, rewriter: PatternRewriter | None = None) -> None:
+    """Quantized arguments and results of `fn` -> their storage integer types."""
+    from xdsl.rewriter import Rewriter
+
+    if fn.is_declaration:
+        return
+    for arg in list(fn.body.block.args):
+        if quantized_element_type(arg.type) is None:
+            continue
+        new = Rewriter.replace_value_with_new_type(arg, storage_type(arg.type))
+        for use in list(new.uses):
+            user = use.operation
+            if isinstance(user, StorageCastOp) and user.result.type == new.type:
+                user.result.replace_all_uses_with(new)
+                user.detach()
+                user.erase()
+    ret = fn.get_return_op()
+    if ret is not None:
+        for i, v in enumerate(list(ret.operands)):
+            if quantized_element_type(v.type) is None:
+                continue
+            owner = v.owner
+            if isinstance(owner, StorageCastOp):
+                ret.operands[i] = owner.input
+                if not list(owner.result.uses):
+                    owner.detach()
+                    owner.erase()
+            else:
+                cast = StorageCastOp(v, storage_type(v.type))
+                ret.parent_block().insert_op_before(cast, ret)
+                ret.operands[i] = cast.result
+    fn.update_function_type()
+
+
+def remaining_quantized(module: ModuleOp) -> list[str]:
+    names = []
+    for op in module.walk():
+        if isinstance(op, StorageCastOp) or op is module:
+            continue
+        types = [v.type for v in op.results] + [v.type for v in op.operands]
+        if any(quantized_element_type(t) is not None for t in types):
+            names.append(op.name)
+    return names
+
+
+@dataclass(frozen=True)
+class QnnDecomposePass(ModulePass):
+    """L1 -> L2: every qnn op into qint integer primitives; signatures to storage integers.
+
+    See the module docstring for the table of rewrites.  Fails (naming every
+    op at once) if some op cannot be expressed exactly.
+    """
+
+    name = "qnn-decompose"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        failures: list[str] = []
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([DecomposeQnnOp(failures), FoldStorageCastPair()]),
+            apply_recursively=True,
+        ).rewrite_module(op)
+        if failures:
+            raise PassFailedException("qnn-decompose cannot lower: " + "; ".join(dict.fromkeys(failures)))
+        for fn in op.walk():
+            if isinstance(fn, func.FuncOp):
+                convert_signature(fn)
+        left = remaining_quantized(op)
+        if left:
+            raise PassFailedException(
+                "qnn-decompose cannot lower: " + ", ".join(sorted(set(left))) + " (no decomposition)"
+            )

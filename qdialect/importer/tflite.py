@@ -512,7 +512,8 @@ def _static_output_ok(g: _Graph, op: _Op) -> bool:
     return all(g.tensors[o].type in ("INT32", "INT64") and not g.tensors[o].quantized for o in op.outputs)
 
 
-def _scan_unsupported(g: _Graph) -> None:
+def _scan_unsupported(g: _Graph, handlers: dict | None = None) -> None:
+    handlers = _HANDLERS if handlers is None else handlers
     static = {
         t.index for t in g.tensors if t.constant and t.type in ("INT32", "INT64") and not t.quantized
     }
@@ -528,7 +529,7 @@ def _scan_unsupported(g: _Graph) -> None:
             static.update(op.outputs)
         elif op.name in _STATIC_ONLY:
             items.append((op.name, "on run-time tensors"))
-        elif op.name not in _HANDLERS:
+        elif op.name not in handlers:
             items.append((op.name, None))
     if items:
         raise TFLiteImportError(_format_unsupported(items))
@@ -593,6 +594,11 @@ def _element_type(t: _Tensor) -> Attribute:
 
 
 class _Importer:
+    @property
+    def handlers(self) -> dict:
+        """Operator name -> handler (the float importer has its own table)."""
+        return _HANDLERS
+
     def __init__(self, g: _Graph, batch: int):
         self.g = g
         self.batch = batch
@@ -955,7 +961,7 @@ class _Importer:
                     if t.sparse:
                         raise self.bad(f"tensor '{t.name}' is sparse, which qdialect cannot represent")
                 if not self.fold(op):
-                    _HANDLERS[op.name](self, op)
+                    self.handlers[op.name](self, op)
             except _Unsupported as e:
                 self.unsupported.append((op.name, str(e)))
                 self.poisoned.update(op.outputs)

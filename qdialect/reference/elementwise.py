@@ -16,9 +16,12 @@ output's container dtype.
 - "half_even": float32 requantization, round half to even (ONNX Runtime /
   XNNPACK style): `rint(float32(acc) * float32(real_multiplier))`.
 - "litert": what LiteRT's default interpreter does for the op: XNNPACK's
-  kernel where the XNNPACK delegate takes the op (int8 ADD / SUB / MUL /
-  QUANTIZE / DEQUANTIZE), TFLite's optimized kernels elsewhere (which on
-  x86 compute the same integers as the reference kernels for these ops).
+  kernel where the XNNPACK delegate takes the op (8-bit ADD / SUB / MUL /
+  QUANTIZE / DEQUANTIZE within its scale ranges), TFLite's optimized kernels
+  elsewhere.  Those compute the reference integers for SUB, but 8-bit ADD and
+  MUL run NEON code (through NEON_2_SSE on x86) whose vector blocks round and
+  narrow differently (`_add_8bit_optimized`, `_mul_8bit_optimized`,
+  `fivefold_lanes`).
 
 Scales are taken as float32, as they are stored in a .tflite flatbuffer;
 ratios are formed in float32 or double exactly where the TFLite kernel does.
@@ -44,6 +47,7 @@ from .rescale import (
 __all__ = [
     "FUSED_ACTIVATIONS",
     "fused_activation_range",
+    "fivefold_lanes",
     "add",
     "sub",
     "mul",
@@ -169,6 +173,68 @@ def vector_prefix(shape, lanes: int) -> np.ndarray:
     n = int(np.prod(shape, dtype=np.int64))
     flat = np.arange(n) < (n // lanes) * lanes
     return flat.reshape(shape)
+
+
+def _vshl(x, n: int) -> np.ndarray:
+    """NEON vshlq_s32 by a constant: left shift wrapping in int32 for n >= 0,
+    arithmetic (flooring) right shift for n < 0."""
+    x = np.asarray(x, dtype=np.int64)
+    return wrap_int32(x << n) if n >= 0 else x >> -n
+
+
+def wrap_int16(x) -> np.ndarray:
+    x = np.asarray(x, dtype=np.int64)
+    return ((x + (1 << 15)) & 0xFFFF) - (1 << 15)
+
+
+def fivefold_lanes(shape1, shape2, elementwise_lanes: int, scalar_lanes: int) -> np.ndarray:
+    """Which kernel of TFLite's optimized 8-bit binary ops computes each output
+    element (an int8 array of the broadcast output shape): 0 = a scalar loop
+    (the reference arithmetic), 1 = the vector block of the elementwise kernel,
+    2 = the vector block of the scalar-broadcast kernel.
+
+    Follows ProcessBroadcastShapes and BinaryBroadcastFiveFold: equal
+    (right-aligned) shapes are one elementwise call over all elements; a
+    broadcast that folds into five nested loops calls the elementwise kernel
+    on runs of y4 contiguous outputs (y4 > 1) or the scalar-broadcast kernel on
+    runs of y3; anything else is the generic 6-D loop (scalar).  Each call
+    runs whole blocks of `lanes` from its start and the rest one by one."""
+    out_shape = np.broadcast_shapes(tuple(shape1), tuple(shape2))
+    n = int(np.prod(out_shape, dtype=np.int64))
+    rank = max(len(shape1), len(shape2))
+    a = (1,) * (rank - len(shape1)) + tuple(int(d) for d in shape1)
+    b = (1,) * (rank - len(shape2)) + tuple(int(d) for d in shape2)
+
+    def runs(run: int, lanes: int, kind: int) -> np.ndarray:
+        pos = np.arange(n) % run
+        return np.where(pos < (run // lanes) * lanes, kind, 0).astype(np.int8).reshape(out_shape)
+
+    if a == b:
+        return runs(max(n, 1), elementwise_lanes, 1)
+    first_fast = None
+    for i in range(rank - 1, -1, -1):
+        if a[i] == b[i]:
+            continue
+        if a[i] == 1:
+            first_fast = True
+        elif b[i] == 1:
+            first_fast = False
+        break
+    if first_fast is None:
+        return np.zeros(out_shape, np.int8)
+    sa, sb = (a, b) if first_fast else (b, a)
+    y = [1, 1, 1, 1, 1]
+    i = rank - 1
+    for slot, test in ((4, "eq"), (3, "a1"), (2, "eq"), (1, "b1"), (0, "eq")):
+        while i >= 0 and (sa[i] == sb[i] if test == "eq" else
+                          (sa[i] == 1 if test == "a1" else sb[i] == 1)):
+            y[slot] *= sb[i] if test != "b1" else sa[i]
+            i -= 1
+    if i >= 0:
+        return np.zeros(out_shape, np.int8)
+    if y[4] > 1:
+        return runs(y[4], elementwise_lanes, 1)
+    return runs(y[3], scalar_lanes, 2)
 
 
 def fused_activation_range(
@@ -311,6 +377,7 @@ def _add_sub(x1, x2, x1_q, x2_q, out_q, act_min, act_max, rounding, subtract,
             return _add_sub_pot_int16(a, b, x1_q, x2_q, out_q, act_min, act_max, subtract)
     if rounding == "litert" and _xnnpack_add_takes(x1_q, x2_q, out_q):
         return _add_sub_xnnpack(a, b, x1_q, x2_q, out_q, act_min, act_max, subtract)
+    optimized_add = rounding == "litert" and not subtract and not sixteen
     if rounding == "litert":
         rounding = "tflite"
 
@@ -337,7 +404,48 @@ def _add_sub(x1, x2, x1_q, x2_q, out_q, act_min, act_max, rounding, subtract,
     sb = mbqm(wrap_int32(d2 << left_shift), m2, sh2, rounding)
     raw = wrap_int32(sa - sb if subtract else sa + sb)
     v = mbqm(raw, mo, sho, rounding) + zp(out_q)
+    if optimized_add:
+        v = _add_8bit_optimized(v, d1, d2, np.shape(x1), np.shape(x2), out_q,
+                                (left_shift, m1, sh1, m2, sh2, mo, sho))
     return _finish(v, out_q, act_min, act_max)
+
+
+def _add_8bit_optimized(scalar, d1, d2, shape1, shape2, out_q, params):
+    """TFLite's optimized 8-bit ADD (what LiteRT runs when XNNPACK declines the
+    scales), as its NEON code computes on x86 through NEON_2_SSE.
+
+    Vector blocks (`fivefold_lanes`: 16 int8 / 8 uint8 lanes elementwise, 8
+    for scalar broadcast) differ from the scalar loop (`scalar`, the
+    reference arithmetic) in three ways: vqrdmulh rounds ties toward +inf;
+    the input shift is a plain shift -- folded into the left shift before the
+    multiply in the int8 elementwise kernel, an arithmetic (flooring) right
+    shift after it elsewhere; and the int32 result is narrowed to int16 by
+    truncation (vmovn) and the output zero point added in wrapping int16
+    before the saturating narrow to 8 bits -- so outputs far outside the 8-bit
+    range can wrap to the opposite bound."""
+    left_shift, m1, sh1, m2, sh2, mo, sho = (int(v) for v in params)
+    signed = out_q.signed
+    kind = fivefold_lanes(shape1, shape2, 16 if signed else 8, 8)
+    if not kind.any():
+        return scalar
+
+    def scaled(d, m, sh, preshift):
+        if preshift:
+            return neon_srdhm(_vshl(d, left_shift + sh), m)
+        return _vshl(neon_srdhm(_vshl(d, left_shift), m), sh)
+
+    out = scalar
+    for k in (1, 2):
+        if not (kind == k).any():
+            continue
+        pre = signed and k == 1
+        raw = wrap_int32(scaled(d1, m1, sh1, pre) + scaled(d2, m2, sh2, pre))
+        raw = neon_srdhm(raw, mo)
+        raw = rounding_divide_by_pot(raw, -sho) if sho <= 0 else _vshl(raw, sho)
+        v = wrap_int16(wrap_int16(raw) + zp(out_q))
+        v = np.clip(v, *type_bounds(out_q))
+        out = np.where(kind == k, v, out)
+    return out
 
 
 def add(
@@ -431,14 +539,41 @@ def mul(
     a, b = _binary_operands(x1, x2)
     prod = wrap_int32((a - zp(x1_q)) * (b - zp(x2_q)))
     real = np.float32(np.float32(scale32(x1_q) * scale32(x2_q)) / scale32(out_q))
+    optimized = False
     if rounding == "litert":
-        rounding = "half_even" if _xnnpack_mul_takes(x1_q, x2_q, out_q) else "tflite"
+        if _xnnpack_mul_takes(x1_q, x2_q, out_q):
+            rounding = "half_even"
+        else:
+            rounding, optimized = "tflite", out_q.bits == 8
     if rounding == "half_even":
         v = np.rint(prod.astype(np.float32) * real).astype(np.int64) + zp(out_q)
         return _finish(v, out_q, act_min, act_max)
     m, s = qmult(float(real), rounding)
     v = mbqm(prod, m, s, rounding) + zp(out_q)
+    if optimized:
+        v = _mul_8bit_optimized(v, prod, np.shape(x1), np.shape(x2), out_q, int(m), int(s))
     return _finish(v, out_q, act_min, act_max)
+
+
+def _mul_8bit_optimized(scalar, prod, shape1, shape2, out_q, m: int, shift: int):
+    """TFLite's optimized 8-bit MUL (LiteRT's path when XNNPACK declines the
+    scale ratio) as NEON_2_SSE runs it: in vector blocks (16 int8 lanes, 8
+    uint8 lanes, see `fivefold_lanes`) the product is multiplied with vqrdmulh
+    (ties toward +inf), divided by the power of two with gemmlowp's
+    RoundingDivideByPOT, narrowed to int16 -- saturating, except in the uint8
+    scalar-broadcast kernel, which truncates -- and the output zero point is
+    added in wrapping int16 before the saturating narrow to 8 bits."""
+    signed = out_q.signed
+    lanes = 16 if signed else 8
+    kind = fivefold_lanes(shape1, shape2, lanes, lanes)
+    if not kind.any():
+        return scalar
+    raw = neon_srdhm(_vshl(prod, max(shift, 0)), m)
+    raw = rounding_divide_by_pot(raw, max(-shift, 0))
+    saturated = np.clip(raw, -(1 << 15), (1 << 15) - 1)
+    narrow = np.where((kind == 2) & (not signed), wrap_int16(raw), saturated)
+    v = np.clip(wrap_int16(narrow + zp(out_q)), *type_bounds(out_q))
+    return np.where(kind > 0, v, scalar)
 
 
 # ---------------------------------------------------------------------------

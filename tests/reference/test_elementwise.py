@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qdialect.qparams import QParams
@@ -109,7 +109,7 @@ def add_sub_case(draw, dtype: str):
     shapes = draw(broadcast_shapes())
     s1 = draw(scales(-3, 0))
     s2 = f32(s1 * 2.0 ** draw(st.floats(-5, 5)))
-    so = f32(max(s1, s2) * 2.0 ** draw(st.floats(-7, 4)))
+    so = f32(max(s1, s2) * 2.0 ** draw(st.floats(-10, 12)))
     zs = [draw(zero_points(dtype)) for _ in range(3)]
     act = draw(ACTIVATIONS)
     seed = draw(st.integers(0, 2**32 - 1))
@@ -156,11 +156,9 @@ def test_add_sub_8bit_litert(op, dtype, data):
     case = data.draw(add_sub_case(dtype))
     _, (s1, s2, so), (z1, z2, zo), _, _ = case
     takes = ew._xnnpack_add_takes(qp(s1, z1, dtype), qp(s2, z2, dtype), qp(so, zo, dtype))
-    # The TFLite optimized fallback (XNNPACK refusing the scales) is not modelled.
-    assume(takes)
     fn = ew.add if op == "ADD" else ew.sub
     model, _ = _run_binary(op, fn, dtype, case, "litert", False)
-    assert delegate_partitions(model) == 1
+    assert delegate_partitions(model) == (1 if takes else 0)
 
 
 @st.composite
@@ -178,12 +176,64 @@ def mul_case(draw, dtype: str):
 @given(data=st.data())
 def test_mul_8bit(dtype, profile, reference, data):
     case = data.draw(mul_case(dtype))
+    model, qs = _run_binary("MUL", ew.mul, dtype, case, profile, reference)
     if profile == "litert":
-        _, (s1, s2, so), (z1, z2, zo), _, _ = case
-        assume(ew._xnnpack_mul_takes(qp(s1, z1, dtype), qp(s2, z2, dtype), qp(so, zo, dtype)))
-    model, _ = _run_binary("MUL", ew.mul, dtype, case, profile, reference)
-    if profile == "litert":
-        assert delegate_partitions(model) == 1
+        assert delegate_partitions(model) == (1 if ew._xnnpack_mul_takes(*qs) else 0)
+
+
+@st.composite
+def declined_case(draw, op: str, dtype: str):
+    """8-bit ADD/SUB/MUL whose scale ratio XNNPACK declines (LiteRT then runs
+    TFLite's optimized kernels), on shapes long enough for their vector blocks:
+    equal shapes, five-fold broadcasts (elementwise and scalar-broadcast inner
+    loops) and generic ones."""
+    shapes = draw(broadcast_shapes(max_dims=3, max_side=24))
+    s1 = draw(scales(-3, 0))
+    if op == "MUL":
+        s2 = draw(scales(-3, 0))
+        e = draw(st.one_of(st.floats(-15, -8.5), st.floats(16.5, 20)))
+        so = f32(s1 * s2 * 2.0**e)
+    else:
+        s2 = f32(s1 * 2.0 ** draw(st.floats(-5, 5)))
+        e = draw(st.one_of(st.floats(-12, -8.5), st.floats(10.5, 14)))
+        so = f32(max(s1, s2) * 2.0**e)
+    zs = [draw(zero_points(dtype)) for _ in range(3)]
+    act = draw(ACTIVATIONS)
+    if act in ("RELU6", "RELU_N1_TO_1") and 6.0 / so > 2.0**30:
+        act = "RELU"  # TFLite refuses bounds that overflow int32 when quantized
+    return shapes, (s1, s2, so), zs, act, draw(st.integers(0, 2**32 - 1))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
+@FEW
+@given(data=st.data())
+def test_binary_8bit_litert_declined_by_xnnpack(op, dtype, data):
+    """"litert" where XNNPACK declines the scales: TFLite's optimized kernels
+    (NEON code through NEON_2_SSE for ADD/MUL; SUB is the reference kernel)."""
+    case = data.draw(declined_case(op, dtype))
+    _, (s1, s2, so), (z1, z2, zo), _, _ = case
+    qs = (qp(s1, z1, dtype), qp(s2, z2, dtype), qp(so, zo, dtype))
+    takes = ew._xnnpack_mul_takes(*qs) if op == "MUL" else ew._xnnpack_add_takes(*qs)
+    assert not takes
+    fn = {"ADD": ew.add, "SUB": ew.sub, "MUL": ew.mul}[op]
+    model, _ = _run_binary(op, fn, dtype, case, "litert", False)
+    assert delegate_partitions(model) == 0
+
+
+@pytest.mark.parametrize(
+    "shape1,shape2,expected",
+    [
+        ((40,), (40,), [1] * 32 + [0] * 8),            # one elementwise call, 16 lanes
+        ((2, 20), (20,), ([1] * 16 + [0] * 4) * 2),    # five-fold, y4 = 20
+        ((3, 1), (3, 10), ([2] * 8 + [0] * 2) * 3),    # five-fold, y4 = 1, y3 = 10
+        ((3, 1, 20), (1, 2, 20), ([1] * 16 + [0] * 4) * 6),  # five-fold, y1 = 3
+        ((2, 1, 3, 1), (1, 2, 1, 3), [0] * 36),        # no five-fold pattern: generic
+    ],
+)
+def test_fivefold_lanes_hand_cases(shape1, shape2, expected):
+    got = ew.fivefold_lanes(shape1, shape2, 16, 8)
+    assert got.reshape(-1).tolist() == expected
 
 
 # ---------------------------------------------------------------------------

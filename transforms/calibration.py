@@ -1,0 +1,149 @@
+"""Calibration statistics and the choice of a quantization range.
+
+A `TensorStats` watches one tensor over the calibration samples and keeps
+
+- the global min / max,
+- the moving average of per-sample min / max (`momentum`, TF's
+  MovingAverageQuantizer style: `avg = m * avg + (1 - m) * sample`),
+- a bounded random subset of the values (at most `keep` per sample), from
+  which a histogram is built when a range is asked for.
+
+`choose_range(stats, method, ...)` turns those into the real interval
+[lo, hi] the quantizer should cover:
+
+| method | range |
+| --- | --- |
+| `minmax` | global min / max (TFLite's converter) |
+| `moving_average` | moving-average min / max |
+| `percentile` | the `percentile`-th and (100 - percentile)-th percentiles of the histogram |
+| `mse` | the interval whose quantization (with the scheme's bits and symmetry) has the least mean squared error over the histogram, clipping included |
+
+Every range contains 0 (a real 0 must be exactly representable, as TFLite
+demands for zero padding and relu).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+RANGE_METHODS = ("minmax", "moving_average", "percentile", "mse")
+
+
+@dataclass
+class TensorStats:
+    """Running statistics of one tensor over calibration samples."""
+
+    momentum: float = 0.9
+    keep: int = 16384
+    seed: int = 0
+    lo: float = np.inf
+    hi: float = -np.inf
+    avg_lo: float | None = None
+    avg_hi: float | None = None
+    count: int = 0
+    values: list = field(default_factory=list)
+
+    def observe(self, x: np.ndarray) -> None:
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        x = x[np.isfinite(x)]
+        if x.size == 0:
+            return
+        lo, hi = float(x.min()), float(x.max())
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
+        m = self.momentum
+        self.avg_lo = lo if self.avg_lo is None else m * self.avg_lo + (1 - m) * lo
+        self.avg_hi = hi if self.avg_hi is None else m * self.avg_hi + (1 - m) * hi
+        if x.size > self.keep:
+            rng = np.random.default_rng(self.seed + self.count)
+            x = rng.choice(x, self.keep, replace=False)
+        self.values.append(x.astype(np.float32))
+        self.count += 1
+
+    @property
+    def empty(self) -> bool:
+        return self.count == 0
+
+    def histogram(self, bins: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+        """(counts, bin centers) over [min, max] of the kept values."""
+        v = np.concatenate(self.values).astype(np.float64)
+        lo, hi = min(self.lo, 0.0), max(self.hi, 0.0)
+        if hi <= lo:
+            return np.array([float(v.size)]), np.array([lo])
+        counts, edges = np.histogram(v, bins=bins, range=(lo, hi))
+        return counts.astype(np.float64), (edges[:-1] + edges[1:]) / 2
+
+
+def _with_zero(lo: float, hi: float) -> tuple[float, float]:
+    return min(float(lo), 0.0), max(float(hi), 0.0)
+
+
+def affine_params(lo: float, hi: float, qmin: int, qmax: int, symmetric: bool) -> tuple[float, int]:
+    """(scale, zero_point) covering [lo, hi] with integers qmin..qmax (TFLite's nudging).
+
+    Symmetric: scale = max(|lo|, |hi|) / qmax, zero point 0 (qmax = the
+    positive end, so [-127, 127] of an i8 range is used).  Asymmetric:
+    scale = (hi - lo) / (qmax - qmin), zero point = round(qmin - lo / scale)
+    clamped to the range.  A degenerate range gets scale 1e-8 (any scale
+    represents all zeros exactly).
+    """
+    lo, hi = _with_zero(lo, hi)
+    if symmetric:
+        m = max(abs(lo), abs(hi))
+        scale = float(np.float32(m / qmax)) if m > 0 else 0.0
+        return (scale if scale > 0 else 1e-8), 0
+    scale = float(np.float32((hi - lo) / (qmax - qmin)))
+    if not scale > 0:
+        return 1e-8, int(min(max(0, qmin), qmax))
+    zp = int(np.round(qmin - lo / scale))
+    return scale, int(min(max(zp, qmin), qmax))
+
+
+def _fake_quant_error(counts, centers, scale, zp, qmin, qmax) -> float:
+    q = np.clip(np.round(centers / scale) + zp, qmin, qmax)
+    d = (q - zp) * scale - centers
+    return float(np.sum(counts * d * d))
+
+
+def mse_range(stats: TensorStats, qmin: int, qmax: int, symmetric: bool, grid: int = 40) -> tuple[float, float]:
+    """The [lo, hi] (shrunk from min / max) with the least quantization MSE over the histogram."""
+    counts, centers = stats.histogram()
+    lo, hi = _with_zero(stats.lo, stats.hi)
+    if hi <= lo:
+        return lo, hi
+    factors = np.linspace(1.0, 0.2, grid)
+    best = (np.inf, lo, hi)
+    if symmetric:
+        m = max(-lo, hi)
+        for f in factors:
+            s, z = affine_params(-m * f, m * f, qmin, qmax, True)
+            e = _fake_quant_error(counts, centers, s, z, qmin, qmax)
+            if e < best[0]:
+                best = (e, -m * f, m * f)
+        return best[1], best[2]
+    for a in factors if lo < 0 else [1.0]:
+        for b in factors if hi > 0 else [1.0]:
+            s, z = affine_params(lo * a, hi * b, qmin, qmax, False)
+            e = _fake_quant_error(counts, centers, s, z, qmin, qmax)
+            if e < best[0] * (1 - 1e-12):
+                best = (e, lo * a, hi * b)
+    return best[1], best[2]
+
+
+def choose_range(stats: TensorStats, method: str, *, qmin: int, qmax: int, symmetric: bool,
+                 percentile: float = 99.99) -> tuple[float, float]:
+    """The real interval to quantize (always containing 0); see the module docstring."""
+    if method not in RANGE_METHODS:
+        raise ValueError(f"calibration method '{method}' is not one of {', '.join(RANGE_METHODS)}")
+    if stats.empty:
+        return 0.0, 0.0
+    if method == "minmax":
+        return _with_zero(stats.lo, stats.hi)
+    if method == "moving_average":
+        return _with_zero(stats.avg_lo, stats.avg_hi)
+    if method == "percentile":
+        v = np.concatenate(stats.values)
+        lo, hi = np.percentile(v, [100.0 - percentile, percentile])
+        return _with_zero(lo, hi)
+    return mse_range(stats, qmin, qmax, symmetric)

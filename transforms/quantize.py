@@ -1,0 +1,574 @@
+"""Post-training quantization: a float `nn` graph + calibration data -> an L1 qnn module.
+
+    from qdialect.importer.tflite_float import import_tflite_float_file
+    from transforms.quantize import quantize_float_module
+    from transforms.strategy import Int8
+
+    float_module = import_tflite_float_file("model_float.tflite")
+    result = quantize_float_module(float_module, samples, Int8())
+    print(result.module)            # qnn ops, quant.qcast / quant.dcast at the float edges
+    result.layers                   # per-layer SQNR against float on the calibration data
+
+`samples` is a list of samples, each a list of float arrays (one per graph
+input).  The float graph is walked op by op, all samples at a time:
+
+1. the float op runs on the float values (the reference) and, in
+   `layerwise` mode, also on the dequantized values of the quantized graph
+   built so far (weights dequantized too), so layer k is calibrated on what
+   it will really see at run time, errors of layers 0..k-1 included;
+   `float` mode calibrates every layer on the float reference;
+2. the strategy picks bits, symmetry, granularity, rounding and multiplier
+   for the layer; its output range comes from the statistics
+   (`transforms.calibration`); weights are quantized symmetric (per channel
+   by default, [-127, 127] for 8 bits), the float bias becomes i32 (i64
+   under 16-bit activations) at scale float32(input_scale * weight_scale[c]);
+3. the qnn op is built with `qnn-raise`'s builder (so the quantized op means
+   what raising the fake-quant region would mean: clamps in the storage
+   domain, requantizes where an op needs equal parameters) and run on the
+   integer values with the reference interpreter; the next layers read those
+   integers.
+
+Per-layer SQNR (signal: the float reference; noise: reference minus the
+dequantized integer output) is recorded as a by-product; `write_report`
+writes it as a markdown table and a PNG plot.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import zlib
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerType, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from qdialect.dialects import nn, qnn
+from qdialect.dialects.quant import DequantizeCastOp, QuantizeCastOp, UniformQuantizedType, quantized_element_type
+from qdialect.diagnostics import verify_module
+from qdialect.interpreter import Interpreter, InterpreterError
+from qdialect.reference.elementwise import dequantize, quantize
+from transforms.calibration import TensorStats, affine_params, choose_range
+from transforms.raise_fake_quant import NN_TO_QNN, build
+from transforms.strategy import Layer, Strategy, StrategyError, check_decisions
+
+CALIBRATION_MODES = ("layerwise", "float")
+
+INHERIT = (nn.ReshapeOp, nn.TransposeOp, nn.PadOp, nn.SliceOp, nn.MaxPool2DOp, nn.AvgPool2DOp,
+           nn.ReduceMaxOp, nn.ReduceMinOp)
+"""Ops whose output keeps the input's parameters (TFLite's kernels need it; nothing is rescaled)."""
+
+FIXED_OUTPUT = (nn.LogisticOp, nn.TanhOp, nn.SoftmaxOp, nn.LogSoftmaxOp)
+WEIGHTED = (nn.Conv2DOp, nn.DepthwiseConv2DOp, nn.FullyConnectedOp)
+
+
+class QuantizeError(ValueError):
+    """A float graph, calibration set or strategy qd-quantize cannot use; the message says why."""
+
+
+@dataclass
+class LayerReport:
+    """One quantized layer: what it became and how far it is from float."""
+
+    index: int
+    name: str
+    kind: str
+    type: str
+    sqnr_db: float
+    weights: str = ""
+    range: tuple[float, float] | None = None
+
+
+@dataclass
+class QuantizeResult:
+    module: ModuleOp
+    layers: list[LayerReport] = field(default_factory=list)
+    outputs_sqnr_db: list[float] = field(default_factory=list)
+    strategy: str = ""
+    mode: str = "layerwise"
+
+
+def sqnr_db(reference: np.ndarray, approx: np.ndarray) -> float:
+    """10 log10(sum ref^2 / sum (ref - approx)^2); inf when equal, -inf when the signal is 0."""
+    ref = np.asarray(reference, np.float64)
+    err = ref - np.asarray(approx, np.float64)
+    noise = float(np.sum(err * err))
+    signal = float(np.sum(ref * ref))
+    if noise == 0.0:
+        return math.inf
+    if signal == 0.0:
+        return -math.inf
+    return 10.0 * math.log10(signal / noise)
+
+
+def _storage(bits: int, signed: bool = True) -> str:
+    return f"{'i' if signed else 'u'}{bits}"
+
+
+def _bounds(bits: int) -> tuple[int, int]:
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def _kind(op) -> str:
+    return op.name.split(".", 1)[1]
+
+
+class _Quantizer:
+    def __init__(self, float_module: ModuleOp, strategy: Strategy, mode: str, int_io: bool,
+                 progress: Callable[[str], None] | None):
+        if mode not in CALIBRATION_MODES:
+            raise QuantizeError(f"calibration mode '{mode}' is not one of {', '.join(CALIBRATION_MODES)}")
+        funcs = [op for op in float_module.ops if isinstance(op, func.FuncOp)]
+        mains = [f for f in funcs if f.sym_name.data == "main"] or funcs
+        if len(mains) != 1:
+            raise QuantizeError("the float module needs one function @main (or exactly one function)")
+        self.func = mains[0]
+        self.strategy = strategy
+        self.mode = mode
+        self.int_io = int_io
+        self.progress = progress or (lambda message: None)
+        self.it = Interpreter(float_module)
+        self.block = Block()
+        self.fenv: dict[SSAValue, list[np.ndarray]] = {}  # float graph value -> float arrays (reference)
+        self.qenv: dict[SSAValue, list[np.ndarray]] = {}  # new graph value -> stored integers
+        self.qmap: dict[SSAValue, SSAValue] = {}  # float graph value -> its quantized value
+        self.layers: list[LayerReport] = []
+        self.names: dict[SSAValue, str] = {}
+
+    # ----- helpers --------------------------------------------------------------------------
+
+    def name_of(self, value: SSAValue, fallback: str) -> str:
+        return value.name_hint or fallback
+
+    def run_new(self, op, n: int) -> None:
+        """Evaluate a freshly built qnn op (all samples) into qenv."""
+        if isinstance(op, qnn.ConstantOp):
+            arr = op.array()
+            self.qenv[op.results[0]] = [arr] * n
+            return
+        per_sample = []
+        for s in range(n):
+            args = [self.qenv[v][s] for v in op.operands]
+            try:
+                per_sample.append(self.it.eval(op, args))
+            except (InterpreterError, ValueError, ArithmeticError) as e:
+                raise QuantizeError(f"{op.name}: the quantized op does not run: {e}") from None
+        for k, r in enumerate(op.results):
+            self.qenv[r] = [out[k] for out in per_sample]
+
+    def dequantized(self, value: SSAValue) -> list[np.ndarray]:
+        """Real values of the quantized counterpart of float value `value`, per sample."""
+        q = self.qmap[value]
+        qp = quantized_element_type(q.type).qparams()
+        return [np.asarray(dequantize(a, x_q=qp), np.float32) for a in self.qenv[q]]
+
+    def activation_type(self, layer: Layer, stats: TensorStats) -> tuple[UniformQuantizedType, tuple[float, float]]:
+        bits = self.strategy.activation_bits(layer)
+        symmetric = self.strategy.activation_symmetric(layer)
+        qmin, qmax = _bounds(bits)
+        lo, hi = choose_range(stats, self.strategy.calibration(layer), qmin=qmin, qmax=qmax, symmetric=symmetric)
+        scale, zp = affine_params(lo, hi, qmin, qmax, symmetric)
+        return UniformQuantizedType.per_tensor(scale, zp, _storage(bits)), (lo, hi)
+
+    def weight_type(self, layer: Layer, w: np.ndarray, axis: int) -> tuple[UniformQuantizedType, np.ndarray]:
+        bits = self.strategy.weight_bits(layer)
+        qmax = (1 << (bits - 1)) - 1
+        storage = "i8" if bits <= 8 else _storage(bits)
+        if bits < 8:
+            storage = _storage(bits)
+        if self.strategy.weight_per_channel(layer):
+            m = np.max(np.abs(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)), axis=1).astype(np.float64)
+        else:
+            m = np.array([float(np.max(np.abs(w)))])
+        scales = (m / qmax).astype(np.float32).astype(np.float64)
+        scales = np.where(scales > 0, scales, 1e-8)
+        if scales.size > 1 or self.strategy.weight_per_channel(layer):
+            qt = UniformQuantizedType.per_axis(scales, 0, axis=axis, storage=storage, storage_min=-qmax, storage_max=qmax)
+        else:
+            qt = UniformQuantizedType.per_tensor(float(scales[0]), 0, storage=storage, storage_min=-qmax, storage_max=qmax)
+        stored = quantize(w.astype(np.float32), out_q=qt.qparams())
+        return qt, np.clip(stored, -qmax, qmax)
+
+    def constant_activation(self, value: SSAValue, layer: Layer) -> SSAValue:
+        """A float constant used as an activation operand (e.g. a broadcast multiplier) -> qnn.constant."""
+        const = value.owner
+        arr = const.array().astype(np.float32)
+        stats = TensorStats()
+        stats.observe(arr)
+        bits = self.strategy.activation_bits(layer)
+        qmin, qmax = _bounds(bits)
+        symmetric = self.strategy.activation_symmetric(layer)
+        scale, zp = affine_params(stats.lo, stats.hi, qmin, qmax, symmetric)
+        qt = UniformQuantizedType.per_tensor(scale, zp, _storage(bits))
+        new = qnn.ConstantOp.from_array(quantize(arr, out_q=qt.qparams()), qt)
+        self.block.add_op(new)
+        self.qmap[value] = new.result
+        return new.result
+
+    # ----- driving ---------------------------------------------------------------------------
+
+    def run(self, samples: Sequence[Sequence[np.ndarray]]) -> QuantizeResult:
+        f = self.func
+        args = list(f.body.block.args)
+        n = self.n = len(samples)
+        if n == 0:
+            raise QuantizeError("the calibration set holds no samples")
+        for s, sample in enumerate(samples):
+            if len(sample) != len(args):
+                raise QuantizeError(f"sample {s} has {len(sample)} inputs, the model takes {len(args)}")
+        for k, arg in enumerate(args):
+            shape = tuple(arg.type.get_shape())
+            for s, sample in enumerate(samples):
+                if tuple(np.shape(sample[k])) != shape:
+                    raise QuantizeError(
+                        f"input_{k} sample {s} has shape {list(np.shape(sample[k]))}, the model expects {list(shape)}"
+                    )
+            self.fenv[arg] = [np.asarray(sample[k], np.float32) for sample in samples]
+
+        # graph inputs
+        new_args = []
+        for k, arg in enumerate(args):
+            layer = Layer(self.name_of(arg, f"input_{k}"), "input", -1 - k)
+            self.check(layer)
+            stats = TensorStats()
+            for a in self.fenv[arg]:
+                stats.observe(a)
+            qt, rng = self.activation_type(layer, stats)
+            qtype = TensorType(qt, list(arg.type.get_shape()))
+            if self.int_io:
+                new_arg = self.block.insert_arg(qtype, k)
+                self.qmap[arg] = new_arg
+                self.qenv[new_arg] = [quantize(a, out_q=qt.qparams()) for a in self.fenv[arg]]
+            else:
+                new_arg = self.block.insert_arg(arg.type, k)
+                new_arg.name_hint = arg.name_hint
+                cast = QuantizeCastOp(new_arg, qtype)
+                self.block.add_op(cast)
+                self.qmap[arg] = cast.results[0]
+                self.qenv[new_arg] = self.fenv[arg]
+                self.run_new(cast, n)
+            new_args.append(new_arg)
+            self.record(layer, self.qmap[arg], self.fenv[arg], rng)
+
+        ops = list(f.body.block.ops)
+        total = sum(1 for op in ops if isinstance(op, nn.NnOp))
+        done = 0
+        for index, op in enumerate(ops):
+            if isinstance(op, func.ReturnOp):
+                return self.finish(op, new_args, n)
+            if isinstance(op, nn.ConstantOp):
+                continue
+            if not isinstance(op, nn.NnOp):
+                raise QuantizeError(f"op #{index} {op.name} is not a float nn op; qd-quantize reads float graphs")
+            done += 1
+            layer = Layer(self.name_of(op.results[0], f"#{index}"), _kind(op), index)
+            self.progress(f"calibrating [{done}/{total}] {layer.kind} {layer.name}")
+            self.layer(op, layer, n)
+        raise QuantizeError(f"@{f.sym_name.data} has no func.return")
+
+    def check(self, layer: Layer) -> None:
+        try:
+            check_decisions(layer, self.strategy)
+        except StrategyError as e:
+            raise QuantizeError(str(e)) from None
+
+    def float_eval(self, op, args_per_sample: list[list[np.ndarray]]) -> list[np.ndarray]:
+        out = []
+        for args in args_per_sample:
+            try:
+                out.append(self.it.eval(op, args)[0])
+            except (InterpreterError, ValueError, ArithmeticError) as e:
+                raise QuantizeError(f"{op.name}: the float op does not run: {e}") from None
+        return out
+
+    def layer(self, op: nn.NnOp, layer: Layer, n: int) -> None:
+        self.check(layer)
+        target = NN_TO_QNN.get(type(op))
+        if target is None or isinstance(op, nn.CastOp):
+            raise QuantizeError(f"{layer.name}: {op.name} has no quantized (qnn) counterpart")
+        result = op.results[0]
+        operands = list(op.operands)
+        # float reference
+        self.fenv[result] = self.float_eval(op, [[self.fenv_of(v, s) for v in operands] for s in range(n)])
+
+        extra: list = []
+        weights_text = ""
+        if isinstance(op, WEIGHTED):
+            x, w_value = operands[0], operands[1]
+            if not isinstance(w_value.owner, nn.ConstantOp):
+                raise QuantizeError(f"{layer.name}: {op.name} weights must be a constant")
+            if len(operands) == 3 and not isinstance(operands[2].owner, nn.ConstantOp):
+                raise QuantizeError(f"{layer.name}: {op.name} bias must be a constant")
+            wf = w_value.owner.array().astype(np.float32)
+            axis = 3 if isinstance(op, nn.DepthwiseConv2DOp) else 0
+            w_qt, w_stored = self.weight_type(layer, wf, axis)
+            w_const = qnn.ConstantOp.from_array(w_stored, w_qt)
+            channels = wf.shape[axis]
+            xq = self.quantized_operand(x, layer)
+            bias_const = self.bias(op, layer, quantized_element_type(xq.type), w_qt, channels)
+            extra = [w_const, bias_const]
+            q_operands = [xq, w_const.results[0], bias_const.results[0]]
+            weights_text = str(w_qt).split(",")[0].replace("!quant.uniform<", "") + f" x{channels}"
+            w_deq = np.asarray(dequantize(w_stored, x_q=w_qt.qparams()), np.float32)
+            if self.mode == "layerwise":
+                xd = self.dequantized(x)
+                bias = [operands[2].owner.array().astype(np.float32)] if len(operands) == 3 else []
+                seen = self.float_eval(op, [[xd[s], w_deq, *bias] for s in range(n)])
+            else:
+                seen = self.fenv[result]
+        else:
+            q_operands = [self.quantized_operand(v, layer) for v in operands]
+            if self.mode == "layerwise":
+                deq = [self.dequantized(v) for v in operands]
+                seen = self.float_eval(op, [[d[s] for d in deq] for s in range(n)])
+            else:
+                seen = self.fenv[result]
+
+        out_qt, rng = self.output_type(op, layer, q_operands, seen)
+        rounding = "half_even" if self.strategy.multiplier(layer) == "float" else self.strategy.rounding(layer)
+        built = build(op, q_operands, TensorType(out_qt, list(result.type.get_shape())), extra, rounding)
+        if isinstance(built, str):
+            raise QuantizeError(f"{layer.name}: cannot quantize {op.name}: {built}")
+        new_ops, new = built
+        acc = self.strategy.accumulator(layer)
+        if acc is not None and "acc" in new.ATTRS:
+            new.attributes["acc"] = StringAttr(acc[0])
+            new.attributes["acc_overflow"] = StringAttr(acc[1])
+            try:
+                new.verify()
+            except VerifyException as e:
+                raise QuantizeError(f"{layer.name}: {e}") from None
+        for o in [*new_ops, new]:
+            self.block.add_op(o)
+            self.run_new(o, n)
+        self.qmap[result] = new.results[0]
+        self.record(layer, new.results[0], self.fenv[result], rng, weights_text)
+
+    def fenv_of(self, value: SSAValue, s: int) -> np.ndarray:
+        if value in self.fenv:
+            return self.fenv[value][s]
+        owner = value.owner
+        if isinstance(owner, nn.ConstantOp):
+            arr = owner.array().astype(np.float32)
+            self.fenv[value] = _Repeat(arr)
+            return arr
+        raise QuantizeError(f"{value} is used before it is defined")
+
+    def quantized_operand(self, value: SSAValue, layer: Layer) -> SSAValue:
+        if value in self.qmap:
+            return self.qmap[value]
+        if isinstance(value.owner, nn.ConstantOp):
+            q = self.constant_activation(value, layer)
+            self.run_new(q.owner, self.n)
+            return q
+        raise QuantizeError(f"{layer.name}: operand {value} has no quantized counterpart")
+
+    def bias(self, op, layer: Layer, x_qt: UniformQuantizedType, w_qt: UniformQuantizedType, channels: int):
+        in_s = np.float32(float(x_qt.scale_array()))
+        w_s = np.broadcast_to(w_qt.scale_array().astype(np.float32), (channels,))
+        scales = (in_s * w_s).astype(np.float32).astype(np.float64)
+        if len(op.operands) == 3:
+            real = op.operands[2].owner.array().astype(np.float64).reshape(-1)
+        else:
+            real = np.zeros(channels)
+        stored = np.sign(real / scales) * np.floor(np.abs(real / scales) + 0.5)
+        if x_qt.storage_width.data > 8:  # 16-bit activations: TFLite's int64 bias
+            return qnn.ConstantOp(stored.astype(np.int64), TensorType(IntegerType(64), [channels]))
+        stored = np.clip(stored, -(2**31) + 1, 2**31 - 1).astype(np.int32)
+        if w_qt.is_per_axis:
+            qt = UniformQuantizedType.per_axis(scales, 0, axis=0, storage="i32")
+        else:
+            qt = UniformQuantizedType.per_tensor(float(scales[0]), 0, storage="i32")
+        return qnn.ConstantOp.from_array(stored, qt)
+
+    def output_type(self, op, layer: Layer, q_operands, seen) -> tuple[UniformQuantizedType, tuple | None]:
+        bits = self.strategy.activation_bits(layer)
+        if isinstance(op, INHERIT):
+            return quantized_element_type(q_operands[0].type), None
+        if isinstance(op, FIXED_OUTPUT):
+            target = NN_TO_QNN[type(op)]
+            storage = _storage(bits)
+            if storage not in target.FIXED:
+                raise QuantizeError(f"{layer.name}: {target.name} has no fixed output parameters for {storage}")
+            scale, zp = target.FIXED[storage]
+            return UniformQuantizedType.per_tensor(scale, zp, storage), None
+        stats = TensorStats()
+        for a in seen:
+            stats.observe(a)
+        return self.activation_type(layer, stats)
+
+    def record(self, layer: Layer, qvalue: SSAValue, reference: list[np.ndarray], rng, weights: str = "") -> None:
+        qt = quantized_element_type(qvalue.type)
+        qp = qt.qparams()
+        approx = np.concatenate([np.asarray(dequantize(a, x_q=qp), np.float64).reshape(-1) for a in self.qenv[qvalue]])
+        ref = np.concatenate([np.asarray(r, np.float64).reshape(-1) for r in reference])
+        self.layers.append(LayerReport(layer.index, layer.name, layer.kind, str(qt), sqnr_db(ref, approx), weights, rng))
+
+    def finish(self, ret: func.ReturnOp, new_args: list[SSAValue], n: int) -> QuantizeResult:
+        results = []
+        outputs_sqnr = []
+        for k, v in enumerate(ret.operands):
+            if v not in self.qmap:
+                raise QuantizeError(f"output {k} is not computed by a quantized op")
+            q = self.qmap[v]
+            if self.int_io:
+                results.append(q)
+            else:
+                cast = DequantizeCastOp(q, v.type)
+                self.block.add_op(cast)
+                results.append(cast.results[0])
+            qp = quantized_element_type(q.type).qparams()
+            approx = np.concatenate([np.asarray(dequantize(a, x_q=qp), np.float64).reshape(-1) for a in self.qenv[q]])
+            ref = np.concatenate([np.asarray(r, np.float64).reshape(-1) for r in self.fenv[v]])
+            outputs_sqnr.append(sqnr_db(ref, approx))
+        self.block.add_op(func.ReturnOp(*results))
+        f = self.func
+        ftype = ([a.type for a in self.block.args], [r.type for r in results])
+        kwargs = {}
+        if f.arg_attrs is not None:
+            kwargs["arg_attrs"] = f.arg_attrs
+        if f.res_attrs is not None:
+            kwargs["res_attrs"] = f.res_attrs
+        new_func = func.FuncOp("main", ftype, Region(self.block), **kwargs)
+        module = ModuleOp([new_func])
+        try:
+            verify_module(module)
+        except VerifyException as e:
+            raise QuantizeError(f"the quantized module does not verify: {e}") from None
+        return QuantizeResult(module, self.layers, outputs_sqnr, getattr(self.strategy, "name", ""), self.mode)
+
+
+class _Repeat:
+    """The same array for every sample (a constant)."""
+
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __getitem__(self, s):
+        return self.arr
+
+
+def quantize_float_module(float_module: ModuleOp, samples: Sequence[Sequence[np.ndarray]], strategy: Strategy,
+                          *, mode: str = "layerwise", int_io: bool = False,
+                          progress: Callable[[str], None] | None = None) -> QuantizeResult:
+    """Calibrate `float_module` on `samples` and build its quantized L1 module (see the module docstring)."""
+    with np.errstate(all="ignore"):
+        return _Quantizer(float_module, strategy, mode, int_io, progress).run(samples)
+
+
+def samples_from_npz(arrays: dict[str, np.ndarray], input_shapes: Sequence[Sequence[int]]) -> list[list[np.ndarray]]:
+    """`input_0`, `input_1`, ... stacks of samples (one more leading dim than the input, or exactly the
+    input's shape for a single sample) -> a list of samples."""
+    stacks = []
+    for k, shape in enumerate(input_shapes):
+        key = f"input_{k}"
+        if key not in arrays:
+            raise QuantizeError(f"calibration data has no '{key}' (it holds {', '.join(sorted(arrays)) or 'nothing'})")
+        a = np.asarray(arrays[key])
+        if a.dtype.kind not in "fiu":
+            raise QuantizeError(f"'{key}' has dtype {a.dtype}, expected float32 samples")
+        if tuple(a.shape) == tuple(shape):
+            a = a[None]
+        elif tuple(a.shape[1:]) != tuple(shape):
+            raise QuantizeError(f"'{key}' has shape {list(a.shape)}; expected [N, {', '.join(map(str, shape))}]")
+        if not np.all(np.isfinite(a)):
+            raise QuantizeError(f"'{key}' holds NaN or infinite values")
+        stacks.append(a.astype(np.float32))
+    counts = {len(s) for s in stacks}
+    if len(counts) != 1:
+        raise QuantizeError(f"inputs hold different sample counts: {sorted(counts)}")
+    n = counts.pop()
+    if n == 0:
+        raise QuantizeError("the calibration data holds no samples")
+    return [[s[i] for s in stacks] for i in range(n)]
+
+
+# ----- the report -----------------------------------------------------------------------------
+
+
+def _fmt_db(v: float) -> str:
+    if v == math.inf:
+        return "inf"
+    if v == -math.inf:
+        return "-inf"
+    return f"{v:.2f}"
+
+
+def report_markdown(result: QuantizeResult, title: str = "") -> str:
+    lines = [f"# qd-quantize report{': ' + title if title else ''}", "",
+             f"Scheme `{result.strategy}`, calibration `{result.mode}`. SQNR of each layer's dequantized "
+             "integer output against the float graph on the calibration samples "
+             "(10 log10 signal / noise power; higher is better).", "",
+             "| # | layer | op | type | weights | SQNR (dB) |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in result.layers:
+        t = r.type.replace("|", "\\|")
+        lines.append(f"| {r.index} | `{r.name}` | {r.kind} | `{t}` | {r.weights} | {_fmt_db(r.sqnr_db)} |")
+    lines += ["", "| output | SQNR (dB) |", "| --- | --- |"]
+    lines += [f"| output_{k} | {_fmt_db(v)} |" for k, v in enumerate(result.outputs_sqnr_db)]
+    return "\n".join(lines) + "\n"
+
+
+def write_png(path: Path, rgb: np.ndarray) -> None:
+    """A minimal PNG writer (8-bit RGB, no filtering) with numpy and zlib."""
+    h, w, _ = rgb.shape
+    raw = b"".join(b"\x00" + rgb[y].astype(np.uint8).tobytes() for y in range(h))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+    png += chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+    path.write_bytes(png)
+
+
+def plot_sqnr(values: Sequence[float], width: int = 640, height: int = 320) -> np.ndarray:
+    """A bar chart of per-layer SQNR (dB) as an RGB image: one bar per layer, grid lines every 10 dB."""
+    img = np.full((height, width, 3), 255, np.uint8)
+    margin = 20
+    finite = [v for v in values if math.isfinite(v)]
+    top = max([10.0, *finite]) if finite else 10.0
+    top = 10.0 * math.ceil(top / 10.0)
+    bottom = min(0.0, *finite) if finite else 0.0
+    span = top - bottom
+    plot_h = height - 2 * margin
+
+    def y_of(v: float) -> int:
+        return int(round(margin + (top - v) / span * plot_h))
+
+    for g in np.arange(10.0 * math.floor(bottom / 10.0), top + 1e-9, 10.0):
+        img[y_of(g), margin:width - margin] = (220, 220, 220)
+    img[y_of(0.0), margin:width - margin] = (0, 0, 0)
+    n = max(len(values), 1)
+    slot = (width - 2 * margin) / n
+    for i, v in enumerate(values):
+        x0 = int(margin + i * slot + slot * 0.15)
+        x1 = max(int(margin + (i + 1) * slot - slot * 0.15), x0 + 1)
+        vv = top if v == math.inf else bottom if v == -math.inf else v
+        y0, y1 = sorted((y_of(0.0), y_of(vv)))
+        color = (40, 110, 200) if vv >= 30 else (230, 150, 30) if vv >= 15 else (210, 50, 40)
+        img[y0:y1 + 1, x0:x1] = color
+    img[margin:height - margin, margin] = (0, 0, 0)
+    return img
+
+
+def write_report(result: QuantizeResult, directory: Path, title: str = "") -> tuple[Path, Path]:
+    """report.md (table) and sqnr.png (bar chart) in `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    md = directory / "report.md"
+    png = directory / "sqnr.png"
+    text = report_markdown(result, title)
+    text += ("\n![per-layer SQNR](sqnr.png)\n\nBars: one per layer in graph order; grid every 10 dB; "
+             "blue >= 30 dB, orange >= 15 dB, red below.\n")
+    md.write_text(text, encoding="utf-8")
+    write_png(png, plot_sqnr([r.sqnr_db for r in result.layers]))
+    return md, png
+
+
+def progress_to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

@@ -122,7 +122,9 @@ class AccumulatorBound:
     @property
     def headroom_bits(self) -> int:
         """Bits the accumulator has to spare (negative: bits it lacks)."""
-        need = max(abs(self.lo), abs(self.hi), abs(self.partial_lo), abs(self.partial_hi))
+        need = max(abs(self.lo), abs(self.hi))
+        if self.acc_overflow == "saturate":
+            need = max(need, abs(self.partial_lo), abs(self.partial_hi))
         return (int(self.acc[1:]) - 1) - need.bit_length()
 
     def remark(self) -> str:
@@ -143,7 +145,7 @@ class AccumulatorBound:
                     f"[{self.partial_lo}, {self.partial_hi}] before the bias (acc_overflow = saturate); "
                     f"{self.acc} holds [{lo}, {hi}]")
         return (f"{head} fits its {self.acc} accumulator: sums in [{self.lo}, {self.hi}], "
-                f"{self.headroom_bits} bits to spare")
+                f"{self.headroom_bits} bit{'' if self.headroom_bits == 1 else 's'} to spare")
 
 
 # ----- constants and ranges ----------------------------------------------------------------------

@@ -121,7 +121,7 @@ def _kind(op) -> str:
 
 class _Quantizer:
     def __init__(self, float_module: ModuleOp, strategy: Strategy, mode: str, int_io: bool,
-                 progress: Callable[[str], None] | None):
+                 progress: Callable[[str], None] | None, bias_correction: bool = True):
         if mode not in CALIBRATION_MODES:
             raise QuantizeError(f"calibration mode '{mode}' is not one of {', '.join(CALIBRATION_MODES)}")
         funcs = [op for op in float_module.ops if isinstance(op, func.FuncOp)]
@@ -132,6 +132,7 @@ class _Quantizer:
         self.strategy = strategy
         self.mode = mode
         self.int_io = int_io
+        self.bias_correction = bias_correction
         self.progress = progress or (lambda message: None)
         self.it = Interpreter(float_module)
         self.block = Block()
@@ -278,13 +279,23 @@ class _Quantizer:
         except StrategyError as e:
             raise QuantizeError(str(e)) from None
 
-    def float_eval(self, op, args_per_sample: list[list[np.ndarray]]) -> list[np.ndarray]:
+    def float_eval(self, op, args_per_sample: list[list[np.ndarray]], *, with_bias: bool = False,
+                   clamp: bool = True) -> list[np.ndarray]:
+        """Run float op `op` per sample; with_bias: the args carry a bias even if the op has none;
+        clamp=False: without its fused clamp."""
+        saved = {}
+        if not clamp:
+            saved = {k: op.attributes.pop(k) for k in ("act_min", "act_max") if k in op.attributes}
+        runner = op  # the nn handlers read a bias from a third argument, so with_bias needs nothing more
         out = []
-        for args in args_per_sample:
-            try:
-                out.append(self.it.eval(op, args)[0])
-            except (InterpreterError, ValueError, ArithmeticError) as e:
-                raise QuantizeError(f"{op.name}: the float op does not run: {e}") from None
+        try:
+            for args in args_per_sample:
+                try:
+                    out.append(self.it.eval(runner, args)[0])
+                except (InterpreterError, ValueError, ArithmeticError) as e:
+                    raise QuantizeError(f"{op.name}: the float op does not run: {e}") from None
+        finally:
+            op.attributes.update(saved)
         return out
 
     def layer(self, op: nn.NnOp, layer: Layer, n: int) -> None:
@@ -311,17 +322,20 @@ class _Quantizer:
             w_const = qnn.ConstantOp.from_array(w_stored, w_qt)
             channels = wf.shape[axis]
             xq = self.quantized_operand(x, layer)
-            bias_const = self.bias(op, layer, quantized_element_type(xq.type), w_qt, channels)
+            w_deq = np.asarray(dequantize(w_stored, x_q=w_qt.qparams()), np.float32)
+            bias_real = (operands[2].owner.array().astype(np.float32).reshape(-1) if len(operands) == 3
+                         else np.zeros(channels, np.float32))
+            if self.mode == "layerwise":
+                xd = self.dequantized(x)
+                if self.bias_correction:
+                    bias_real = self.corrected_bias(op, xd, w_deq, bias_real, n)
+                seen = self.float_eval(op, [[xd[s], w_deq, bias_real] for s in range(n)], with_bias=True)
+            else:
+                seen = self.fenv[result]
+            bias_const = self.bias(bias_real, quantized_element_type(xq.type), w_qt, channels)
             extra = [w_const, bias_const]
             q_operands = [xq, w_const.results[0], bias_const.results[0]]
             weights_text = str(w_qt).split(",")[0].replace("!quant.uniform<", "") + f" x{channels}"
-            w_deq = np.asarray(dequantize(w_stored, x_q=w_qt.qparams()), np.float32)
-            if self.mode == "layerwise":
-                xd = self.dequantized(x)
-                bias = [operands[2].owner.array().astype(np.float32)] if len(operands) == 3 else []
-                seen = self.float_eval(op, [[xd[s], w_deq, *bias] for s in range(n)])
-            else:
-                seen = self.fenv[result]
         else:
             q_operands = [self.quantized_operand(v, layer) for v in operands]
             if self.mode == "layerwise":
@@ -369,14 +383,20 @@ class _Quantizer:
             return q
         raise QuantizeError(f"{layer.name}: operand {value} has no quantized counterpart")
 
-    def bias(self, op, layer: Layer, x_qt: UniformQuantizedType, w_qt: UniformQuantizedType, channels: int):
+    def corrected_bias(self, op, xd: list[np.ndarray], w_deq: np.ndarray, bias: np.ndarray, n: int) -> np.ndarray:
+        """Bias correction: add the mean (per output channel, before the fused clamp) of float
+        reference minus the quantized layer's real output, over the calibration samples."""
+        ref = self.float_eval(op, [[self.fenv_of(v, s) for v in op.operands][:2] + [bias] for s in range(n)],
+                              with_bias=True, clamp=False)
+        got = self.float_eval(op, [[xd[s], w_deq, bias] for s in range(n)], with_bias=True, clamp=False)
+        diff = np.concatenate([(r.astype(np.float64) - g).reshape(-1, bias.size) for r, g in zip(ref, got)])
+        return (bias.astype(np.float64) + diff.mean(axis=0)).astype(np.float32)
+
+    def bias(self, real: np.ndarray, x_qt: UniformQuantizedType, w_qt: UniformQuantizedType, channels: int):
         in_s = np.float32(float(x_qt.scale_array()))
         w_s = np.broadcast_to(w_qt.scale_array().astype(np.float32), (channels,))
         scales = (in_s * w_s).astype(np.float32).astype(np.float64)
-        if len(op.operands) == 3:
-            real = op.operands[2].owner.array().astype(np.float64).reshape(-1)
-        else:
-            real = np.zeros(channels)
+        real = np.asarray(real, np.float64).reshape(-1)
         stored = np.sign(real / scales) * np.floor(np.abs(real / scales) + 0.5)
         if x_qt.storage_width.data > 8:  # 16-bit activations: TFLite's int64 bias
             return qnn.ConstantOp(stored.astype(np.int64), TensorType(IntegerType(64), [channels]))
@@ -455,11 +475,11 @@ class _Repeat:
 
 
 def quantize_float_module(float_module: ModuleOp, samples: Sequence[Sequence[np.ndarray]], strategy: Strategy,
-                          *, mode: str = "layerwise", int_io: bool = False,
+                          *, mode: str = "layerwise", int_io: bool = False, bias_correction: bool = True,
                           progress: Callable[[str], None] | None = None) -> QuantizeResult:
     """Calibrate `float_module` on `samples` and build its quantized L1 module (see the module docstring)."""
     with np.errstate(all="ignore"):
-        return _Quantizer(float_module, strategy, mode, int_io, progress).run(samples)
+        return _Quantizer(float_module, strategy, mode, int_io, progress, bias_correction).run(samples)
 
 
 def samples_from_npz(arrays: dict[str, np.ndarray], input_shapes: Sequence[Sequence[int]]) -> list[list[np.ndarray]]:

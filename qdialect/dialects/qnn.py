@@ -418,7 +418,7 @@ class ConstantOp(IRDLOperation):
         if not isinstance(value, DenseIntOrFPElementsAttr):
             raise VerifyException("qnn.constant: missing dense 'value'")
         dtype = self.element_dtype()
-        n = int(np.prod(t.get_shape(), dtype=np.int64))
+        n = math.prod(t.get_shape())
         if len(value.data.data) != n * dtype.itemsize:
             raise VerifyException(
                 f"qnn.constant: {len(value.data.data)} bytes of data but {t} needs {n * dtype.itemsize}"
@@ -476,6 +476,19 @@ def conv_output_size(in_size: int, kernel: int, stride: int, dilation: int, pad_
     return (in_size + pad_before + pad_after - effective) // stride + 1
 
 
+WINDOW_RULES = {"kernel": (2, 1), "strides": (2, 1), "dilations": (2, 1), "padding": (4, 0)}
+"""Window attributes of convolutions and pools: (entries, smallest value); padding is [top, bottom, left, right]."""
+
+
+def window_attr(op, name: str) -> list[int]:
+    """A window attribute of `op` (or its default), checked against WINDOW_RULES; fails with a diagnostic."""
+    length, minimum = WINDOW_RULES[name]
+    values = op.attr(name, [minimum] * length if name != "kernel" else None)
+    if values is None or len(values) != length or any(v < minimum for v in values):
+        op.fail(f"attribute '{name}' must be {length} integers >= {minimum}, got {values}")
+    return values
+
+
 class _WeightedOp(QnnOp):
     OPERAND_NAMES: ClassVar = ("input", "weights", "bias")
     N_OPERANDS: ClassVar = 3
@@ -519,9 +532,9 @@ class Conv2DOp(_WeightedOp):
             self.fail(f"operand 1 (weights) has {ci} input channels but the input has {c}")
         self.check_weights_axis(0, o)
         self.check_bias(2, 0, 1, o)
-        sh, sw = self.attr("strides", [1, 1])
-        dh, dw = self.attr("dilations", [1, 1])
-        pt, pb, pl, pr = self.attr("padding", [0, 0, 0, 0])
+        sh, sw = window_attr(self, "strides")
+        dh, dw = window_attr(self, "dilations")
+        pt, pb, pl, pr = window_attr(self, "padding")
         self.require_result_shape(
             [n, conv_output_size(h, kh, sh, dh, pt, pb), conv_output_size(w, kw, sw, dw, pl, pr), o]
         )
@@ -545,9 +558,9 @@ class DepthwiseConv2DOp(_WeightedOp):
             )
         self.check_weights_axis(3, oc)
         self.check_bias(2, 0, 1, oc)
-        sh, sw = self.attr("strides", [1, 1])
-        dh, dw = self.attr("dilations", [1, 1])
-        pt, pb, pl, pr = self.attr("padding", [0, 0, 0, 0])
+        sh, sw = window_attr(self, "strides")
+        dh, dw = window_attr(self, "dilations")
+        pt, pb, pl, pr = window_attr(self, "padding")
         self.require_result_shape(
             [n, conv_output_size(h, kh, sh, dh, pt, pb), conv_output_size(w, kw, sw, dw, pl, pr), oc]
         )
@@ -572,8 +585,8 @@ class TransposeConv2DOp(_WeightedOp):
             self.fail(f"operand 1 (weights) has {ci} input channels but the input has {c}")
         self.check_weights_axis(0, o)
         self.check_bias(2, 0, 1, o)
-        sh, sw = self.attr("strides", [1, 1])
-        pt, pb, pl, pr = self.attr("padding", [0, 0, 0, 0])
+        sh, sw = window_attr(self, "strides")
+        pt, pb, pl, pr = window_attr(self, "padding")
         self.require_result_shape(
             [n, (h - 1) * sh + kh - pt - pb, (w - 1) * sw + kw - pl - pr, o]
         )
@@ -590,13 +603,13 @@ class FullyConnectedOp(_WeightedOp):
         self.require_rank(1, 2)
         o, k = shape_of(self.operands[1])
         xs = shape_of(self.operands[0])
-        if not xs or int(np.prod(xs)) % k:
+        if not xs or math.prod(xs) % k:
             self.fail(f"operand 0 (input) shape {list(xs)} is not a multiple of {k} input features")
         self.check_weights_axis(0, o)
         self.check_bias(2, 0, 1, o)
         rs = shape_of(self.results[0])
-        if not rs or rs[-1] != o or int(np.prod(rs)) != int(np.prod(xs)) // k * o:
-            self.fail(f"result shape {list(rs)} does not match {int(np.prod(xs)) // k} rows of {o} outputs")
+        if not rs or rs[-1] != o or math.prod(rs) != math.prod(xs) // k * o:
+            self.fail(f"result shape {list(rs)} does not match {math.prod(xs) // k} rows of {o} outputs")
 
 
 @irdl_op_definition
@@ -805,9 +818,9 @@ class _PoolOp(QnnOp):
         self.require_per_tensor(0)
         self.require_same_params(0)
         n, h, w, c = shape_of(self.operands[0])
-        kh, kw = self.attr("kernel")
-        sh, sw = self.attr("strides", [1, 1])
-        pt, pb, pl, pr = self.attr("padding", [0, 0, 0, 0])
+        kh, kw = window_attr(self, "kernel")
+        sh, sw = window_attr(self, "strides")
+        pt, pb, pl, pr = window_attr(self, "padding")
         self.require_result_shape(
             [n, conv_output_size(h, kh, sh, 1, pt, pb), conv_output_size(w, kw, sw, 1, pl, pr), c]
         )
@@ -903,7 +916,7 @@ class ReshapeOp(_MoveOp):
 
     def verify_shape(self):
         a, r = shape_of(self.operands[0]), shape_of(self.results[0])
-        if int(np.prod(a)) != int(np.prod(r)):
+        if math.prod(a) != math.prod(r):
             self.fail(f"result shape {list(r)} has a different element count than {list(a)}")
         if self.in_q(0).is_per_axis:
             self.fail("a per-axis quantized tensor cannot be reshaped")
@@ -975,7 +988,7 @@ class SliceOp(_MoveOp):
     def verify_shape(self):
         full = self.sliced_shape()
         r = shape_of(self.results[0])
-        if int(np.prod(full)) != int(np.prod(r)) or [d for d in full if d != 1] != [d for d in r if d != 1]:
+        if math.prod(full) != math.prod(r) or [d for d in full if d != 1] != [d for d in r if d != 1]:
             self.fail(f"result shape {list(r)} does not match the slice shape {full}")
 
 

@@ -156,3 +156,46 @@ def test_non_finite_multiplier_is_a_diagnostic(ctx):
     m = parse_module(ctx, text)
     with pytest.raises(InterpreterError, match=r"^qnn.fully_connected: .*not finite|^qnn.fully_connected: its arithmetic fails"):
         run_module(m, [np.ones((1, 2), np.int8)], rounding="single")
+
+
+# ----- verifier findings (IR fuzzer) ------------------------------------------------------------
+
+
+def test_dimension_past_int64_is_a_diagnostic():
+    """A shape dimension of 2^64 made numpy's product overflow inside the constant verifiers."""
+    line = one_error('func.func @f() {\n  %0 = nn.constant dense<"0x0000803F"> : tensor<18446744073709551616xf32>\n  func.return\n}')
+    assert line == "stdin:2:3: error: nn.constant: 4 bytes of data but tensor<18446744073709551616xf32> needs 73786976294838206464"
+    line = one_error('func.func @f() {\n  %0 = qnn.constant dense<"0x01"> : tensor<18446744073709551616x!quant.uniform<i8:f32, 0.5>>\n  func.return\n}')
+    assert "qnn.constant: 1 bytes of data but tensor<18446744073709551616x!quant.uniform<i8:f32, 0.5>> needs 18446744073709551616" in line
+
+
+_STRIDED = """!x = !quant.uniform<i8:f32, 0.5:-3>
+!w = !quant.uniform<i8:f32, 0.1>
+!b = !quant.uniform<i32:f32, 0.05>
+func.func @stride(%x: tensor<1x8x8x2x!x>) -> tensor<1x2x2x2x!x> {
+  %w = qnn.constant dense<"0x01020304"> : tensor<2x1x1x2x!w>
+  %b = qnn.constant dense<"0x0100000002000000"> : tensor<2x!b>
+  %c = qnn.conv2d %x, %w, %b {ATTRS} : (tensor<1x8x8x2x!x>, tensor<2x1x1x2x!w>, tensor<2x!b>) -> tensor<1x2x2x2x!x>
+  func.return %c : tensor<1x2x2x2x!x>
+}"""
+
+
+@pytest.mark.parametrize("attrs, message", [
+    # stride 0 divided by zero in the result-shape rule
+    ("strides = array<i64: 0, -999999999>", "qnn.conv2d: attribute 'strides' must be 2 integers >= 1, got [0, -999999999]"),
+    ("strides = array<i64: 1, 1, 1>", "qnn.conv2d: attribute 'strides' must be 2 integers >= 1, got [1, 1, 1]"),
+    ("dilations = array<i64: 1, 0>", "qnn.conv2d: attribute 'dilations' must be 2 integers >= 1, got [1, 0]"),
+    ("padding = array<i64: 0, 0, -1, 0>", "qnn.conv2d: attribute 'padding' must be 4 integers >= 0, got [0, 0, -1, 0]"),
+])
+def test_window_attributes_are_checked(attrs, message):
+    assert one_error(_STRIDED.replace("ATTRS", attrs)) == "stdin:7:3: error: " + message
+
+
+def test_pool_kernel_of_zero_is_a_diagnostic():
+    q = "tensor<1x4x4x1x!quant.uniform<i8:f32, 0.5>>"
+    r = "tensor<1x2x2x1x!quant.uniform<i8:f32, 0.5>>"
+    text = (f"func.func @f(%x: {q}) -> {r} {{\n  %y = qnn.avg_pool2d %x {{kernel = array<i64: 2, 0>}} : ({q}) -> {r}\n"
+            f"  func.return %y : {r}\n}}")
+    assert one_error(text) == "stdin:2:3: error: qnn.avg_pool2d: attribute 'kernel' must be 2 integers >= 1, got [2, 0]"
+    nn_text = text.replace("qnn.avg_pool2d", "nn.avg_pool2d").replace("!quant.uniform<i8:f32, 0.5>", "f32")
+    assert one_error(nn_text) == "stdin:2:3: error: nn.avg_pool2d: attribute 'kernel' must be 2 integers >= 1, got [2, 0]"

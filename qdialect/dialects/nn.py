@@ -54,6 +54,7 @@ bytes, printed in hex like `qnn.constant`:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -87,6 +88,7 @@ from qdialect.dialects.qnn import (
     broadcast_shape,
     conv_output_size,
     make_attr,
+    window_attr,
     shape_of,
 )
 from qdialect.dialects.quant import UniformQuantizedType, quantized_tensor_problems
@@ -353,7 +355,7 @@ class ConstantOp(IRDLOperation):
         value = self.attributes.get("value")
         if not isinstance(value, DenseIntOrFPElementsAttr):
             raise VerifyException("nn.constant: missing dense 'value'")
-        n = int(np.prod(t.get_shape(), dtype=np.int64))
+        n = math.prod(t.get_shape())
         if len(value.data.data) != n * dtype.itemsize:
             raise VerifyException(
                 f"nn.constant: {len(value.data.data)} bytes of data but {t} needs {n * dtype.itemsize}"
@@ -432,9 +434,9 @@ class _WeightedOp(NnOp):
             self.fail(f"operand 2 (bias) shape {list(shape_of(self.operands[2]))} must be [{channels}]")
 
     def conv_result_shape(self, n, h, w, kh, kw, o):
-        sh, sw = self.attr("strides", [1, 1])
-        dh, dw = self.attr("dilations", [1, 1])
-        pt, pb, pl, pr = self.attr("padding", [0, 0, 0, 0])
+        sh, sw = window_attr(self, "strides")
+        dh, dw = window_attr(self, "dilations")
+        pt, pb, pl, pr = window_attr(self, "padding")
         return [n, conv_output_size(h, kh, sh, dh, pt, pb), conv_output_size(w, kw, sw, dw, pl, pr), o]
 
 
@@ -485,12 +487,12 @@ class FullyConnectedOp(_WeightedOp):
         self.require_rank(1, 2)
         o, k = shape_of(self.operands[1])
         xs = shape_of(self.operands[0])
-        if not xs or int(np.prod(xs)) % k:
+        if not xs or math.prod(xs) % k:
             self.fail(f"operand 0 (input) shape {list(xs)} is not a multiple of {k} input features")
         self.check_bias(o)
         rs = shape_of(self.result)
-        if not rs or rs[-1] != o or int(np.prod(rs)) != int(np.prod(xs)) // k * o:
-            self.fail(f"result shape {list(rs)} does not match {int(np.prod(xs)) // k} rows of {o} outputs")
+        if not rs or rs[-1] != o or math.prod(rs) != math.prod(xs) // k * o:
+            self.fail(f"result shape {list(rs)} does not match {math.prod(xs) // k} rows of {o} outputs")
 
 
 @irdl_op_definition
@@ -668,9 +670,9 @@ class _PoolOp(NnOp):
     def verify_op(self):
         self.require_rank(0, 4)
         n, h, w, c = shape_of(self.operands[0])
-        kh, kw = self.attr("kernel")
-        sh, sw = self.attr("strides", [1, 1])
-        pt, pb, pl, pr = self.attr("padding", [0, 0, 0, 0])
+        kh, kw = window_attr(self, "kernel")
+        sh, sw = window_attr(self, "strides")
+        pt, pb, pl, pr = window_attr(self, "padding")
         self.require_result_shape(
             [n, conv_output_size(h, kh, sh, 1, pt, pb), conv_output_size(w, kw, sw, 1, pl, pr), c]
         )
@@ -796,7 +798,7 @@ class ReshapeOp(NnOp):
 
     def verify_op(self):
         a, r = shape_of(self.operands[0]), shape_of(self.result)
-        if int(np.prod(a)) != int(np.prod(r)):
+        if math.prod(a) != math.prod(r):
             self.fail(f"result shape {list(r)} has a different element count than {list(a)}")
 
 
@@ -836,7 +838,7 @@ class SliceOp(NnOp):
             self.fail("stride 0 in slice")
         full = [max(0, len(range(b, e, st))) for b, e, st in zip(begin, end, strides)]
         r = shape_of(self.result)
-        if int(np.prod(full)) != int(np.prod(r)) or [d for d in full if d != 1] != [d for d in r if d != 1]:
+        if math.prod(full) != math.prod(r) or [d for d in full if d != 1] != [d for d in r if d != 1]:
             self.fail(f"result shape {list(r)} does not match the slice shape {full}")
 
 

@@ -435,7 +435,7 @@ def _move(ref_name, **static):
 
     def handler(it, op, args):
         extra = {}
-        for key in ("perm", "block_size", "axis", "paddings", "pad_value", "begin", "end", "strides"):
+        for key in ("perm", "block_size", "axis", "batch_dims", "paddings", "pad_value", "begin", "end", "strides"):
             if key in op.ATTRS:
                 value = op.attr(key, None)
                 if value is not None:

@@ -1043,10 +1043,16 @@ class ConcatenationOp(QnnOp):
 
 @irdl_op_definition
 class GatherOp(QnnOp):
-    """Gather slices of `params` along `axis` at integer `indices`."""
+    """Gather slices of `params` along `axis` at integer `indices`.
+
+    With `batch_dims = b` (default 0) the first b dimensions of `params` and
+    `indices` are shared batch dimensions (b <= axis): for every batch index
+    `n`, `result[n, o, i, r] = params[n, o, indices[n, i], r]` (TFLite GATHER,
+    tf.gather); the result shape is params[:axis] + indices[b:] + params[axis+1:].
+    """
 
     name = "qnn.gather"
-    ATTRS: ClassVar = {"axis": (INT, None)}
+    ATTRS: ClassVar = {"axis": (INT, None), "batch_dims": (INT, None)}
     OPERAND_NAMES: ClassVar = ("params", "indices")
     N_OPERANDS: ClassVar = 2
     QUANTIZED_OPERANDS: ClassVar = (0,)
@@ -1059,7 +1065,14 @@ class GatherOp(QnnOp):
         t = self.operands[1].type
         if not (isinstance(t, TensorType) and isinstance(t.element_type, IntegerType)):
             self.fail(f"operand 1 (indices) type {t} must be an integer tensor")
-        self.require_result_shape([*s[:axis], *idx, *s[axis + 1 :]])
+        b = self.attr("batch_dims", 0)
+        if not 0 <= b <= min(axis, len(idx)):
+            self.fail(f"batch_dims {b} must be in [0, {min(axis, len(idx))}] (at most axis {axis} "
+                      f"and the indices rank {len(idx)})")
+        if list(s[:b]) != list(idx[:b]):
+            self.fail(f"batch_dims {b}: params batch dims {list(s[:b])} differ from "
+                      f"indices batch dims {list(idx[:b])}")
+        self.require_result_shape([*s[:axis], *idx[b:], *s[axis + 1 :]])
 
 
 class _ResizeOp(_MoveOp):

@@ -61,7 +61,7 @@ from xdsl.utils.exceptions import VerifyException
 from qdialect.dialects import qnn
 from qdialect.dialects.quant import UniformQuantizedType, quantized_tensor_problems
 from qdialect.diagnostics import verify_module
-from qdialect.reference.movement import strided_slice_indices
+from qdialect.reference.movement import strided_slice_effective, strided_slice_indices
 from qdialect.reference.rescale import round_half_away
 
 __all__ = ["TFLiteImportError", "import_tflite", "import_tflite_file", "SUPPORTED_OPERATORS"]
@@ -1039,6 +1039,8 @@ def _fold(imp: _Importer, op: _Op, ins: list) -> list[np.ndarray]:
     if name == "CONCATENATION":
         return [np.concatenate([np.atleast_1d(v) if v.ndim == 0 else v for v in ins], axis=o["Axis"])]
     if name == "GATHER":
+        if o["BatchDims"]:
+            raise _Unsupported("GATHER with batch_dims in shape arithmetic")
         return [np.take(ins[0], ins[1], axis=o["Axis"])]
     if name in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
         return [ins[0].reshape(imp.shape(op.outputs[0]))]
@@ -1375,7 +1377,6 @@ def _strided_slice(imp: _Importer, op: _Op):
     o = op.options
     x = imp.act(op.inputs[0])
     s = qnn.shape_of(x)
-    _check_strided_masks(o)
     begin = imp.static_ints(op.inputs[1], "begin").reshape(-1).tolist()
     end = imp.static_ints(op.inputs[2], "end").reshape(-1).tolist()
     strides = (
@@ -1386,8 +1387,27 @@ def _strided_slice(imp: _Importer, op: _Op):
         raise imp.bad(f"begin/end/strides {begin}/{end}/{strides} do not fit rank {len(s)}")
     if 0 in strides:
         raise imp.bad("stride 0 in STRIDED_SLICE")
-    idx = strided_slice_indices(s, begin, end, strides, o["BeginMask"], o["EndMask"], o["ShrinkAxisMask"], bool(o["Offset"]))
-    b, e, st, shape = _slice_attrs(idx, s, strides)
+    if o["EllipsisMask"] or o["NewAxisMask"]:
+        # folded into a slice of the input viewed with the new size-1 axes; the
+        # new axes reappear only in the result shape
+        if o["Offset"]:
+            raise _Unsupported("offset together with ellipsis_mask/new_axis_mask")
+        if bin(o["EllipsisMask"]).count("1") > 1:
+            raise imp.bad(f"ellipsis_mask {o['EllipsisMask']} marks more than one ellipsis")
+        try:
+            eff_shape, eb, ee, es, bm, em, sm, new = strided_slice_effective(
+                s, begin, end, strides, o["BeginMask"], o["EndMask"], o["ShrinkAxisMask"],
+                o["EllipsisMask"], o["NewAxisMask"])
+        except ValueError as err:
+            raise imp.bad(str(err)) from None
+        idx = strided_slice_indices(eff_shape, eb, ee, es, bm, em, sm)
+        shape = [int(ix.size) for ix, shrink in idx if not shrink]
+        keep = [a for a in range(len(eff_shape)) if not new & (1 << a)]
+        b, e, st, _ = _slice_attrs([idx[a] for a in keep], s, [es[a] for a in keep])
+    else:
+        idx = strided_slice_indices(s, begin, end, strides, o["BeginMask"], o["EndMask"], o["ShrinkAxisMask"],
+                                    bool(o["Offset"]))
+        b, e, st, shape = _slice_attrs(idx, s, strides)
     imp.emit_one(qnn.SliceOp, [x], op.outputs[0], {"begin": b, "end": e, "strides": st}, shape=shape)
 
 
@@ -1510,8 +1530,6 @@ def _unpack(imp: _Importer, op: _Op):
 @_handles("GATHER")
 def _gather(imp: _Importer, op: _Op):
     o = op.options
-    if o["BatchDims"]:
-        raise _Unsupported("batch_dims != 0")
     x = imp.act(op.inputs[0], "params")
     i = op.inputs[1]
     t = imp.tensor(i) if i >= 0 else None
@@ -1522,7 +1540,15 @@ def _gather(imp: _Importer, op: _Op):
     axis = o["Axis"]
     if not -rank <= axis < rank:
         raise imp.bad(f"axis {axis} is out of range for rank {rank}")
-    imp.emit(qnn.GatherOp, [x, idx], op.outputs[:1], {"axis": axis % rank})
+    attrs = {"axis": axis % rank}
+    batch_dims = o["BatchDims"]
+    if batch_dims:
+        idx_rank = len(qnn.shape_of(idx))
+        b = batch_dims + idx_rank if batch_dims < 0 else batch_dims
+        if not 0 <= b <= min(axis % rank, idx_rank):
+            raise imp.bad(f"batch_dims {batch_dims} does not fit axis {axis % rank} and indices rank {idx_rank}")
+        attrs["batch_dims"] = b
+    imp.emit(qnn.GatherOp, [x, idx], op.outputs[:1], attrs)
 
 
 @_handles("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")

@@ -32,6 +32,7 @@ __all__ = [
     "transpose",
     "slice",
     "strided_slice",
+    "strided_slice_effective",
     "split",
     "squeeze",
     "gather",
@@ -155,6 +156,75 @@ def strided_slice_indices(shape, begin, end, strides, begin_mask=0, end_mask=0, 
     return out
 
 
+def strided_slice_effective(shape, begin, end, strides, begin_mask=0, end_mask=0, shrink_axis_mask=0,
+                            ellipsis_mask=0, new_axis_mask=0):
+    """Fold TFLite's ellipsis and new_axis masks into a plain strided slice
+    (BuildStridedSliceParams in TFLite's strided_slice.cc).
+
+    Returns (effective_shape, begin, end, strides, begin_mask, end_mask,
+    shrink_axis_mask, new_axes) over the effective axes (new_axes: the bit
+    mask of the effective axes that are new): every new axis is a size-1
+    axis of the input taken whole (its begin/end ignored, never shrunk), the
+    ellipsis covers as many whole input axes as the spec leaves unnamed (a new
+    axis flagged at the ellipsis' own position has no effect), and the
+    remaining spec entries apply to the axes after it; input axes after the
+    spec are taken whole.  The caller reshapes the input to effective_shape,
+    slices, and drops shrunk axes."""
+    shape = [int(d) for d in shape]
+    count = len(begin)
+    num_add = sum(1 for i in range(count)
+                  if not ellipsis_mask & (1 << i) and new_axis_mask & (1 << i))
+    dims = len(shape) + num_add
+    eff_ellipsis = eff_new = 0
+    ellipsis_start, expanded = dims, 0
+    i = 0
+    while i < dims:
+        if ellipsis_mask & (1 << i):
+            ellipsis_start = i
+            stop = max(i + 1, min(i + 1 + num_add + len(shape) - count, dims))
+            expanded = stop - ellipsis_start - 1
+            while i < stop:
+                eff_ellipsis |= 1 << i
+                i += 1
+            continue
+        if new_axis_mask & (1 << (i - expanded)):
+            eff_new |= 1 << i
+        i += 1
+    eff_shape, b_out, e_out, s_out = [], [], [], []
+    bm = em = sm = 0
+    added_ellipsis = added_axes = 0
+    for i in range(dims):
+        bit = 1 << i
+        if not eff_new & bit and i - added_axes >= len(shape):
+            # TFLite's ellipsis always takes at least one axis; a spec that
+            # leaves it none makes the kernel read past the input's shape
+            raise ValueError(
+                f"strided_slice: the spec names more axes than the rank-{len(shape)} input has "
+                "(an ellipsis must cover at least one axis)"
+            )
+        if eff_ellipsis & bit:
+            added_ellipsis = max(0, i - ellipsis_start)
+            bm, em = bm | bit, em | bit
+            b_out.append(0), e_out.append(0), s_out.append(1)
+            eff_shape.append(shape[i - added_axes])
+        elif eff_new & bit:
+            b_out.append(0), e_out.append(1), s_out.append(1)
+            eff_shape.append(1)
+            added_axes += 1
+        elif i >= count + expanded:
+            bm, em = bm | bit, em | bit
+            b_out.append(0), e_out.append(0), s_out.append(1)
+            eff_shape.append(shape[i - added_axes])
+        else:
+            k = i - added_ellipsis
+            b_out.append(int(begin[k])), e_out.append(int(end[k])), s_out.append(int(strides[k]))
+            bm |= bit if begin_mask & (1 << k) else 0
+            em |= bit if end_mask & (1 << k) else 0
+            sm |= bit if shrink_axis_mask & (1 << k) else 0
+            eff_shape.append(shape[i - added_axes])
+    return eff_shape, b_out, e_out, s_out, bm, em, sm, eff_new
+
+
 def _xnnpack_slice(shape, begin, end, begin_mask, end_mask, offset):
     """XNNPACK static slice as LiteRT's delegate drives it (stride-1
     STRIDED_SLICE without shrink): an end <= 0 counts from the end of the
@@ -186,19 +256,39 @@ def strided_slice(
     end_mask: int = 0,
     shrink_axis_mask: int = 0,
     offset: bool = False,
+    ellipsis_mask: int = 0,
+    new_axis_mask: int = 0,
     rounding: str = "tflite",
 ):
-    """TFLite STRIDED_SLICE (no ellipsis / new_axis masks): per axis,
+    """TFLite STRIDED_SLICE: per axis,
     negative begin/end wrap once, are clamped to [0, n] (stride > 0) or
     [-1, n-1] (stride < 0), masked bounds take the full range, and
     shrink_axis keeps the single element at begin and drops the axis.
     `offset` (TFLite option): end is relative to begin.  Missing trailing
     axes take their full range.  "litert": 8-bit stride-1 slices without
     shrink run on XNNPACK, where an unmasked end of 0 means the end of the
-    axis (see _xnnpack_slice); everything else as "tflite"."""
+    axis (see _xnnpack_slice); everything else as "tflite".
+
+    `ellipsis_mask` / `new_axis_mask` are folded into a plain slice of the
+    input viewed with the new size-1 axes (`strided_slice_effective`);
+    XNNPACK declines them, so "litert" is "tflite" there.  TFLite sizes the
+    output of such a slice with `offset` inconsistently, so the two are not
+    accepted together."""
     strides = [1] * len(begin) if strides is None else strides
+    if ellipsis_mask or new_axis_mask:
+        if offset:
+            raise ValueError("strided_slice: offset together with ellipsis/new_axis masks")
+        if bin(int(ellipsis_mask)).count("1") > 1:
+            raise ValueError("strided_slice: at most one ellipsis")
+        eff = strided_slice_effective(np.shape(x), begin, end, strides, begin_mask, end_mask,
+                                      shrink_axis_mask, ellipsis_mask, new_axis_mask)
+        shape, begin, end, strides, begin_mask, end_mask, shrink_axis_mask, _ = eff
+        x = np.asarray(x).reshape(shape)
+        rounding_xnn = False
+    else:
+        rounding_xnn = rounding == "litert"
     xnn = (
-        rounding == "litert" and x_q.bits == 8 and shrink_axis_mask == 0
+        rounding_xnn and x_q.bits == 8 and shrink_axis_mask == 0
         and all(int(s) == 1 for s in strides) and len(begin) == np.ndim(x) <= 6
     )
 
@@ -236,17 +326,35 @@ def split(
 def gather(
     x, indices, *, x_q: QParams, out_q: QParams, axis: int = 0, batch_dims: int = 0, rounding: str = "tflite"
 ):
-    """TFLite GATHER with batch_dims = 0: `output = take(x, indices, axis)`,
-    shape x.shape[:axis] + indices.shape + x.shape[axis+1:].  Indices must be
-    in range (TFLite reports an error otherwise)."""
-    if batch_dims != 0:
-        raise NotImplementedError("gather: only batch_dims = 0 is supported")
+    """TFLite GATHER: `output = take(x, indices, axis)` per batch.
+
+    The first `batch_dims` dimensions (negative: counted from the indices'
+    rank, as TFLite does) are shared by `x` and `indices`; for batch index n,
+    `out[n, o, i, r] = x[n, o, indices[n, i], r]`, shape
+    x.shape[:axis] + indices.shape[batch_dims:] + x.shape[axis+1:].  Indices
+    must be in range (TFLite reports an error otherwise)."""
     idx = np.asarray(indices).astype(np.int64)
     x = np.asarray(x)
     ax = int(axis) % x.ndim
+    b = int(batch_dims) + (idx.ndim if batch_dims < 0 else 0)
+    if not 0 <= b <= min(ax, idx.ndim):
+        raise ValueError(f"gather batch_dims {batch_dims} must be in [0, {min(ax, idx.ndim)}]")
+    if x.shape[:b] != idx.shape[:b]:
+        raise ValueError(f"gather batch dims differ: {x.shape[:b]} vs indices {idx.shape[:b]}")
     if idx.size and (idx.min() < 0 or idx.max() >= x.shape[ax]):
         raise ValueError(f"gather index out of range for axis {ax} of size {x.shape[ax]}")
-    return move(x, lambda v: np.take(v, idx, axis=ax), x_q=x_q, out_q=out_q, rounding=rounding)
+    out_shape = x.shape[:ax] + idx.shape[b:] + x.shape[ax + 1 :]
+
+    def fn(v):
+        batch = int(np.prod(v.shape[:b], dtype=np.int64))
+        outer = int(np.prod(v.shape[b:ax], dtype=np.int64))
+        inner = int(np.prod(v.shape[ax + 1 :], dtype=np.int64))
+        vr = v.reshape(batch, outer, v.shape[ax], inner)
+        ir = idx.reshape(batch, -1) if batch else idx.reshape(0, 0)
+        r = vr[np.arange(batch)[:, None, None], np.arange(outer)[None, :, None], ir[:, None, :]]
+        return r.reshape(out_shape)
+
+    return move(x, fn, x_q=x_q, out_q=out_q, rounding=rounding)
 
 
 def space_to_depth(x, *, x_q: QParams, out_q: QParams, block_size: int, rounding: str = "tflite"):

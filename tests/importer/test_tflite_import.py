@@ -269,6 +269,18 @@ def _cases():
         [q((1, 2, 3), 0.05, 128, "uint8"), q((1, 4, 3), 0.08, 100, "uint8"), q((1, 6, 3), 0.06, 120, "uint8")],
         [0, 1], [2])
     c["gather"] = s1("GATHER", [q((1, 5, 3)), ints([3, 0, 4, 4])], [q((1, 4, 3))], {"axis": 1})
+    c["gather_batch_dims"] = s1("GATHER", [q((2, 3, 5, 4)), ints([[3, 0, 4], [1, 1, 2]])], [q((2, 3, 3, 4))],
+                                {"axis": 2, "batch_dims": 1})
+    c["gather_batch_dims_negative"] = s1("GATHER", [q((2, 5, 4)), ints([[3, 0], [1, 4]])], [q((2, 2, 4))],
+                                         {"axis": -2, "batch_dims": -1})
+    # x[..., None, 1:3] (ellipsis covering axes 0-1, a new axis, a slice of the last axis)
+    c["strided_slice_ellipsis_new_axis"] = s1(
+        "STRIDED_SLICE", [q((2, 3, 5)), ints([0, 0, 1]), ints([0, 0, 3]), ints([1, 1, 1])], [q((2, 3, 1, 2))],
+        {"ellipsis_mask": 1, "new_axis_mask": 2})
+    # x[None, 1, ::-2] (new axis, shrunk index, reversed stride, last axis whole)
+    c["strided_slice_new_axis_shrink"] = s1(
+        "STRIDED_SLICE", [q((3, 5, 4)), ints([0, 1, 0]), ints([0, 2, 0]), ints([1, 1, -2])], [q((1, 3, 4))],
+        {"new_axis_mask": 1, "shrink_axis_mask": 2, "begin_mask": 4, "end_mask": 4})
     c["resize_bilinear_half_pixel"] = s1(
         "RESIZE_BILINEAR", [q((1, 4, 5, 3)), ints([8, 7])], [q((1, 8, 7, 3))], {"half_pixel_centers": True})
     c["resize_bilinear_align_corners"] = s1(

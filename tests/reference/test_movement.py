@@ -186,6 +186,70 @@ def test_strided_slice(case, data):
 
 
 @SETTINGS
+@given(tensor_case(max_dim=6), st.data())
+def test_strided_slice_ellipsis_new_axis(case, data):
+    """ellipsis_mask / new_axis_mask (as tf.strided_slice spells x[..., None, 1:3]):
+    specs with at most one ellipsis, new axes anywhere (also on the ellipsis'
+    own bit, where TFLite ignores them), shrink and begin/end masks on the
+    named axes."""
+    rng, x, q, spec = setup(case)
+    rank = len(case["shape"])
+    with_ellipsis = data.draw(st.booleans())
+    # TFLite's ellipsis must cover at least one axis (see strided_slice_effective)
+    named = data.draw(st.integers(0, rank - 1 if with_ellipsis else rank))
+    kinds = ["axis"] * named + ["new"] * data.draw(st.integers(0 if with_ellipsis else 1, 2))
+    kinds = data.draw(st.permutations(kinds))
+    if with_ellipsis:
+        kinds.insert(data.draw(st.integers(0, len(kinds))), "ellipsis")
+    count = len(kinds)
+    ellipsis = sum(1 << k for k, t in enumerate(kinds) if t == "ellipsis")
+    new_axis = sum(1 << k for k, t in enumerate(kinds) if t == "new")
+    if ellipsis and data.draw(st.booleans()):
+        new_axis |= ellipsis
+    begin = [data.draw(st.integers(-7, 7)) for _ in kinds]
+    end = [data.draw(st.integers(-7, 7)) for _ in kinds]
+    strides = [data.draw(st.sampled_from([1, 1, 2, -1, -2])) for _ in kinds]
+    bm = data.draw(st.integers(0, (1 << count) - 1))
+    em = data.draw(st.integers(0, (1 << count) - 1))
+    sm = data.draw(st.integers(0, (1 << count) - 1)) & ~ellipsis
+    # which input axis each spec entry lands on (spec k appears as begin 100 + k)
+    eff = mv.strided_slice_effective(case["shape"], [100 + k for k in range(count)], end, strides,
+                                     ellipsis_mask=ellipsis, new_axis_mask=new_axis)
+    for n, b in zip(eff[0], eff[1]):
+        k = b - 100
+        if k >= 0 and sm & (1 << k):  # a shrunk axis needs an in-range begin
+            begin[k] = data.draw(st.integers(-n, n - 1))
+            strides[k] = 1
+            bm &= ~(1 << k)
+    kw = dict(begin=begin, end=end, strides=strides, begin_mask=bm, end_mask=em, shrink_axis_mask=sm,
+              ellipsis_mask=ellipsis, new_axis_mask=new_axis)
+    ours = mv.strided_slice(x, x_q=q, out_q=q, **kw)
+    model = build_single_op_model(
+        "STRIDED_SLICE", [spec, i32(begin), i32(end), i32(strides)], [out_spec(case, ours.shape)],
+        {"begin_mask": bm, "end_mask": em, "shrink_axis_mask": sm,
+         "ellipsis_mask": ellipsis, "new_axis_mask": new_axis},
+    )
+    check_both(model, [x], lambda r: mv.strided_slice(x, x_q=q, out_q=q, rounding=r, **kw),
+               "STRIDED_SLICE")
+
+
+def test_strided_slice_ellipsis_new_axis_by_hand():
+    """x[..., None, 1] and x[None, 1:, ...] on a 2x3x4 tensor, expected values by hand."""
+    x = np.arange(24, dtype=np.int8).reshape(2, 3, 4)
+    q = QParams.make(0.5, 0, storage="i8")
+    # spec: ellipsis, new axis, index 1 (shrink)
+    got = mv.strided_slice(x, x_q=q, out_q=q, begin=[0, 0, 1], end=[0, 0, 2], strides=[1, 1, 1],
+                           shrink_axis_mask=0b100, ellipsis_mask=0b001, new_axis_mask=0b010)
+    assert got.shape == (2, 3, 1)
+    assert got.reshape(-1).tolist() == [1, 5, 9, 13, 17, 21]
+    # spec: new axis, 1: on axis 0, ellipsis
+    got = mv.strided_slice(x, x_q=q, out_q=q, begin=[0, 1, 0], end=[0, 0, 0], strides=[1, 1, 1],
+                           end_mask=0b010, ellipsis_mask=0b100, new_axis_mask=0b001)
+    assert got.shape == (1, 1, 3, 4)
+    assert got.reshape(-1).tolist() == list(range(12, 24))
+
+
+@SETTINGS
 @given(tensor_case(), st.data())
 def test_gather(case, data):
     rng, x, q, spec = setup(case)
@@ -199,6 +263,27 @@ def test_gather(case, data):
     model = build_single_op_model("GATHER", [spec, i32(idx)], [out_spec(case, out_shape)],
                                   {"axis": axis, "batch_dims": 0})
     check_both(model, [x], lambda r: mv.gather(x, idx, x_q=q, out_q=q, axis=axis, rounding=r), "GATHER")
+
+
+@SETTINGS
+@given(tensor_case(min_rank=2, max_rank=4), st.data())
+def test_gather_batch_dims(case, data):
+    """batch_dims b >= 1 (also spelled negatively, from the indices' rank):
+    params and indices share their first b dimensions."""
+    rng, x, q, spec = setup(case)
+    rank = len(case["shape"])
+    ax = data.draw(st.integers(1, rank - 1))
+    b = data.draw(st.integers(1, ax))
+    extra = tuple(data.draw(st.lists(st.integers(1, 4), min_size=0, max_size=2)))
+    idx_shape = case["shape"][:b] + extra
+    idx = rng.integers(0, case["shape"][ax], size=idx_shape).astype(np.int32)
+    axis = ax - rank if data.draw(st.booleans()) else ax
+    batch_dims = b - len(idx_shape) if data.draw(st.booleans()) else b
+    out_shape = case["shape"][:ax] + extra + case["shape"][ax + 1:]
+    model = build_single_op_model("GATHER", [spec, i32(idx)], [out_spec(case, out_shape)],
+                                  {"axis": axis, "batch_dims": batch_dims})
+    check_both(model, [x], lambda r: mv.gather(x, idx, x_q=q, out_q=q, axis=axis,
+                                               batch_dims=batch_dims, rounding=r), "GATHER")
 
 
 @SETTINGS

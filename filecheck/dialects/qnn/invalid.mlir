@@ -345,6 +345,27 @@ func.func @gather_indices(%a: tensor<6x!quant.uniform<i8:f32, 0.5>>, %i: tensor<
 }
 
 // -----
+// CHECK: error: qnn.gather: batch_dims 2 must be in [0, 1] (at most axis 1 and the indices rank 2)
+func.func @gather_batch_dims_past_axis(%a: tensor<2x5x3x!quant.uniform<i8:f32, 0.5>>, %i: tensor<2x4xi32>) {
+  %0 = qnn.gather %a, %i {axis = 1 : i64, batch_dims = 2 : i64} : (tensor<2x5x3x!quant.uniform<i8:f32, 0.5>>, tensor<2x4xi32>) -> tensor<2x3x!quant.uniform<i8:f32, 0.5>>
+  func.return
+}
+
+// -----
+// CHECK: error: qnn.gather: batch_dims 1: params batch dims [2] differ from indices batch dims [3]
+func.func @gather_batch_dims_mismatch(%a: tensor<2x5x3x!quant.uniform<i8:f32, 0.5>>, %i: tensor<3x4xi32>) {
+  %0 = qnn.gather %a, %i {axis = 1 : i64, batch_dims = 1 : i64} : (tensor<2x5x3x!quant.uniform<i8:f32, 0.5>>, tensor<3x4xi32>) -> tensor<2x4x3x!quant.uniform<i8:f32, 0.5>>
+  func.return
+}
+
+// -----
+// CHECK: error: qnn.gather: result 0 shape [2, 2, 4, 3] does not match the expected [2, 4, 3]
+func.func @gather_batch_dims_shape(%a: tensor<2x5x3x!quant.uniform<i8:f32, 0.5>>, %i: tensor<2x4xi32>) {
+  %0 = qnn.gather %a, %i {axis = 1 : i64, batch_dims = 1 : i64} : (tensor<2x5x3x!quant.uniform<i8:f32, 0.5>>, tensor<2x4xi32>) -> tensor<2x2x4x3x!quant.uniform<i8:f32, 0.5>>
+  func.return
+}
+
+// -----
 // CHECK: error: qnn.resize_bilinear: result shape [1, 8, 8, 3] must be [1, H, W, 2]
 func.func @resize_channels(%a: tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5>>) {
   %0 = qnn.resize_bilinear %a : (tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5>>) -> tensor<1x8x8x3x!quant.uniform<i8:f32, 0.5>>

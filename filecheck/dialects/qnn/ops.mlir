@@ -117,6 +117,17 @@ func.func @data_movement(%x: tensor<1x4x4x2x!a>, %i: tensor<3xi32>) {
   func.return
 }
 
+// gather with shared batch dimensions; a strided slice whose result gains a new
+// size-1 axis (TFLite's new_axis_mask) is a qnn.slice with that result shape
+// CHECK-LABEL: func.func @batch_gather_and_new_axis
+func.func @batch_gather_and_new_axis(%x: tensor<2x5x3x!a>, %i: tensor<2x4xi32>) {
+  // CHECK: qnn.gather %{{.*}}, %{{.*}} {axis = 1 : i64, batch_dims = 1 : i64} : (tensor<2x5x3x!quant.uniform<i8:f32, 0.5:-3>>, tensor<2x4xi32>) -> tensor<2x4x3x!quant.uniform<i8:f32, 0.5:-3>>
+  %0 = qnn.gather %x, %i {axis = 1 : i64, batch_dims = 1 : i64} : (tensor<2x5x3x!a>, tensor<2x4xi32>) -> tensor<2x4x3x!a>
+  // CHECK: qnn.slice %{{.*}} {begin = array<i64: 0, 1, 0>, end = array<i64: 2, 3, 3>, strides = array<i64: 1, 1, 1>} : (tensor<2x5x3x!quant.uniform<i8:f32, 0.5:-3>>) -> tensor<2x1x2x3x!quant.uniform<i8:f32, 0.5:-3>>
+  %1 = qnn.slice %x {begin = array<i64: 0, 1, 0>, end = array<i64: 2, 3, 3>, strides = array<i64: 1, 1, 1>} : (tensor<2x5x3x!a>) -> tensor<2x1x2x3x!a>
+  func.return
+}
+
 // CHECK-LABEL: func.func @edges
 func.func @edges(%f: tensor<4xf32>) -> tensor<4xf32> {
   // CHECK: qnn.quantize %{{.*}} : (tensor<4xf32>) -> tensor<4x!quant.uniform<i8:f32, 0.5:-3>>

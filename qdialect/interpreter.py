@@ -292,6 +292,38 @@ def _dequantize(it, op, args):
     )
 
 
+@handles(qnn.SimulatedQuantizeOp)
+def _simulated_quantize(it, op, args):
+    """Quantize-dequantize in float (see qnn.SimulatedQuantizeOp)."""
+    x = np.asarray(args[0])
+    if op.attr("mode", "quantize") == "passthrough":
+        return x.copy()
+    q = op.qtype.qparams()
+    rounding = it.rounding or op.attr("rounding", "tflite")
+    acc = op.attr("acc", None)
+    if acc is None:
+        stored = _call(_reference("elementwise", "quantize"), x, out_q=q, rounding=rounding)
+        return np.asarray(_call(_reference("elementwise", "dequantize"), stored, x_q=q), dtype=x.dtype)
+    shape = q.broadcast_shape(x.ndim)
+    scale = (q.scale.reshape(shape) if shape else q.scale).astype(np.float32)
+    zp = q.zero_point.reshape(shape) if shape else q.zero_point
+    v = (x.astype(np.float32) / scale).astype(np.float64)
+    if rounding == "half_even":
+        r = np.rint(v)
+    elif rounding == "half_up":
+        r = np.floor(v + 0.5)
+    else:
+        r = np.trunc(v) + np.sign(v) * (np.abs(v - np.trunc(v)) >= 0.5)
+    bits = {"i16": 16, "i32": 32, "i64": 64}[acc]
+    lo, hi = -(2.0 ** (bits - 1)), 2.0 ** (bits - 1) - 1
+    total = r + zp
+    if op.attr("acc_overflow", "wrap") == "saturate":
+        total = np.clip(total, lo, hi)
+    else:
+        total = np.mod(total - lo, 2.0**bits) + lo
+    return ((total - zp) * scale).astype(x.dtype)
+
+
 @handles(StorageCastOp)
 def _scast(it, op, args):
     return args[0].astype(Interpreter._dtype(op.results[0]))

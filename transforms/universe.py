@@ -63,6 +63,7 @@ for _name, _module, _attr in [
     ("qnn-partition", "transforms.partition", "QnnPartitionPass"),
     ("qnn-overflow-check", "transforms.overflow_check", "QnnOverflowCheckPass"),
     ("qnn-to-l3", "transforms.pipelines", "QnnToL3Pipeline"),
+    ("qnn-lower-simulated-quantize", "transforms.lower_simulated_quantize", "QnnLowerSimulatedQuantizePass"),
 ]:
     if _present(_module):
         PASSES[_name] = _lazy_pass(_module, _attr)

@@ -1164,6 +1164,81 @@ class DequantizeOp(QnnOp):
             self.fail("operand and result shapes differ")
 
 
+SIMULATION_MODES = ("quantize", "passthrough")
+
+
+@irdl_op_definition
+class SimulatedQuantizeOp(QnnOp):
+    """Quantize-dequantize in float with the parameters of the `qtype` attribute:
+    `y = s * (clamp(round(x / s) + z) - z)`, float in, float out, same type.
+
+        %y = qnn.simulated_quantize %x {qtype = !quant.uniform<i8:f32, 0.05:-3>, rounding = "half_even"}
+               : (tensor<8xf32>) -> tensor<8xf32>
+
+    - `rounding`: how x / s rounds: `tflite` / `single` / `litert` half away
+      from zero (TFLite's QUANTIZE), `half_even` ties to even, `half_up` ties
+      toward +inf; clamping is to the type's storage range, as the integer
+      path's quantize does.
+    - `mode = "passthrough"`: y = x exactly (an observation point that records
+      real values without adding error).
+    - `acc` (`i16`, `i32`, `i64`) with `acc_overflow` (`wrap`, default, or
+      `saturate`): the value is an accumulator held at scale s; the integer
+      wraps or saturates at that width instead of clamping to the storage
+      range, to see an overflow in float before hardware does.
+    """
+
+    name = "qnn.simulated_quantize"
+    ATTRS: ClassVar = {
+        "rounding": (STR, ROUNDING_PROFILES),
+        "mode": (STR, SIMULATION_MODES),
+        "acc": (STR, ACC_WIDTHS),
+        "acc_overflow": (STR, ("wrap", "saturate")),
+    }
+
+    @property
+    def qtype(self) -> UniformQuantizedType:
+        return self.attributes["qtype"]
+
+    def attr(self, name: str, default=None):
+        if name == "qtype":
+            return self.attributes.get("qtype", default)
+        return super().attr(name, default)
+
+    def verify_(self) -> None:
+        if len(self.operands) != 1 or len(self.results) != 1:
+            self.fail("expects one operand and one result")
+        q = self.attributes.get("qtype")
+        if not isinstance(q, UniformQuantizedType):
+            self.fail(f"attribute 'qtype' must be a !quant.uniform type, got {q}")
+        for p in q.problems():
+            self.fail(f"qtype: {p}")
+        for name, attr in self.attributes.items():
+            if name == "qtype":
+                continue
+            if name not in self.ATTRS:
+                self.fail(f"unknown attribute '{name}'")
+            kind, allowed = self.ATTRS[name]
+            try:
+                value = _read_attr(attr, kind)
+            except TypeError:
+                self.fail(f"attribute '{name}' must be {_KIND_SPELLING[kind]}, got {attr}")
+            if allowed is not None and value not in allowed:
+                self.fail(f"attribute '{name}' is '{value}', expected one of {', '.join(allowed)}")
+        if "acc_overflow" in self.attributes and "acc" not in self.attributes:
+            self.fail("acc_overflow needs acc")
+        x, y = self.operands[0].type, self.results[0].type
+        if not isinstance(x, TensorType) or qtype(self.operands[0]) is not None or isinstance(
+            x.element_type, IntegerType
+        ):
+            self.fail(f"operand type {x} must be a float tensor")
+        if x != y:
+            self.fail(f"result type {y} differs from the operand type {x}")
+        if q.is_per_axis:
+            shape = shape_of(self.operands[0])
+            if not 0 <= q.axis < len(shape) or shape[q.axis] != len(q.scale_array()):
+                self.fail(f"qtype has {len(q.scale_array())} scales on axis {q.axis}, operand shape is {list(shape)}")
+
+
 QNN_OPS = [
     ConstantOp,
     Conv2DOp,
@@ -1206,6 +1281,7 @@ QNN_OPS = [
     DepthToSpaceOp,
     QuantizeOp,
     DequantizeOp,
+    SimulatedQuantizeOp,
 ]
 
 QNN = Dialect("qnn", QNN_OPS, [])

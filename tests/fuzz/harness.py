@@ -36,7 +36,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 EXIT_BAD_INPUT = 2
 CASE_TIMEOUT = 10.0
-"""Seconds one case may take before it counts as a hang."""
+"""CPU seconds one case may take before it counts as a hang."""
+CASE_WALL_TIMEOUT = 120.0
+"""Wall-clock seconds one case may take (a backstop for a case that blocks without computing; on a
+shared, loaded machine a case's wall time says little, so the CPU time is the real limit)."""
 ADDRESS_SPACE_LIMIT = 4 << 30
 """RLIMIT_AS of a fuzzing process: an input claiming a gigantic tensor fails fast."""
 RSS_GROWTH_LIMIT = 1 << 30
@@ -49,17 +52,27 @@ class CaseTimeout(BaseException):
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    def _alarm(signum, frame):
-        raise CaseTimeout(f"case took more than {seconds} s")
+def time_limit(seconds: float, wall_seconds: float | None = None) -> Iterator[None]:
+    """Raise CaseTimeout after `seconds` of CPU time (ITIMER_PROF) or `wall_seconds` of wall time."""
+    wall_seconds = max(seconds, CASE_WALL_TIMEOUT) if wall_seconds is None else wall_seconds
 
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    def _cpu(signum, frame):
+        raise CaseTimeout(f"case took more than {seconds} s of CPU time")
+
+    def _wall(signum, frame):
+        raise CaseTimeout(f"case took more than {wall_seconds} s of wall time")
+
+    old_prof = signal.signal(signal.SIGPROF, _cpu)
+    old_alarm = signal.signal(signal.SIGALRM, _wall)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, wall_seconds)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.signal(signal.SIGPROF, old_prof)
+        signal.signal(signal.SIGALRM, old_alarm)
 
 
 def limit_address_space(limit: int = ADDRESS_SPACE_LIMIT) -> None:

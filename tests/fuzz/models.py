@@ -70,13 +70,15 @@ ZOO = ROOT / "models" / "zoo"
 # ----- corpus -----------------------------------------------------------------------------------
 
 
-def corpus() -> list[tuple[str, bytes]]:
-    out = [(p.name, p.read_bytes()) for p in sorted(ZOO.glob("*.tflite"))]
-    try:
-        from tests.importer.test_tflite_import import CASES
-    except Exception:  # noqa: BLE001 - the importer tests need LiteRT etc.; the zoo is enough
-        CASES = {}
-    out += [(f"case:{k}", v) for k, v in sorted(CASES.items()) if isinstance(v, (bytes, bytearray))]
+def corpus(which: str = "all") -> list[tuple[str, bytes]]:
+    """Seed models: "zoo" (models/zoo/*.tflite), "ops" (the importer tests' one-op models) or "all"."""
+    out = [(p.name, p.read_bytes()) for p in sorted(ZOO.glob("*.tflite"))] if which in ("all", "zoo") else []
+    if which in ("all", "ops"):
+        try:
+            from tests.importer.test_tflite_import import CASES
+        except Exception:  # noqa: BLE001 - the importer tests need LiteRT etc.; the zoo is enough
+            CASES = {}
+        out += [(f"case:{k}", v) for k, v in sorted(CASES.items()) if isinstance(v, (bytes, bytearray))]
     return out
 
 
@@ -415,6 +417,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.fuzz.models", description=__doc__.split("\n\n")[0])
     common_arguments(p, SHORT_CASES)
     p.add_argument("--cli-every", type=int, default=10, help="run qd-import's main on every N-th case")
+    p.add_argument("--corpus", choices=("all", "zoo", "ops"), default="all",
+                   help="seed models: the zoo, the importer tests' one-op models, or both (default)")
     args = p.parse_args(argv)
     short = args.cases <= SHORT_CASES and args.time_budget is None
     seed = pick_seed(args, short)
@@ -425,7 +429,7 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
     started = time.perf_counter()
     rng = random.Random(seed)
-    seeds = corpus()
+    seeds = corpus(args.corpus)
     fields = {name: group_fields(field_index(data)) for name, data in seeds}
     # small models are cheap: weight by 1/sqrt(size) so the zoo and the one-op models share the
     # time; float models only check that they are told apart, so they come up less often

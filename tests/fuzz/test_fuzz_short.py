@@ -1,0 +1,68 @@
+"""The fuzzers' short mode, in CI: zero tracebacks, hangs or memory blow-ups.
+
+- IR: 2,500 cases of `python -m tests.fuzz.ir` (mutated L0..L3 text and
+  generated graphs into `qd-opt`, `qd-opt -p qnn-overflow-check` and
+  `qd-run --backend interp`);
+- models: 1,000 mutated zoo `.tflite` files (`python -m tests.fuzz.models
+  --corpus zoo`: `qd-import`, the printed module read back, `qd-run
+  --backend interp`) and 500 mutated one-operator models of the importer's
+  tests (every operator's conversion).
+
+Each harness runs in its own process (it sets an address-space limit and a
+per-case alarm) with a fixed seed (env QD_FUZZ_SEED overrides it) and writes
+a JSON report; the test demands the case counts and no findings.  The long
+mode is the same modules run by hand: `python -m tests.fuzz.ir --cases 50000`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _fuzz(tmp_path: Path, module: str, *args: str, timeout: float = 900) -> dict:
+    out = tmp_path / "report.json"
+    seed = os.environ.get("QD_FUZZ_SEED", "0")
+    proc = subprocess.run(
+        [sys.executable, "-m", module, "--seed", seed, "--json", str(out), "--save", str(tmp_path / "findings"), *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+    )
+    assert out.exists(), f"{module} wrote no report (exit {proc.returncode}): {proc.stderr[-3000:]}"
+    report = json.loads(out.read_text())
+    report["text"] = proc.stdout[-4000:] + proc.stderr[-2000:]
+    return report
+
+
+def _no_findings(report: dict, min_cases: int) -> None:
+    assert report["cases"] >= min_cases, report["text"]
+    assert report["findings"] == [], report["text"]
+    assert report["peak_rss_mb"] < 3000, report["text"]
+
+
+@pytest.mark.fuzz
+def test_ir_fuzz_short(tmp_path):
+    report = _fuzz(tmp_path, "tests.fuzz.ir", "--cases", "2500")
+    _no_findings(report, 2000)
+    # the cases reach past the parser: valid modules ran on the interpreter and through the pass
+    assert report["outcomes"].get("accepted", 0) > 300, report["text"]
+    assert report["outcomes"].get("qd-run: ran", 0) > 200, report["text"]
+
+
+@pytest.mark.fuzz
+def test_model_fuzz_short_zoo(tmp_path):
+    report = _fuzz(tmp_path, "tests.fuzz.models", "--cases", "1000", "--corpus", "zoo")
+    _no_findings(report, 1000)
+    assert report["outcomes"].get("qd-run: ran", 0) > 50, report["text"]
+
+
+@pytest.mark.fuzz
+def test_model_fuzz_short_one_op_models(tmp_path):
+    report = _fuzz(tmp_path, "tests.fuzz.models", "--cases", "500", "--corpus", "ops")
+    _no_findings(report, 500)

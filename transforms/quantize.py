@@ -244,6 +244,7 @@ class _Quantizer:
             qtype = TensorType(qt, list(arg.type.get_shape()))
             if self.int_io:
                 new_arg = self.block.insert_arg(qtype, k)
+                new_arg.name_hint = arg.name_hint
                 self.qmap[arg] = new_arg
                 self.qenv[new_arg] = [quantize(a, out_q=qt.qparams()) for a in self.fenv[arg]]
             else:

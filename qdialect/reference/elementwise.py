@@ -179,7 +179,9 @@ def _vshl(x, n: int) -> np.ndarray:
     """NEON vshlq_s32 by a constant: left shift wrapping in int32 for n >= 0,
     arithmetic (flooring) right shift for n < 0."""
     x = np.asarray(x, dtype=np.int64)
-    return wrap_int32(x << n) if n >= 0 else x >> -n
+    if n >= 32:  # every bit shifted out
+        return np.zeros_like(x)
+    return wrap_int32(x << n) if n >= 0 else x >> min(-n, 63)
 
 
 def wrap_int16(x) -> np.ndarray:
@@ -346,6 +348,12 @@ def _xnnpack_8bit(*qs: QParams) -> bool:
     ) == 1
 
 
+def _same_8bit_storage(*qs: QParams) -> bool:
+    """All int8 or all uint8 (full range): the types TFLite's optimized 8-bit
+    ADD/MUL kernels run on."""
+    return all(q.bits == 8 for q in qs) and len({q.signed for q in qs}) == 1
+
+
 def _xnnpack_add_takes(x1_q, x2_q, out_q) -> bool:
     if not _xnnpack_8bit(x1_q, x2_q, out_q):
         return False
@@ -377,7 +385,8 @@ def _add_sub(x1, x2, x1_q, x2_q, out_q, act_min, act_max, rounding, subtract,
             return _add_sub_pot_int16(a, b, x1_q, x2_q, out_q, act_min, act_max, subtract)
     if rounding == "litert" and _xnnpack_add_takes(x1_q, x2_q, out_q):
         return _add_sub_xnnpack(a, b, x1_q, x2_q, out_q, act_min, act_max, subtract)
-    optimized_add = rounding == "litert" and not subtract and not sixteen
+    optimized_add = (rounding == "litert" and not subtract
+                     and _same_8bit_storage(x1_q, x2_q, out_q))
     if rounding == "litert":
         rounding = "tflite"
 
@@ -544,7 +553,7 @@ def mul(
         if _xnnpack_mul_takes(x1_q, x2_q, out_q):
             rounding = "half_even"
         else:
-            rounding, optimized = "tflite", out_q.bits == 8
+            rounding, optimized = "tflite", _same_8bit_storage(x1_q, x2_q, out_q)
     if rounding == "half_even":
         v = np.rint(prod.astype(np.float32) * real).astype(np.int64) + zp(out_q)
         return _finish(v, out_q, act_min, act_max)

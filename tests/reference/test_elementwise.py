@@ -504,3 +504,32 @@ def test_other_profiles_within_one_lsb(profile, s, z, seed):
         ref = fn("tflite").astype(int)
         other = fn(profile).astype(int)
         assert np.max(np.abs(other - ref)) <= 1, (name, profile)
+
+
+@pytest.mark.parametrize("op", ["ADD", "MUL"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("shapes", [((3, 40), (3, 40)), ((2, 3, 20), (3, 20)), ((4, 1), (4, 24))])
+def test_declined_add_mul_imported_and_interpreted(op, dtype, shapes):
+    """The same fallback end to end: a .tflite model imported to qnn and run by
+    the interpreter with rounding "litert" (operands keep their own shapes, so
+    the kernel choice per output element is the same) against LiteRT's default
+    interpreter."""
+    from qdialect.importer.tflite import import_tflite
+    from qdialect.interpreter import run_module
+
+    z = (-5, 17, 3) if dtype == "int8" else (120, 140, 131)
+    # output scale 2^-10 of the inputs': XNNPACK declines (ratio >= 256), sums wrap in int16
+    s1, s2 = 0.05, 0.07
+    so = f32((s1 * s2 if op == "MUL" else s1) / 1000.0)
+    sh1, sh2 = shapes
+    model = build_single_op_model(
+        op, [TensorSpec(sh1, dtype, s1, z[0]), TensorSpec(sh2, dtype, s2, z[1])],
+        [TensorSpec(np.broadcast_shapes(sh1, sh2), dtype, so, z[2])], {"fused_activation_function": "NONE"})
+    assert delegate_partitions(model) == 0
+    rng = np.random.default_rng(7)
+    x1, x2 = rand_ints(rng, dtype, sh1), rand_ints(rng, dtype, sh2)
+    (expected,) = run_tflite(model, [x1, x2], reference=False)
+    (got,) = run_module(import_tflite(model), [x1, x2], rounding="litert")
+    assert_exact(np.asarray(got), expected, f"{op} {dtype} {shapes} imported, litert")
+    (reference_kernel,) = run_tflite(model, [x1, x2], reference=True)
+    assert np.any(reference_kernel != expected)  # the fallback is not the reference kernel here

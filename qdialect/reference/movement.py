@@ -172,6 +172,10 @@ def strided_slice_effective(shape, begin, end, strides, begin_mask=0, end_mask=0
     slices, and drops shrunk axes."""
     shape = [int(d) for d in shape]
     count = len(begin)
+    for name, mask in (("ellipsis_mask", ellipsis_mask), ("new_axis_mask", new_axis_mask)):
+        if mask < 0 or mask >> count:
+            # TFLite would read begin/end/strides past their end
+            raise ValueError(f"strided_slice: {name} {mask} marks entries beyond the {count} begin/end entries")
     num_add = sum(1 for i in range(count)
                   if not ellipsis_mask & (1 << i) and new_axis_mask & (1 << i))
     dims = len(shape) + num_add

@@ -354,7 +354,7 @@ def gather(
         outer = int(np.prod(v.shape[b:ax], dtype=np.int64))
         inner = int(np.prod(v.shape[ax + 1 :], dtype=np.int64))
         vr = v.reshape(batch, outer, v.shape[ax], inner)
-        ir = idx.reshape(batch, -1) if batch else idx.reshape(0, 0)
+        ir = idx.reshape(batch, int(np.prod(idx.shape[b:], dtype=np.int64)))
         r = vr[np.arange(batch)[:, None, None], np.arange(outer)[None, :, None], ir[:, None, :]]
         return r.reshape(out_shape)
 

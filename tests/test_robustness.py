@@ -199,3 +199,22 @@ def test_pool_kernel_of_zero_is_a_diagnostic():
     assert one_error(text) == "stdin:2:3: error: qnn.avg_pool2d: attribute 'kernel' must be 2 integers >= 1, got [2, 0]"
     nn_text = text.replace("qnn.avg_pool2d", "nn.avg_pool2d").replace("!quant.uniform<i8:f32, 0.5>", "f32")
     assert one_error(nn_text) == "stdin:2:3: error: nn.avg_pool2d: attribute 'kernel' must be 2 integers >= 1, got [2, 0]"
+
+
+@pytest.mark.parametrize("literal, type_, n", [
+    ("0", "tensor<4294967296xi64>", 4294967296),  # a splat of 2^32 elements (32 GB once expanded)
+    ('"0x01000000"', "tensor<99999999999xi32>", 99999999999),  # a hex splat
+])
+def test_gigantic_splat_dense_literal_is_refused_before_expanding(literal, type_, n):
+    """xDSL expands a splat dense literal element by element before checking anything (the IR
+    fuzzer's memory blow-up); qdialect._xdsl_fixes checks the literal's type first."""
+    t0 = time.perf_counter()
+    line = one_error(f"func.func @f() {{\n  %0 = arith.constant dense<{literal}> : {type_}\n  func.return\n}}")
+    assert time.perf_counter() - t0 < 5
+    assert line.endswith(f"error: dense literal of type {type_} has {n} elements, more than the parser's limit of 16777216")
+    assert line.startswith("stdin:2:")
+
+
+def test_large_splat_below_the_limit_still_parses(ctx):
+    m = parse_module(ctx, "func.func @f() {\n  %0 = arith.constant dense<7> : tensor<1x112x112x32xi32>\n  func.return\n}")
+    assert "dense<7> : tensor<1x112x112x32xi32>" in str(m)

@@ -64,6 +64,9 @@ INHERIT = (nn.ReshapeOp, nn.TransposeOp, nn.PadOp, nn.SliceOp, nn.MaxPool2DOp, n
            nn.ReduceMaxOp, nn.ReduceMinOp)
 """Ops whose output keeps the input's parameters (TFLite's kernels need it; nothing is rescaled)."""
 
+EIGHT_BIT_ONLY = (nn.HardSwishOp, nn.LogSoftmaxOp, nn.EluOp)
+"""Ops whose integer kernels exist for 8-bit storage only: they read and write 8 bits whatever the strategy says."""
+
 FIXED_OUTPUT = (nn.LogisticOp, nn.TanhOp, nn.SoftmaxOp, nn.LogSoftmaxOp)
 WEIGHTED = (nn.Conv2DOp, nn.DepthwiseConv2DOp, nn.FullyConnectedOp)
 
@@ -169,8 +172,9 @@ class _Quantizer:
         qp = quantized_element_type(q.type).qparams()
         return [np.asarray(dequantize(a, x_q=qp), np.float32) for a in self.qenv[q]]
 
-    def activation_type(self, layer: Layer, stats: TensorStats) -> tuple[UniformQuantizedType, tuple[float, float]]:
-        bits = self.strategy.activation_bits(layer)
+    def activation_type(self, layer: Layer, stats: TensorStats, bits: int | None = None):
+        """(type, real range) of an activation from its statistics."""
+        bits = self.strategy.activation_bits(layer) if bits is None else bits
         symmetric = self.strategy.activation_symmetric(layer)
         qmin, qmax = _bounds(bits)
         lo, hi = choose_range(stats, self.strategy.calibration(layer), qmin=qmin, qmax=qmax, symmetric=symmetric)
@@ -183,10 +187,11 @@ class _Quantizer:
         storage = "i8" if bits <= 8 else _storage(bits)
         if bits < 8:
             storage = _storage(bits)
-        if self.strategy.weight_per_channel(layer):
-            m = np.max(np.abs(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)), axis=1).astype(np.float64)
-        else:
-            m = np.array([float(np.max(np.abs(w)))])
+        rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1) if self.strategy.weight_per_channel(layer) \
+            else w.reshape(1, -1)
+        m = np.max(np.abs(rows), axis=1).astype(np.float64)
+        if getattr(self.strategy, "weight_calibration", lambda layer: "minmax")(layer) == "mse":
+            m = weight_mse_max(rows.astype(np.float64), m, qmax)
         scales = (m / qmax).astype(np.float32).astype(np.float64)
         scales = np.where(scales > 0, scales, 1e-8)
         if scales.size > 1 or self.strategy.weight_per_channel(layer):
@@ -339,6 +344,9 @@ class _Quantizer:
             weights_text = str(w_qt).split(",")[0].replace("!quant.uniform<", "") + f" x{channels}"
         else:
             q_operands = [self.quantized_operand(v, layer) for v in operands]
+            if not isinstance(op, INHERIT):
+                bits = 8 if isinstance(op, EIGHT_BIT_ONLY) else self.strategy.activation_bits(layer)
+                q_operands = [self.match_width(v, bits, n) for v in q_operands]
             if self.mode == "layerwise":
                 deq = [self.dequantized(v) for v in operands]
                 seen = self.float_eval(op, [[d[s] for d in deq] for s in range(n)])
@@ -384,6 +392,22 @@ class _Quantizer:
             return q
         raise QuantizeError(f"{layer.name}: operand {value} has no quantized counterpart")
 
+    def match_width(self, value: SSAValue, bits: int, n: int) -> SSAValue:
+        """`value` requantized to `bits`-wide storage covering the same real range (TFLite's kernels other
+        than conv / fully connected take and give one storage type; mixed widths meet through a requantize)."""
+        q = quantized_element_type(value.type)
+        if q.storage_width.data == bits:
+            return value
+        lo, hi = (float(v) for v in q.qparams().dequantize(np.array(q.storage_range())))
+        qmin, qmax = _bounds(bits)
+        symmetric = int(q.zero_point_array()) == 0
+        scale, zp = affine_params(lo, hi, qmin, qmax, symmetric)
+        new_type = UniformQuantizedType.per_tensor(scale, zp, _storage(bits))
+        req = qnn.RequantizeOp([value], [TensorType(new_type, list(value.type.get_shape()))])
+        self.block.add_op(req)
+        self.run_new(req, n)
+        return req.results[0]
+
     def corrected_bias(self, op, xd: list[np.ndarray], w_deq: np.ndarray, bias: np.ndarray, n: int) -> np.ndarray:
         """Bias correction: add the mean (per output channel, before the fused clamp) of float
         reference minus the quantized layer's real output, over the calibration samples."""
@@ -409,7 +433,7 @@ class _Quantizer:
         return qnn.ConstantOp.from_array(stored, qt)
 
     def output_type(self, op, layer: Layer, q_operands, seen) -> tuple[UniformQuantizedType, tuple | None]:
-        bits = self.strategy.activation_bits(layer)
+        bits = 8 if isinstance(op, EIGHT_BIT_ONLY) else self.strategy.activation_bits(layer)
         if isinstance(op, INHERIT):
             return quantized_element_type(q_operands[0].type), None
         if isinstance(op, FIXED_OUTPUT):
@@ -422,7 +446,15 @@ class _Quantizer:
         stats = TensorStats()
         for a in seen:
             stats.observe(a)
-        return self.activation_type(layer, stats)
+        qt, rng = self.activation_type(layer, stats, bits)
+        if isinstance(op, nn.HardSwishOp):  # TFLite's kernel needs s_in / (128 s_out) <= 1
+            in_s = float(quantized_element_type(q_operands[0].type).scale_array())
+            if float(qt.scale_array()) < in_s / 128:
+                lo, hi = qt.storage_range()
+                scale = float(np.float32(in_s / 128)) * (1 + 2**-20)
+                zp = int(qt.zero_point_array())
+                qt = UniformQuantizedType.per_tensor(scale, zp, qt.storage)
+        return qt, rng
 
     def record(self, layer: Layer, qvalue: SSAValue, reference: list[np.ndarray], rng, weights: str = "") -> None:
         qt = quantized_element_type(qvalue.type)
@@ -463,6 +495,20 @@ class _Quantizer:
         except VerifyException as e:
             raise QuantizeError(f"the quantized module does not verify: {e}") from None
         return QuantizeResult(module, self.layers, outputs_sqnr, getattr(self.strategy, "name", ""), self.mode)
+
+
+def weight_mse_max(rows: np.ndarray, m: np.ndarray, qmax: int, grid: int = 40) -> np.ndarray:
+    """Per row, the clipping magnitude (a fraction of max |w|) whose symmetric quantization has the least squared error."""
+    best_err = np.full(rows.shape[0], np.inf)
+    best = m.copy()
+    for f in np.linspace(1.0, 0.3, grid):
+        c = m * f
+        s = np.where(c > 0, c / qmax, 1.0)[:, None]
+        err = np.sum((np.clip(np.round(rows / s), -qmax, qmax) * s - rows) ** 2, axis=1)
+        better = err < best_err
+        best_err = np.where(better, err, best_err)
+        best = np.where(better, c, best)
+    return best
 
 
 class _Repeat:

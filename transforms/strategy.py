@@ -11,7 +11,8 @@ the float graph, named after its output tensor), how to quantize it:
 | `weight_per_channel(layer)` | one scale per output channel, or one per tensor | True |
 | `rounding(layer)` | integer rounding profile of the op (`tflite`, `single`, `half_up`) | tflite |
 | `multiplier(layer)` | `integer` (fixed-point multiplier with `rounding`) or `float` (float scale, ties to even: the `half_even` profile) | integer |
-| `calibration(layer)` | how the output range is chosen from statistics (`minmax`, `moving_average`, `percentile`, `mse`) | mse |
+| `calibration(layer)` | how the output range is chosen from statistics (`minmax`, `moving_average`, `percentile`, `mse`) | mse (graph inputs: minmax) |
+| `weight_calibration(layer)` | weight range per channel: `minmax` (max abs, TFLite) or `mse` (the clipping with least squared error) | mse |
 | `accumulator(layer)` | None, or (`i16`/`i32`/`i64`, `wrap`/`saturate`) to simulate another accumulator | None |
 
 Weights are always symmetric (zero point 0), as every qnn kernel expects;
@@ -82,6 +83,9 @@ class Strategy:
         return "integer"
 
     def calibration(self, layer: Layer) -> str:
+        return "minmax" if layer.kind == "input" else "mse"
+
+    def weight_calibration(self, layer: Layer) -> str:
         return "mse"
 
     def accumulator(self, layer: Layer) -> tuple[str, str] | None:
@@ -168,7 +172,7 @@ def _delegate(method: str):
 
 
 for _m in ("activation_bits", "activation_symmetric", "weight_bits", "weight_per_channel", "rounding",
-           "multiplier", "calibration", "accumulator"):
+           "multiplier", "calibration", "weight_calibration", "accumulator"):
     setattr(PerLayer, _m, _delegate(_m))
 
 
@@ -228,6 +232,9 @@ def check_decisions(layer: Layer, strategy: Strategy) -> None:
     c = strategy.calibration(layer)
     if c not in RANGE_METHODS:
         raise StrategyError(f"layer {layer.name}: calibration '{c}' (expected one of {', '.join(RANGE_METHODS)})")
+    wc = getattr(strategy, "weight_calibration", lambda layer: "minmax")(layer)
+    if wc not in ("minmax", "mse"):
+        raise StrategyError(f"layer {layer.name}: weight calibration '{wc}' (expected minmax or mse)")
     acc = strategy.accumulator(layer)
     if acc is not None and (acc[0] not in ("i16", "i32", "i64") or acc[1] not in ("wrap", "saturate")):
         raise StrategyError(f"layer {layer.name}: accumulator {acc} (expected (i16|i32|i64, wrap|saturate))")

@@ -192,16 +192,23 @@ class Report:
     outcomes: dict[str, int] = field(default_factory=dict)
     messages: dict[str, int] = field(default_factory=dict)
     findings: dict[tuple, Finding] = field(default_factory=dict)
+    examples: dict[str, dict] = field(default_factory=dict)
+    """Diagnostic class -> the smallest input that produced it (see tests/fuzz/pin.py)."""
     seconds: float = 0.0
     peak_rss_mb: float = 0.0
 
     def outcome(self, name: str) -> None:
         self.outcomes[name] = self.outcomes.get(name, 0) + 1
 
-    def message(self, line: str) -> None:
-        """Count a diagnostic by its class (the message with numbers and names blanked)."""
+    def message(self, line: str, example: dict | None = None) -> None:
+        """Count a diagnostic by its class (the message with numbers and names blanked);
+        `example` (tool, input, size) is kept when it is the smallest of its class so far."""
         key = diagnostic_class(line)
         self.messages[key] = self.messages.get(key, 0) + 1
+        if example is not None:
+            old = self.examples.get(key)
+            if old is None or example["size"] < old["size"]:
+                self.examples[key] = {**example, "class": key, "message": line}
 
     def add(self, f: Finding, save_dir: Path | None, data: bytes | str, suffix: str) -> None:
         old = self.findings.get(f.key)
@@ -224,6 +231,7 @@ class Report:
             "peak_rss_mb": round(self.peak_rss_mb, 1),
             "outcomes": dict(sorted(self.outcomes.items())),
             "diagnostic_classes": len(self.messages),
+            "classes": sorted(self.messages),
             "findings": [
                 {"kind": f.kind, "target": f.target, "where": f.where, "detail": f.detail[:400],
                  "count": f.count, "example": f.example}
@@ -274,6 +282,8 @@ def common_arguments(p: argparse.ArgumentParser, default_cases: int) -> None:
     p.add_argument("--subprocess-every", type=int, default=None,
                    help="also run every N-th case through the real console script in a subprocess")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--pins", type=Path, default=None,
+                   help="write the smallest input of each diagnostic class here (JSON lines, tests/fuzz/pin.py)")
 
 
 def pick_seed(args, short: bool) -> int:
@@ -290,6 +300,10 @@ def finish(report: Report, args, started: float) -> int:
     report.peak_rss_mb = peak_rss() / 2**20
     if args.json is not None:
         args.json.write_text(json.dumps(report.to_json(), indent=1))
+    if getattr(args, "pins", None) is not None:
+        from tests.fuzz.pin import write_examples
+
+        write_examples(args.pins, report.examples.values())
     if not args.quiet:
         print(report.summary())
     return 1 if report.findings else 0

@@ -620,7 +620,7 @@ def run_case(text: str, report: Report, save: Path | None, *, extra: dict, case_
                 return
             if cap.rc != 0:
                 report.outcome("rejected")
-                report.message(cap.stderr.strip())
+                report.message(cap.stderr.strip(), {"tool": "qd-opt", "argv": [], "text": text, "size": len(data)})
                 return
             report.outcome("accepted")
             problem = _roundtrip(cap.stdout)
@@ -640,7 +640,8 @@ def run_case(text: str, report: Report, save: Path | None, *, extra: dict, case_
                     return
                 report.outcome(f"pass {pipeline}: {'ok' if cap.rc == 0 else 'rejected'}")
                 if cap.rc != 0:
-                    report.message(cap.stderr.strip())
+                    report.message(cap.stderr.strip(),
+                                   {"tool": "qd-opt", "argv": ["-p", pipeline], "text": text, "size": len(data)})
             if (generated or case_no % extra["run_every"] == 0) and "func.func" in text:
                 _run_interp(text, report, record)
     except CaseTimeout as e:
@@ -674,7 +675,8 @@ def _run_interp(text: str, report: Report, record) -> None:
         return
     report.outcome(f"qd-run: {'ran' if cap.rc == 0 else 'rejected'}")
     if cap.rc != 0:
-        report.message(cap.stderr.strip())
+        report.message(cap.stderr.strip().replace(path, "MODEL.mlir"),
+                       {"tool": "qd-run", "text": text, "size": len(text)})
 
 
 def run_subprocess_case(text: str, report: Report, save: Path | None) -> None:

@@ -300,8 +300,13 @@ def _diagnose_qd_run(path: str):
     return run_main(run, [path, "--backend", "interp", "--compare", "none"])
 
 
-def run_case(data: bytes, report: Report, save: Path | None, *, case_no: int, args) -> None:
+def run_case(data: bytes, report: Report, save: Path | None, *, case_no: int, args,
+             seed: tuple[str, bytes] | None = None) -> None:
     from qdialect.importer.tflite import TFLiteImportError, import_tflite
+    from tests.fuzz.pin import model_example
+
+    def example(tool: str) -> dict | None:
+        return None if seed is None else model_example(tool, seed[0], seed[1], data)
 
     rss0 = peak_rss()
 
@@ -315,7 +320,7 @@ def run_case(data: bytes, report: Report, save: Path | None, *, case_no: int, ar
                 module = import_tflite(data, name="fuzz")
             except TFLiteImportError as e:
                 report.outcome("refused")
-                report.message(str(e))
+                report.message(str(e), example("import_tflite"))
                 module = None
             except Exception as e:  # noqa: BLE001
                 record("escaped", "import_tflite", f"{type(e).__name__}: {' '.join(str(e).split())}",
@@ -348,7 +353,7 @@ def run_case(data: bytes, report: Report, save: Path | None, *, case_no: int, ar
                         return
                     report.outcome(f"qd-run: {'ran' if cap.rc == 0 else 'rejected'}")
                     if cap.rc != 0:
-                        report.message(cap.stderr.strip())
+                        report.message(cap.stderr.strip().replace(path, "MODEL.tflite"), example("qd-run-tflite"))
                 finally:
                     os.unlink(path)
     except CaseTimeout as e:
@@ -445,7 +450,7 @@ def main(argv=None) -> int:
         data, how = mutate(rng, base, fields[name])
         report.cases += 1
         report.outcome(f"mutation {how.split(':')[0]}")
-        run_case(data, report, args.save, case_no=case_no, args=args)
+        run_case(data, report, args.save, case_no=case_no, args=args, seed=(name, base))
         if args.subprocess_every and case_no % args.subprocess_every == 0:
             run_subprocess_case(data, report, args.save)
         if not args.quiet and case_no and case_no % 5000 == 0:

@@ -1,0 +1,227 @@
+"""Pinned diagnostics: one replayable input per diagnostic class the fuzzers hit.
+
+A *diagnostic class* is a message with its numbers, names and types blanked
+(`harness.diagnostic_class`).  The fuzzers keep the smallest input of each
+class they meet (`--pins FILE`); this module stores them under
+`tests/fuzz/pinned/` and replays them (`tests/fuzz/test_fuzz_pinned.py`):
+each input must still be refused with exit status 2 and exactly the pinned
+one-line message.  A record is one JSON line:
+
+    {"tool": "qd-opt", "argv": [...], "text": "...", "class": ..., "message": ...}
+    {"tool": "qd-run", "text": "...", ...}                     (an .mlir file run on the interpreter)
+    {"tool": "import_tflite" | "qd-run-tflite", "seed": "cnn_small.tflite", "edits": [...], ...}
+    {"tool": "import_tflite" | "qd-run-tflite", "seed": "case:ADD", "bytes": "1c000000...", ...}
+
+Model inputs are stored as edits of a zoo model (`models/zoo/`): a list of
+[offset, hex] byte replacements for mutations that keep the length, else
+["splice", prefix_length, hex, suffix_length]; mutations of the importer tests' one-operator
+models keep the whole (small) file.
+
+    python -m tests.fuzz.pin                 # run both short fuzzers and add new classes to the pins
+    python -m tests.fuzz.pin --cases 20000   # more cases, more classes
+    python -m tests.fuzz.pin --rewrite       # re-pin every message from the current code
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from tests.fuzz.harness import ROOT, run_main
+
+PINNED = Path(__file__).resolve().parent / "pinned"
+ZOO = ROOT / "models" / "zoo"
+MAX_TEXT = 6000
+"""Longest IR example kept (characters); a class met only in bigger inputs is left out."""
+
+
+# ----- model inputs as edits of a zoo file ---------------------------------------------------------
+
+
+def encode_model(seed: bytes, data: bytes) -> list:
+    if len(seed) == len(data):
+        a = np.frombuffer(seed, np.uint8)
+        b = np.frombuffer(data, np.uint8)
+        diff = np.flatnonzero(a != b)
+        edits: list = []
+        start = None
+        for i in diff.tolist():
+            if start is not None and i <= prev + 8:
+                prev = i
+                continue
+            if start is not None:
+                edits.append([start, data[start : prev + 1].hex()])
+            start = prev = i
+        if start is not None:
+            edits.append([start, data[start : prev + 1].hex()])
+        return edits
+    p = 0
+    n = min(len(seed), len(data))
+    while p < n and seed[p] == data[p]:
+        p += 1
+    s = 0
+    while s < n - p and seed[len(seed) - 1 - s] == data[len(data) - 1 - s]:
+        s += 1
+    return [["splice", p, data[p : len(data) - s].hex(), s]]
+
+
+def decode_model(seed: bytes, edits: list) -> bytes:
+    if edits and edits[0][0] == "splice":
+        _, p, mid, s = edits[0]
+        return seed[:p] + bytes.fromhex(mid) + seed[len(seed) - s :]
+    out = bytearray(seed)
+    for offset, hexdata in edits:
+        chunk = bytes.fromhex(hexdata)
+        out[offset : offset + len(chunk)] = chunk
+    return bytes(out)
+
+
+def model_example(tool: str, seed_name: str, seed: bytes, data: bytes) -> dict | None:
+    if seed_name.startswith("case:"):
+        # the importer tests' one-op models are built at run time: keep the (small) file itself
+        return {"tool": tool, "seed": seed_name, "bytes": data.hex(), "size": len(data)}
+    edits = encode_model(seed, data)
+    size = sum(len(e[-2 if e[0] == "splice" else 1]) for e in edits)
+    return {"tool": tool, "seed": seed_name, "edits": edits, "size": size}
+
+
+# ----- storage ------------------------------------------------------------------------------------
+
+
+def pin_file(tool: str) -> Path:
+    return PINNED / ("ir.jsonl" if tool in ("qd-opt", "qd-run") else "models.jsonl")
+
+
+def read_pins(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def write_examples(path: Path, examples: Iterable[dict]) -> None:
+    """The fuzzer's --pins output: every example, one JSON line each."""
+    with open(path, "w", encoding="utf-8") as f:
+        for ex in examples:
+            if ex.get("text") is not None and len(ex["text"]) > MAX_TEXT:
+                continue
+            f.write(json.dumps({k: v for k, v in ex.items() if k != "size"}, ensure_ascii=True) + "\n")
+
+
+def _write_pins(path: Path, records: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    records = sorted(records, key=lambda r: (r["tool"], r["class"]))
+    path.write_text("".join(json.dumps(r, ensure_ascii=True) + "\n" for r in records), encoding="utf-8")
+
+
+# ----- replay --------------------------------------------------------------------------------------
+
+
+def model_bytes(record: dict) -> bytes:
+    if "bytes" in record:
+        return bytes.fromhex(record["bytes"])
+    return decode_model((ZOO / record["seed"]).read_bytes(), record["edits"])
+
+
+def replay(record: dict) -> tuple[int | None, str]:
+    """(exit status, stderr without progress lines) of the record's tool on its input, under the
+    fuzzers' interpreter size limit (the messages name it)."""
+    import qdialect.interpreter as interpreter
+    from tests.fuzz.harness import FUZZ_MAX_ELEMENTS
+
+    saved = interpreter.MAX_ELEMENTS
+    interpreter.MAX_ELEMENTS = FUZZ_MAX_ELEMENTS
+    try:
+        return _replay(record)
+    finally:
+        interpreter.MAX_ELEMENTS = saved
+
+
+def _replay(record: dict) -> tuple[int | None, str]:
+    tool = record["tool"]
+    if tool == "qd-opt":
+        from transforms.opt import main
+
+        cap = run_main(main, list(record["argv"]), record["text"].encode("utf-8", "surrogatepass"))
+        return cap.rc, cap.stderr.strip()
+    if tool == "import_tflite":
+        from qdialect.importer.tflite import TFLiteImportError, import_tflite
+
+        try:
+            import_tflite(model_bytes(record), name="fuzz")
+        except TFLiteImportError as e:
+            return 2, str(e)
+        return 0, ""
+    from tvm_bridge.run_cli import main as qd_run
+
+    suffix = ".mlir" if tool == "qd-run" else ".tflite"
+    with tempfile.NamedTemporaryFile(suffix=suffix, delete=False) as f:
+        f.write(record["text"].encode("utf-8", "surrogatepass") if tool == "qd-run" else model_bytes(record))
+        path = f.name
+    try:
+        cap = run_main(qd_run, [path, "--backend", "interp", "--compare", "none"])
+    finally:
+        os.unlink(path)
+    lines = [ln for ln in cap.stderr.splitlines() if not ln.startswith("  .. ")]
+    return cap.rc, "\n".join(lines).strip().replace(path, "MODEL" + suffix)
+
+
+# ----- refreshing the pins ----------------------------------------------------------------------------
+
+
+def _run_fuzzer(module: str, out: Path, args: list[str]) -> None:
+    subprocess.run([sys.executable, "-m", module, "--pins", str(out), "--quiet", *args], cwd=ROOT, check=False)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tests.fuzz.pin", description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", type=int, default=None, help="cases per fuzzer (default: their short modes)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rewrite", action="store_true", help="re-pin every stored message from the current code")
+    p.add_argument("--from", dest="sources", type=Path, nargs="*", default=None,
+                   help="merge these --pins outputs instead of running the fuzzers")
+    args = p.parse_args(argv)
+    sources = args.sources
+    with tempfile.TemporaryDirectory() as tmp:
+        if sources is None:
+            sources = []
+            runs = [("tests.fuzz.ir", []), ("tests.fuzz.models", ["--corpus", "zoo"]),
+                    ("tests.fuzz.models", ["--corpus", "ops"])]
+            for module, extra in runs:
+                out = Path(tmp) / f"{module}-{len(sources)}.jsonl"
+                cases = [] if args.cases is None else ["--cases", str(args.cases)]
+                _run_fuzzer(module, out, ["--seed", str(args.seed), *cases, *extra])
+                sources.append(out)
+        new = [r for path in sources for r in read_pins(path)]
+    added = 0
+    for path in (PINNED / "ir.jsonl", PINNED / "models.jsonl"):
+        records = {r["class"]: r for r in read_pins(path)}
+        for r in new:
+            if pin_file(r["tool"]) == path and r["class"] not in records:
+                records[r["class"]] = r
+                added += 1
+        kept = []
+        for r in records.values():
+            rc, message = replay(r)
+            if rc != 2 or len(message.splitlines()) != 1:
+                continue  # no longer refused with one line (fixed, or now an accepted input)
+            if args.rewrite or message == r["message"]:
+                from tests.fuzz.harness import diagnostic_class
+
+                r = {**r, "message": message, "class": diagnostic_class(message)}
+                kept.append(r)
+        _write_pins(path, list({r["class"]: r for r in kept}.values()))
+        print(f"{path.relative_to(ROOT)}: {len(kept)} pinned classes")
+    print(f"{added} new classes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

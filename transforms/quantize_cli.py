@@ -1,7 +1,8 @@
 """`qd-quantize`: a float model + calibration data -> a quantized L1 (qnn) module.
 
     qd-quantize MODEL --calibration DATA.npz [--scheme S] [-o OUT.mlir] [--report DIR] [--int-io]
-                [--override PATTERN=SCHEME ...] [--method M] [--calibrate layerwise|float]
+                [--override PATTERN=SCHEME ...] [--method M] [--weights minmax|mse]
+                [--calibrate layerwise|float]
                 [--no-bias-correction] [--quiet]
 
 MODEL is a float32 `.tflite` file or a `.mlir` file holding a float graph
@@ -44,20 +45,20 @@ class UsageError(ValueError):
     pass
 
 
-class WithCalibration(Strategy):
-    """`base` with every layer's calibration method replaced by `method`."""
+class WithDecisions(Strategy):
+    """`base` with some decisions fixed for every layer (`calibration="minmax"`, ...)."""
 
-    def __init__(self, base: Strategy, method: str):
-        self.base, self.method = base, method
+    def __init__(self, base: Strategy, **decisions):
+        self.base, self.decisions = base, decisions
         self.name = base.name
 
     def __getattribute__(self, name):
-        if name in ("base", "method", "name", "calibration", "__class__", "__dict__"):
+        if name in ("base", "decisions", "name", "__class__", "__dict__"):
             return object.__getattribute__(self, name)
+        decisions = object.__getattribute__(self, "decisions")
+        if name in decisions:
+            return lambda layer, value=decisions[name]: value
         return getattr(object.__getattribute__(self, "base"), name)
-
-    def calibration(self, layer):
-        return self.method
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="use SCHEME for the layers PATTERN matches (tensor name glob, #INDEX or kind:OP); repeatable")
     p.add_argument("--method", choices=("minmax", "moving_average", "percentile", "mse"),
                    help="range choice for every layer (default: the scheme's, mse for the built-ins)")
+    p.add_argument("--weights", choices=("minmax", "mse"),
+                   help="weight ranges: max |w| per channel (TFLite) or the least-squared-error clipping (default)")
     p.add_argument("--calibrate", choices=("layerwise", "float"), default="layerwise",
                    help="calibrate each layer on the quantized outputs of the layers before it (default) or on float")
     p.add_argument("--no-bias-correction", action="store_true",
@@ -132,8 +135,13 @@ def make_strategy(args) -> Strategy:
         raise UsageError(str(e)) from None
     if overrides:
         strategy = PerLayer(strategy, overrides)
+    decisions = {}
     if args.method:
-        strategy = WithCalibration(strategy, args.method)
+        decisions["calibration"] = args.method
+    if args.weights:
+        decisions["weight_calibration"] = args.weights
+    if decisions:
+        strategy = WithDecisions(strategy, **decisions)
     return strategy
 
 

@@ -218,3 +218,20 @@ def test_gigantic_splat_dense_literal_is_refused_before_expanding(literal, type_
 def test_large_splat_below_the_limit_still_parses(ctx):
     m = parse_module(ctx, "func.func @f() {\n  %0 = arith.constant dense<7> : tensor<1x112x112x32xi32>\n  func.return\n}")
     assert "dense<7> : tensor<1x112x112x32xi32>" in str(m)
+
+
+def test_qd_opt_into_a_closed_pipe_is_quiet(tmp_path):
+    """`qd-opt big.mlir | head` ended with `qd-opt: internal error: BrokenPipeError` (exit 3)."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    exe = Path(sys.executable).parent / "qd-import"
+    model = tmp_path / "m.mlir"
+    subprocess.run([str(exe), str(root / "models/zoo/mobilenetv2_tiny.tflite"), "-o", str(model)], check=True)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "qd-opt"), str(model)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(100)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and err == ""

@@ -16,6 +16,7 @@ the exit status is 0, for FileCheck tests of invalid input.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -107,6 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `qd-opt ... | head`: the reader left; nothing to report (as qd-import)
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
     except Exception as e:  # a bug in a pass: still one line, with its type for reports
         print(f"qd-opt: internal error: {type(e).__name__}: {' '.join(str(e).split())}", file=sys.stderr)
         return EXIT_INTERNAL_ERROR

@@ -95,6 +95,9 @@ class QuantizeResult:
     outputs_sqnr_db: list[float] = field(default_factory=list)
     strategy: str = ""
     mode: str = "layerwise"
+    simulation: ModuleOp | None = None
+    """The float graph with qnn.simulated_quantize after every activation and weight (fake quantization
+    with the chosen types and roundings): what the quantized module computes, simulated in float."""
 
 
 def sqnr_db(reference: np.ndarray, approx: np.ndarray) -> float:
@@ -143,7 +146,10 @@ class _Quantizer:
         self.qenv: dict[SSAValue, list[np.ndarray]] = {}  # new graph value -> stored integers
         self.qmap: dict[SSAValue, SSAValue] = {}  # float graph value -> its quantized value
         self.layers: list[LayerReport] = []
-        self.names: dict[SSAValue, str] = {}
+        self.float_module = float_module
+        self.weight_types: dict[SSAValue, UniformQuantizedType] = {}  # float weight constant -> its type
+        self.roundings: dict[SSAValue, str] = {}  # float value -> rounding profile of the op producing it
+        self.biases: dict = {}  # weighted float op -> the real bias its quantized op adds
 
     # ----- helpers --------------------------------------------------------------------------
 
@@ -325,6 +331,7 @@ class _Quantizer:
             wf = w_value.owner.array().astype(np.float32)
             axis = 3 if isinstance(op, nn.DepthwiseConv2DOp) else 0
             w_qt, w_stored = self.weight_type(layer, wf, axis)
+            self.weight_types[w_value] = w_qt
             w_const = qnn.ConstantOp.from_array(w_stored, w_qt)
             channels = wf.shape[axis]
             xq = self.quantized_operand(x, layer)
@@ -339,6 +346,7 @@ class _Quantizer:
             else:
                 seen = self.fenv[result]
             bias_const = self.bias(bias_real, quantized_element_type(xq.type), w_qt, channels)
+            self.biases[op] = self.real_bias(bias_const, quantized_element_type(xq.type), w_qt, channels)
             extra = [w_const, bias_const]
             q_operands = [xq, w_const.results[0], bias_const.results[0]]
             weights_text = str(w_qt).split(",")[0].replace("!quant.uniform<", "") + f" x{channels}"
@@ -371,6 +379,7 @@ class _Quantizer:
             self.block.add_op(o)
             self.run_new(o, n)
         self.qmap[result] = new.results[0]
+        self.roundings[result] = rounding
         self.record(layer, new.results[0], self.fenv[result], rng, weights_text)
 
     def fenv_of(self, value: SSAValue, s: int) -> np.ndarray:
@@ -416,6 +425,13 @@ class _Quantizer:
         got = self.float_eval(op, [[xd[s], w_deq, bias] for s in range(n)], with_bias=True, clamp=False)
         diff = np.concatenate([(r.astype(np.float64) - g).reshape(-1, bias.size) for r, g in zip(ref, got)])
         return (bias.astype(np.float64) + diff.mean(axis=0)).astype(np.float32)
+
+    @staticmethod
+    def real_bias(const, x_qt, w_qt, channels: int) -> np.ndarray:
+        stored = const.array().astype(np.float64).reshape(-1)
+        scales = (np.float32(float(x_qt.scale_array())) * np.broadcast_to(
+            w_qt.scale_array().astype(np.float32), (channels,))).astype(np.float64)
+        return (stored * scales).astype(np.float32)
 
     def bias(self, real: np.ndarray, x_qt: UniformQuantizedType, w_qt: UniformQuantizedType, channels: int):
         in_s = np.float32(float(x_qt.scale_array()))
@@ -494,7 +510,44 @@ class _Quantizer:
             verify_module(module)
         except VerifyException as e:
             raise QuantizeError(f"the quantized module does not verify: {e}") from None
-        return QuantizeResult(module, self.layers, outputs_sqnr, getattr(self.strategy, "name", ""), self.mode)
+        return QuantizeResult(module, self.layers, outputs_sqnr, getattr(self.strategy, "name", ""), self.mode,
+                              self.simulation_module())
+
+    def simulation_module(self) -> ModuleOp:
+        """A copy of the float module with qnn.simulated_quantize after each quantized value."""
+        copy = self.float_module.clone()
+        original_ops = list(self.float_module.walk())
+        for original, op in zip(original_ops, list(copy.walk())):
+            if original in self.biases:  # the bias the integer op adds (corrected, rounded to its scale)
+                const = nn.ConstantOp.from_array(self.biases[original])
+                op.parent.insert_op_before(const, op)
+                if len(op.operands) == 3:
+                    old = op.operands[2]
+                    op.operands = [op.operands[0], op.operands[1], const.result]
+                    if not old.uses:
+                        old.owner.parent.erase_op(old.owner)
+                else:
+                    op.operands = [*op.operands, const.result]
+        originals = [v for op in self.float_module.walk() for v in (*op.results, *_block_args(op))]
+        clones = [v for op in copy.walk() for v in (*op.results, *_block_args(op))]
+        for original, clone in zip(originals, clones):
+            qt = self.weight_types.get(original)
+            if qt is None and original in self.qmap:
+                qt = quantized_element_type(self.qmap[original].type)
+            if qt is None or not clone.uses:
+                continue
+            rounding = self.roundings.get(original, "tflite")
+            attrs = {"qtype": qt}
+            if rounding != "tflite":
+                attrs["rounding"] = StringAttr(rounding)
+            sim = qnn.SimulatedQuantizeOp([clone], [clone.type], attrs)
+            clone.replace_uses_with_if(sim.results[0], lambda use: use.operation is not sim)
+            owner = clone.owner
+            if isinstance(owner, Block):
+                owner.insert_op_before(sim, owner.first_op)
+            else:
+                owner.parent.insert_op_after(sim, owner)
+        return copy
 
 
 def weight_mse_max(rows: np.ndarray, m: np.ndarray, qmax: int, grid: int = 40) -> np.ndarray:
@@ -509,6 +562,10 @@ def weight_mse_max(rows: np.ndarray, m: np.ndarray, qmax: int, grid: int = 40) -
         best_err = np.where(better, err, best_err)
         best = np.where(better, c, best)
     return best
+
+
+def _block_args(op) -> list[SSAValue]:
+    return [a for region in op.regions for block in region.blocks for a in block.args]
 
 
 class _Repeat:

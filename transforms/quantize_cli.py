@@ -2,7 +2,7 @@
 
     qd-quantize MODEL --calibration DATA.npz [--scheme S] [-o OUT.mlir] [--report DIR] [--int-io]
                 [--override PATTERN=SCHEME ...] [--method M] [--weights minmax|mse]
-                [--calibrate layerwise|float]
+                [--calibrate layerwise|float] [--simulate SIM.mlir]
                 [--no-bias-correction] [--quiet]
 
 MODEL is a float32 `.tflite` file or a `.mlir` file holding a float graph
@@ -17,7 +17,10 @@ it the quantized tensors as arguments and results instead.
 
 Progress goes to stderr while calibrating (one line per layer; `--quiet`
 drops it).  `--report DIR` writes `DIR/report.md` (per-layer SQNR against
-float, a markdown table) and `DIR/sqnr.png` (a bar chart).  Bad input is
+float, a markdown table) and `DIR/sqnr.png` (a bar chart).  `--simulate SIM.mlir`
+writes the fake-quantization simulation: the float graph with
+`qnn.simulated_quantize` (the chosen type and rounding) after every
+quantized activation and weight, and the biases the integer ops add.  Bad input is
 one line on stderr and exit status 2; never a traceback.
 """
 
@@ -81,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not correct biases for the mean error of quantized layers (layerwise mode)")
     p.add_argument("-o", "--output", help="write the module here instead of stdout")
     p.add_argument("--report", metavar="DIR", help="write DIR/report.md and DIR/sqnr.png")
+    p.add_argument("--simulate", metavar="SIM.mlir",
+                   help="also write the float graph with qnn.simulated_quantize after every quantized value")
     p.add_argument("--int-io", action="store_true", help="quantized arguments and results instead of float ones")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
@@ -199,6 +204,11 @@ def _run(args) -> int:
             raise UsageError(f"cannot write the report to {args.report}: {e.strerror or e}") from None
         if not args.quiet:
             progress_to_stderr(f"qd-quantize: wrote {md} and {png}")
+    if args.simulate:
+        try:
+            Path(args.simulate).write_text(module_text(result.simulation), encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"cannot write {args.simulate}: {e.strerror or e}") from None
     if args.output and args.output != "-":
         try:
             Path(args.output).write_text(text, encoding="utf-8")

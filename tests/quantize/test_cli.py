@@ -134,3 +134,28 @@ def test_usage_error_is_one_line(capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--calibration" in err[0]
+
+
+def test_simulation_module(tmp_path, capsys):
+    from qdialect.diagnostics import parse_module
+    from qdialect.interpreter import run_module
+    from transforms.lower_simulated_quantize import QnnLowerSimulatedQuantizePass
+    from transforms.opt import QdOptMain
+    from transforms.quantize import sqnr_db
+
+    out, sim = tmp_path / "q.mlir", tmp_path / "sim.mlir"
+    rc, _, err = run([MODEL, "--calibration", CALIB, "-o", out, "--simulate", sim, "--quiet"], capsys)
+    assert rc == 0, err
+    ctx = QdOptMain(args=[]).ctx
+    text = sim.read_text()
+    assert text.count("qnn.simulated_quantize") == 13  # input, 8 layers, 4 weights
+    assert "qnn." not in text.replace("qnn.simulated_quantize", "")
+    simulated, quantized = parse_module(ctx, text), parse_module(ctx, out.read_text())
+    samples = data("cnn_small", "heldout")[:4]
+    a = np.concatenate([run_module(quantized, s)[0].reshape(-1) for s in samples])
+    b = [run_module(simulated, s)[0] for s in samples]
+    assert sqnr_db(a, np.concatenate([x.reshape(-1) for x in b])) > 20  # the simulation tracks the integer model
+    QnnLowerSimulatedQuantizePass(remarks=False).apply(ctx, simulated)  # -> fake-quant casts, same numbers
+    assert "qnn.simulated_quantize" not in str(simulated)
+    for s, expected in zip(samples, b):
+        np.testing.assert_array_equal(run_module(simulated, s)[0], expected)

@@ -651,14 +651,38 @@ def write_png(path: Path, rgb: np.ndarray) -> None:
     path.write_bytes(png)
 
 
+_DIGITS = {  # 3x5 bitmap glyphs, rows top to bottom
+    "0": ("111", "101", "101", "101", "111"), "1": ("010", "110", "010", "010", "111"),
+    "2": ("111", "001", "111", "100", "111"), "3": ("111", "001", "111", "001", "111"),
+    "4": ("101", "101", "111", "001", "001"), "5": ("111", "100", "111", "001", "111"),
+    "6": ("111", "100", "111", "101", "111"), "7": ("111", "001", "001", "001", "001"),
+    "8": ("111", "101", "111", "101", "111"), "9": ("111", "101", "111", "001", "111"),
+    "-": ("000", "000", "111", "000", "000"),
+}
+
+
+def _draw_text(img: np.ndarray, text: str, x: int, y: int) -> None:
+    """Digits in a 3x5 font (axis labels), top-left corner at (x, y), clipped to the image."""
+    for ch in text:
+        glyph = _DIGITS.get(ch)
+        if glyph is None:
+            x += 4
+            continue
+        for dy, row in enumerate(glyph):
+            for dx, bit in enumerate(row):
+                if bit == "1" and 0 <= y + dy < img.shape[0] and 0 <= x + dx < img.shape[1]:
+                    img[y + dy, x + dx] = (0, 0, 0)
+        x += 4
+
+
 def plot_sqnr(values: Sequence[float], width: int = 640, height: int = 320) -> np.ndarray:
     """A bar chart of per-layer SQNR (dB) as an RGB image: one bar per layer, grid lines every 10 dB."""
     img = np.full((height, width, 3), 255, np.uint8)
-    margin = 20
+    margin = 24
     finite = [v for v in values if math.isfinite(v)]
     top = max([10.0, *finite]) if finite else 10.0
     top = 10.0 * math.ceil(top / 10.0)
-    bottom = min(0.0, *finite) if finite else 0.0
+    bottom = 10.0 * math.floor(min(0.0, *finite) / 10.0) if finite else 0.0
     span = top - bottom
     plot_h = height - 2 * margin
 
@@ -667,6 +691,7 @@ def plot_sqnr(values: Sequence[float], width: int = 640, height: int = 320) -> n
 
     for g in np.arange(10.0 * math.floor(bottom / 10.0), top + 1e-9, 10.0):
         img[y_of(g), margin:width - margin] = (220, 220, 220)
+        _draw_text(img, f"{int(g)}", 2, y_of(g) - 2)
     img[y_of(0.0), margin:width - margin] = (0, 0, 0)
     n = max(len(values), 1)
     slot = (width - 2 * margin) / n
@@ -677,6 +702,8 @@ def plot_sqnr(values: Sequence[float], width: int = 640, height: int = 320) -> n
         y0, y1 = sorted((y_of(0.0), y_of(vv)))
         color = (40, 110, 200) if vv >= 30 else (230, 150, 30) if vv >= 15 else (210, 50, 40)
         img[y0:y1 + 1, x0:x1] = color
+        if slot >= 10:
+            _draw_text(img, str(i + 1), (x0 + x1) // 2 - 2 * len(str(i + 1)), height - margin + 6)
     img[margin:height - margin, margin] = (0, 0, 0)
     return img
 

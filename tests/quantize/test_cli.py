@@ -159,3 +159,21 @@ def test_simulation_module(tmp_path, capsys):
     assert "qnn.simulated_quantize" not in str(simulated)
     for s, expected in zip(samples, b):
         np.testing.assert_array_equal(run_module(simulated, s)[0], expected)
+
+
+def test_png_plot_edge_cases(tmp_path):
+    import struct
+    import zlib
+
+    from transforms.quantize import plot_sqnr, write_png
+
+    for values in ([], [float("inf")] * 3, [53.7, -3.0, float("-inf"), 12.0]):
+        img = plot_sqnr(values)
+        path = tmp_path / "p.png"
+        write_png(path, img)
+        data_ = path.read_bytes()
+        w, h = struct.unpack(">II", data_[16:24])
+        assert (w, h) == (img.shape[1], img.shape[0])
+        idat = data_[data_.index(b"IDAT") + 4:data_.index(b"IEND") - 8]
+        raw = zlib.decompress(idat)
+        assert len(raw) == h * (1 + 3 * w)

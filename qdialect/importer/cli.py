@@ -1,9 +1,9 @@
 """`qd-import`: a fully integer-quantized TFLite model as qdialect L1 text.
 
-    qd-import MODEL.tflite [-o OUT.mlir] [--batch N]
+    qd-import MODEL.tflite [-o OUT.mlir] [--batch N] [--float]
 
 Prints the module (qdialect's custom syntax, readable by `qd-opt`) or writes
-it to OUT.  Bad input — a missing file, bytes that are not a TFLite model, a
+it to OUT; `--float` reads a float32 model as a float graph of `nn` ops.  Bad input — a missing file, bytes that are not a TFLite model, a
 float or dynamic-range model, unsupported operators — is one line on stderr,
 `qd-import: error: ...`, and exit status 2; never a traceback.
 """
@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write the module here instead of stdout")
     p.add_argument("--batch", type=int, default=1, help="value for a dynamic (-1) batch dimension (default 1)")
     p.add_argument("--name", help="module symbol name (default: the file's stem)")
+    p.add_argument("--float", action="store_true",
+                   help="read a float32 model as a float graph of nn ops (what qd-quantize calibrates)")
     return p
 
 
@@ -50,7 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.batch < 1:
             raise TFLiteImportError(f"--batch must be >= 1, got {args.batch}")
-        module = import_tflite_file(args.model, batch=args.batch, name=args.name)
+        if args.float:
+            from qdialect.importer.tflite_float import import_tflite_float_file
+
+            module = import_tflite_float_file(args.model, batch=args.batch, name=args.name)
+        else:
+            module = import_tflite_file(args.model, batch=args.batch, name=args.name)
         text = module_text(module)
     except TFLiteImportError as e:
         msg = " ".join(str(e).split())

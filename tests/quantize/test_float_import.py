@@ -47,3 +47,13 @@ def test_bad_file_is_one_line_error(tmp_path):
         import_tflite_float_file(bad)
     with pytest.raises(TFLiteImportError, match="cannot read"):
         import_tflite_float_file(tmp_path / "missing.tflite")
+
+
+def test_qd_import_float_flag(tmp_path, capsys):
+    from qdialect.importer.cli import main
+
+    out = tmp_path / "f.mlir"
+    assert main([str(ZOO / "mlp_act_float.tflite"), "--float", "-o", str(out)]) == 0
+    assert "nn.fully_connected" in out.read_text() and "qnn." not in out.read_text()
+    assert main([str(ZOO / "mlp_act_float.tflite")]) == 2
+    assert "qd-import --float reads it as a float graph" in capsys.readouterr().err

@@ -142,3 +142,18 @@ def test_float_mode_and_int_io():
     assert all(quantized_element_type(t) is not None for t in f.function_type.inputs.data)
     assert all(quantized_element_type(t) is not None for t in f.function_type.outputs.data)
     assert not any(op.name in ("quant.qcast", "quant.dcast") for op in result.module.walk())
+
+
+def test_per_tensor_weights_and_percentile():
+    class PerTensor(Int8):
+        def weight_per_channel(self, layer):
+            return False
+
+        def calibration(self, layer):
+            return "percentile" if layer.kind != "input" else "moving_average"
+
+    result = quantize(PerTensor(), name="ds_cnn_kws")
+    for op in ops_of(result.module, qnn.Conv2DOp) + ops_of(result.module, qnn.DepthwiseConv2DOp):
+        assert not quantized_element_type(op.operands[1].type).is_per_axis
+    (y,) = run_module(result.module, data("ds_cnn_kws", "heldout")[0])
+    assert y.shape == (1, 12) and abs(float(y.sum()) - 1.0) < 0.05

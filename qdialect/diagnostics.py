@@ -7,6 +7,8 @@ where each op was parsed so that `verify_module` can report
 
 from __future__ import annotations
 
+import re
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -36,7 +38,14 @@ class LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except (IndexError, KeyError, TypeError, AttributeError, AssertionError) as e:
+            # an op's custom parser (xDSL's linalg named ops, ...) that trips over malformed text
+            detail = " ".join(str(e).split())
+            head = re.match(r'\s*(?:%[^=]*=\s*)?"?([A-Za-z_][\w$]*\.[\w.$]+)', str(start.input.content[start.start : start.start + 400]))
+            name = f"{head.group(1)}: " if head else ""
+            raise ParseError(start, f"{name}malformed operation ({type(e).__name__}{': ' + detail if detail else ''})") from None
         self.op_spans[id(op)] = start
         return op
 

@@ -235,3 +235,12 @@ def test_qd_opt_into_a_closed_pipe_is_quiet(tmp_path):
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0 and err == ""
+
+
+def test_linalg_named_op_without_operands_is_a_parse_error():
+    """xDSL's linalg named-op parser indexed an empty operand tuple (IndexError) when `ins(...)`
+    was missing; the parser now reports the op and where it starts."""
+    text = ("func.func @f(%z: i32) -> tensor<1x4xi32> {\n  %init = tensor.empty() : tensor<1x4xi32>\n"
+            "  %filled = linalg.fill (%z : i32) outs(%init : tensor<1x4xi32>) -> tensor<1x4xi32>\n"
+            "  func.return %filled : tensor<1x4xi32>\n}")
+    assert one_error(text) == "stdin:3:3: error: linalg.fill: malformed operation (IndexError: tuple index out of range)"

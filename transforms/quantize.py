@@ -190,9 +190,7 @@ class _Quantizer:
     def weight_type(self, layer: Layer, w: np.ndarray, axis: int) -> tuple[UniformQuantizedType, np.ndarray]:
         bits = self.strategy.weight_bits(layer)
         qmax = (1 << (bits - 1)) - 1
-        storage = "i8" if bits <= 8 else _storage(bits)
-        if bits < 8:
-            storage = _storage(bits)
+        storage = _storage(bits)
         rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1) if self.strategy.weight_per_channel(layer) \
             else w.reshape(1, -1)
         m = np.max(np.abs(rows), axis=1).astype(np.float64)

@@ -37,29 +37,33 @@ class Conv2Int16(Int8):
         return self.activation_bits(layer) == 16
 '''
 
-TVM_TIMEOUT = 900
+TVM_TIMEOUT = 120
+"""Seconds one qd-run --backend tvm may take; convolution models compile for many minutes with the
+current bridge (cnn_small: more than 15 minutes), which is reported as an xfail, not waited for."""
 
 
 def qd_run(model, backend: str, inputs, outputs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tvm_bridge.run_cli", str(model), "--backend", backend, "--input", str(inputs),
-         "--output", str(outputs)],
-        capture_output=True, text=True, timeout=TVM_TIMEOUT,
-    )
+    args = [sys.executable, "-m", "tvm_bridge.run_cli", str(model), "--backend", backend, "--output", str(outputs)]
+    if inputs is not None:
+        args += ["--input", str(inputs)]
+    return subprocess.run(args, capture_output=True, text=True, timeout=TVM_TIMEOUT)
 
 
-def interp_vs_tvm(module_path, tmp_path):
-    inputs = tmp_path / "in.npz"
-    np.savez(inputs, input_0=np.load(ZOO / "cnn_small_heldout.npz")["input_0"][:2])
+def interp_vs_tvm(module_path, tmp_path, inputs=None, known_gap: bool = True):
+    """Run on both backends; 0 differing elements.  known_gap: a TVM failure is an xfail naming it."""
     p = qd_run(module_path, "interp", inputs, tmp_path / "interp.npz")
     assert p.returncode == 0, p.stderr
     try:
         p = qd_run(module_path, "tvm", inputs, tmp_path / "tvm.npz")
     except subprocess.TimeoutExpired:
+        if not known_gap:
+            raise
         pytest.xfail(f"qd-run --backend tvm did not finish in {TVM_TIMEOUT} s")
     if p.returncode != 0:
         last = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
-        pytest.xfail(f"the TVM path does not take qd-quantize's output yet: {last}")
+        if known_gap:
+            pytest.xfail(f"the TVM path does not take this qd-quantize output yet: {last[:300]}")
+        raise AssertionError(p.stderr)
     a, b = np.load(tmp_path / "interp.npz"), np.load(tmp_path / "tvm.npz")
     assert a.files == b.files
     for k in a.files:
@@ -67,18 +71,40 @@ def interp_vs_tvm(module_path, tmp_path):
         assert int(np.count_nonzero(a[k] != b[k])) == 0, f"{k}: interpreter and TVM differ"
 
 
-def test_int8_output_bit_exact_on_tvm(tmp_path):
-    out = tmp_path / "q.mlir"
-    assert qd_quantize([str(ZOO / "cnn_small_float.tflite"), "--calibration", str(ZOO / "cnn_small_calib.npz"),
-                        "-o", str(out), "--quiet"]) == 0
+def quantize(tmp_path, name: str, *extra) -> str:
+    out = tmp_path / f"{name}.mlir"
+    assert qd_quantize([str(ZOO / f"{name}_float.tflite"), "--calibration", str(ZOO / f"{name}_calib.npz"),
+                        "-o", str(out), "--quiet", *extra]) == 0
+    return out
+
+
+def heldout(tmp_path, name: str, n: int = 2):
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, input_0=np.load(ZOO / f"{name}_heldout.npz")["input_0"][:n])
+    return inputs
+
+
+def test_int8_int_io_bit_exact_on_tvm(tmp_path):
+    """mlp_act quantized with int8 and --int-io: the TVM build computes the interpreter's integers."""
+    interp_vs_tvm(quantize(tmp_path, "mlp_act", "--int-io"), tmp_path, known_gap=False)
+
+
+def test_float_edges_on_tvm(tmp_path):
+    """The default output (float I/O, quant.qcast / quant.dcast at the edges) on TVM."""
+    interp_vs_tvm(quantize(tmp_path, "mlp_act"), tmp_path, heldout(tmp_path, "mlp_act"))
+
+
+def test_mixed_widths_on_tvm(tmp_path):
+    strategy = tmp_path / "fc3_int16.py"
+    strategy.write_text(README_STRATEGY.replace("conv2", "fc3"))
+    out = quantize(tmp_path, "mlp_act", "--int-io", "--scheme", f"{strategy}:Conv2Int16")
+    assert "i16:f32" in out.read_text()
     interp_vs_tvm(out, tmp_path)
 
 
 def test_readme_user_strategy_bit_exact_on_tvm(tmp_path):
     strategy = tmp_path / "my_strategy.py"
     strategy.write_text(README_STRATEGY)
-    out = tmp_path / "mixed.mlir"
-    assert qd_quantize([str(ZOO / "cnn_small_float.tflite"), "--calibration", str(ZOO / "cnn_small_calib.npz"),
-                        "--scheme", f"{strategy}:Conv2Int16", "-o", str(out), "--quiet"]) == 0
+    out = quantize(tmp_path, "cnn_small", "--scheme", f"{strategy}:Conv2Int16")
     assert "i16:f32" in out.read_text()
-    interp_vs_tvm(out, tmp_path)
+    interp_vs_tvm(out, tmp_path, heldout(tmp_path, "cnn_small"))

@@ -12,14 +12,21 @@
   is expanded element by element before anything checks its size: a small
   text asked for tens of gigabytes.  The literal's type is now checked first:
   more than `MAX_DENSE_ELEMENTS` elements is a parse error naming the type.
+- xDSL prints a non-finite element of a float dense array as MLIR does, as a
+  hexadecimal bit pattern (`array<f64: 0x7FF0000000000000>`), but its parser
+  only took float literals there, so printed output did not parse back.  Float
+  dense arrays now also take hexadecimal bit patterns (as `mlir-opt` does).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import struct
 
+from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, Float16Type, Float32Type, Float64Type, IntegerType
 from xdsl.parser.attribute_parser import AttrParser
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.mlir_lexer import MLIRLexer
 
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
@@ -58,3 +65,53 @@ def _checked_dense_elements(self, type):
 
 AttrParser._parse_dense_literal_type = _checked_dense_literal_type
 AttrParser.parse_dense_int_or_fp_elements_attr = _checked_dense_elements
+
+
+_HEX_FLOAT_FORMATS = {Float64Type: ("<Q", "<d"), Float32Type: ("<I", "<f"), Float16Type: ("<H", "<e")}
+
+
+def _dense_array_float(parser: AttrParser, element_type) -> float:
+    """A float literal, or a hexadecimal bit pattern of the element type (MLIR's spelling of inf/nan)."""
+    value = parser.parse_optional_float()
+    if value is not None:
+        return value
+    token = parser._current_token  # noqa: SLF001
+    if token.kind == MLIRTokenKind.INTEGER_LIT and token.text.lower().startswith("0x"):
+        start = parser.pos
+        bits = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        if isinstance(element_type, BFloat16Type):
+            if bits < 1 << 16:
+                return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+        else:
+            fmt = _HEX_FLOAT_FORMATS.get(type(element_type))
+            if fmt is not None and bits < 1 << (8 * struct.calcsize(fmt[0])):
+                return struct.unpack(fmt[1], struct.pack(fmt[0], bits))[0]
+        parser.raise_error(f"hexadecimal float {token.text} does not fit {element_type}", start, parser.pos)
+    parser.raise_error("Expected float literal")
+
+
+def _parse_builtin_densearray_attr(self):
+    self.parse_characters("<", " in dense array")
+    pos = self.pos
+    element_type = self.parse_attribute()
+    if not isinstance(element_type, IntegerType) and type(element_type) not in (*_HEX_FLOAT_FORMATS, BFloat16Type):
+        return _parse_builtin_densearray_attr.original_tail(self, element_type, pos)
+    if self.parse_optional_punctuation(">"):
+        return DenseArrayBase.from_list(element_type, [])
+    self.parse_characters(":", " in dense array")
+    if isinstance(element_type, IntegerType):
+        values = self.parse_comma_separated_list(
+            self.Delimiter.NONE, lambda: self._parse_typed_integer(element_type, allow_boolean=True))
+    else:
+        values = self.parse_comma_separated_list(self.Delimiter.NONE, lambda: _dense_array_float(self, element_type))
+    res = DenseArrayBase.from_list(element_type, values)
+    self.parse_characters(">", " in dense array")
+    return res
+
+
+def _other_element_type(self, element_type, pos):
+    self.raise_error("dense array element type must be an integer or floating point type", pos, self.pos)
+
+
+_parse_builtin_densearray_attr.original_tail = _other_element_type
+AttrParser._parse_builtin_densearray_attr = _parse_builtin_densearray_attr

@@ -615,6 +615,10 @@ def _pad(it, op, args):
     if list(op.low) or list(op.high):
         raise InterpreterError("tensor.pad: dynamic padding is not supported")
     low, high = list(op.static_low.get_values()), list(op.static_high.get_values())
+    padded = [d + lo + hi for d, lo, hi in zip(np.shape(args[0]), low, high)]
+    if len(low) != np.ndim(args[0]) or len(high) != np.ndim(args[0]) or padded != list(op.results[0].type.get_shape()):
+        raise InterpreterError(f"tensor.pad: low {low} and high {high} padding of {list(np.shape(args[0]))} "
+                               f"do not give the result shape {list(op.results[0].type.get_shape())}")
     block = op.region.block
     yielded = block.last_op.operands[0]
     if isinstance(yielded, BlockArgument) and yielded.block is block:

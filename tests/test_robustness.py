@@ -244,3 +244,35 @@ def test_linalg_named_op_without_operands_is_a_parse_error():
             "  %filled = linalg.fill (%z : i32) outs(%init : tensor<1x4xi32>) -> tensor<1x4xi32>\n"
             "  func.return %filled : tensor<1x4xi32>\n}")
     assert one_error(text) == "stdin:3:3: error: linalg.fill: malformed operation (IndexError: tuple index out of range)"
+
+
+def test_float_dense_arrays_with_infinities_round_trip(ctx):
+    """xDSL printed inf in `array<f64: ...>` as MLIR's hexadecimal bit pattern but could not
+    parse it back (a qint.rescale scale of 1.0e309 from the IR fuzzer); hex patterns now parse."""
+    text = "func.func @f() attributes {a = array<f64: 1.0e309, -2.5>, b = array<f32: 0x7FC00000>, c = array<f16: 0x7C00>} { func.return }"
+    printed = str(parse_module(ctx, text))
+    assert "array<f64: 0x7ff0000000000000, -2.500000e+00>" in printed
+    assert str(parse_module(ctx, printed)) == printed
+    assert one_error("func.func @f() attributes {a = array<f32: 0x7FF0000000000000>} { func.return }") == \
+        "stdin:1:43: error: hexadecimal float 0x7FF0000000000000 does not fit f32"
+
+
+_PAD = """func.func @main(%x: tensor<1x4x12x20xi8>) -> tensor<1x6x14x20xi8> {
+  %c = arith.constant 3 : i8
+  %p = tensor.pad %x low[LOW, 1, 2, 0] high[0, 1, 0, 0] {
+  ^bb0(%a: index, %b: index, %d: index, %e: index):
+    tensor.yield %c : i8
+  } : tensor<1x4x12x20xi8> to tensor<1x6x14x20xi8>
+  func.return %p : tensor<1x6x14x20xi8>
+}"""
+
+
+def test_tensor_pad_whose_padding_contradicts_its_type_is_refused(ctx):
+    """The interpreter padded by a mutated low[4294967296, ...] (6.56 TiB) before looking at the
+    result type; the padding must give the declared shape."""
+    m = parse_module(ctx, _PAD.replace("LOW", "4294967296"))
+    with pytest.raises(InterpreterError, match=r"^tensor.pad: low \[4294967296, 1, 2, 0\] and high \[0, 1, 0, 0\] "
+                                               r"padding of \[1, 4, 12, 20\] do not give the result shape \[1, 6, 14, 20\]$"):
+        run_module(m, [np.zeros((1, 4, 12, 20), np.int8)])
+    (out,) = run_module(parse_module(ctx, _PAD.replace("LOW", "0")), [np.zeros((1, 4, 12, 20), np.int8)])
+    assert out.shape == (1, 6, 14, 20) and out[0, 0, 0, 0] == 3

@@ -479,15 +479,15 @@ def _classify(g: _Graph) -> None:
             kind = "float32 (with float16 weights)"
         raise TFLiteImportError(
             f"this model is {kind} (no quantized tensors): qd-import needs a fully "
-            "integer-quantized model; qd-import --float reads it as a float graph, qd-quantize quantizes it"
+            "integer-quantized model; float import arrives with qd-quantize"
         )
     if q_const and not q_act and float_act:
         wtypes = sorted({t.type.lower() for t in tensors if t.quantized and t.constant})
         raise TFLiteImportError(
             f"this model is dynamic-range quantized ({'/'.join(wtypes)} weights, "
             f"{float_act[0].type.lower()} activations): qd-import needs a fully integer-quantized "
-            "model (convert with a representative dataset and TFLITE_BUILTINS_INT8), "
-            "or quantize the float model with qd-quantize"
+            "model (convert with a representative dataset and TFLITE_BUILTINS_INT8); "
+            "float import arrives with qd-quantize"
         )
 
 

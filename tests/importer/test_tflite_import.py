@@ -703,7 +703,7 @@ def test_float_model_is_told_apart():
         import_tflite(model)
     assert str(e.value) == (
         "this model is float32 (no quantized tensors): qd-import needs a fully integer-quantized model; "
-        "qd-import --float reads it as a float graph, qd-quantize quantizes it"
+        "float import arrives with qd-quantize"
     )
 
 

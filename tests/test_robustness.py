@@ -276,3 +276,24 @@ def test_tensor_pad_whose_padding_contradicts_its_type_is_refused(ctx):
         run_module(m, [np.zeros((1, 4, 12, 20), np.int8)])
     (out,) = run_module(parse_module(ctx, _PAD.replace("LOW", "0")), [np.zeros((1, 4, 12, 20), np.int8)])
     assert out.shape == (1, 6, 14, 20) and out[0, 0, 0, 0] == 3
+
+
+def test_transpose_conv_with_a_huge_cropped_stride_is_refused_before_allocating():
+    """A mutated TRANSPOSE_CONV stride of 2^24 cropped back to 9 columns by padding verifies;
+    the reference scattered into the uncropped 6.75 GiB buffer [model fuzzer]."""
+    from qdialect.builder import GraphBuilder
+    from qdialect.dialects import qnn
+    from qdialect.dialects.quant import UniformQuantizedType as Q
+    from xdsl.dialects.builtin import TensorType
+
+    g = GraphBuilder()
+    x = g.input([1, 4, 4, 2], Q.per_tensor(0.05, -3))
+    wq = Q.per_axis([0.01, 0.02], 0, axis=0)
+    w = g.constant(np.ones((2, 3, 3, 2), np.int8), wq)
+    b = g.bias(np.zeros(2, np.int32), x, w)
+    y = g.op(qnn.TransposeConv2DOp, [x, w, b], [TensorType(Q.per_tensor(0.1, 1), [1, 9, 9, 2])],
+             strides=[2, 16777216], padding=[0, 0, 0, 50331642])[0]
+    g.output(y)
+    with pytest.raises(InterpreterError, match=r"^qnn.transpose_conv2d: the uncropped output 1x9x50331651x2 has "
+                                               r"905969718 elements, more than the reference's scratch limit of 67108864$"):
+        run_module(g.build(), [np.zeros((1, 4, 4, 2), np.int8)])

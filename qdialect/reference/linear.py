@@ -83,6 +83,9 @@ __all__ = [
 
 _ACC_BITS = {"i16": 16, "i32": 32, "i64": 64}
 
+MAX_SCRATCH_ELEMENTS = 1 << 26
+"""Largest intermediate buffer (elements) a reference op allocates beyond its operands and result."""
+
 
 # ---------------------------------------------------------------------------
 # padding
@@ -609,6 +612,9 @@ def transpose_conv2d(
         raise ValueError(f"output_shape {tuple(output_shape)} inconsistent with input/weights")
     bh = max((h - 1) * sh + fh, pt + oh)
     bw = max((wd - 1) * sw + fw, pl + ow)
+    if n * bh * bw * oc > MAX_SCRATCH_ELEMENTS:  # huge strides cropped by huge padding
+        raise ValueError(f"the uncropped output {n}x{bh}x{bw}x{oc} has {n * bh * bw * oc} elements, "
+                         f"more than the reference's scratch limit of {MAX_SCRATCH_ELEMENTS}")
 
     def place(contrib, ky, kx, buf):
         buf[:, ky : ky + sh * (h - 1) + 1 : sh, kx : kx + sw * (wd - 1) + 1 : sw, :] += contrib

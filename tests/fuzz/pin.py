@@ -20,6 +20,7 @@ models keep the whole (small) file.
     python -m tests.fuzz.pin                 # run both short fuzzers and add new classes to the pins
     python -m tests.fuzz.pin --cases 20000   # more cases, more classes
     python -m tests.fuzz.pin --rewrite       # re-pin every message from the current code
+    python -m tests.fuzz.pin --from long.jsonl --new-kinds-only   # a long run's new message kinds
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -176,6 +178,12 @@ def _replay(record: dict) -> tuple[int | None, str]:
 # ----- refreshing the pins ----------------------------------------------------------------------------
 
 
+def message_kind(diagnostic_class: str) -> str:
+    """A coarser class: operator and op names blanked too (long runs meet one class per operator)."""
+    kind = re.sub(r"\b[A-Z][A-Z0-9_]{2,}\b", "OP", diagnostic_class)
+    return re.sub(r"\b(?:qnn|qint|nn|quant|arith|linalg|tensor|func)\.[a-z_0-9]+", "op", kind)
+
+
 def _run_fuzzer(module: str, out: Path, args: list[str]) -> None:
     subprocess.run([sys.executable, "-m", module, "--pins", str(out), "--quiet", *args], cwd=ROOT, check=False)
 
@@ -187,6 +195,9 @@ def main(argv=None) -> int:
     p.add_argument("--rewrite", action="store_true", help="re-pin every stored message from the current code")
     p.add_argument("--from", dest="sources", type=Path, nargs="*", default=None,
                    help="merge these --pins outputs instead of running the fuzzers")
+    p.add_argument("--new-kinds-only", action="store_true",
+                   help="add only classes of a message kind (operator names blanked) not pinned yet "
+                        "(for the many classes of long runs)")
     args = p.parse_args(argv)
     sources = args.sources
     with tempfile.TemporaryDirectory() as tmp:
@@ -203,9 +214,13 @@ def main(argv=None) -> int:
     added = 0
     for path in (PINNED / "ir.jsonl", PINNED / "models.jsonl"):
         records = {r["class"]: r for r in read_pins(path)}
+        kinds = {message_kind(c) for c in records}
         for r in new:
             if pin_file(r["tool"]) == path and r["class"] not in records:
+                if args.new_kinds_only and message_kind(r["class"]) in kinds:
+                    continue
                 records[r["class"]] = r
+                kinds.add(message_kind(r["class"]))
                 added += 1
         kept = []
         for r in records.values():

@@ -63,3 +63,19 @@ def test_better_on_at_least_half(tmp_path):
         pytest.skip("zoo not generated")
     better = [name for name in FLOAT_MODELS if np.mean(ours_vs_tflite(name, tmp_path)[0]) > np.mean(ours_vs_tflite(name, tmp_path)[1])]
     assert 2 * len(better) >= len(FLOAT_MODELS), f"better only on {better}"
+
+
+def test_int16x8_not_worse_than_tflite_16x8(tmp_path):
+    """cnn_small with --scheme int16x8 against the converter's 16x8 model of the same Keras model."""
+    if not (ZOO / "cnn_small_16x8.tflite").exists():
+        pytest.skip("zoo not generated")
+    out = tmp_path / "cnn_small_16x8.mlir"
+    assert qd_quantize([str(ZOO / "cnn_small_float.tflite"), "--calibration", str(ZOO / "cnn_small_calib.npz"),
+                        "--scheme", "int16x8", "-o", str(out), "--quiet"]) == 0
+    module = parse_module(_ctx(), out.read_text(), str(out))
+    held = data("cnn_small", "heldout")
+    reference = litert(ZOO / "cnn_small_float.tflite", held)
+    ours = sqnr_db(stacked(reference, 0), stacked([run_module(module, s) for s in held], 0))
+    theirs = sqnr_db(stacked(reference, 0), stacked(litert(ZOO / "cnn_small_16x8.tflite", held), 0))
+    print(f"cnn_small 16x8: ours {ours:.2f} dB, TFLite converter {theirs:.2f} dB")
+    assert ours >= theirs - 0.5

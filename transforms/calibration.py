@@ -16,7 +16,7 @@ A `TensorStats` watches one tensor over the calibration samples and keeps
 | `minmax` | global min / max (TFLite's converter) |
 | `moving_average` | moving-average min / max |
 | `percentile` | the `percentile`-th and (100 - percentile)-th percentiles of the histogram |
-| `mse` | the interval whose quantization (with the scheme's bits and symmetry) has the least mean squared error over the histogram, clipping included |
+| `mse` | the interval whose quantization (with the scheme's bits and symmetry) has the least mean squared error over the histogram, clipping included, but never inside the 99.99th percentiles |
 
 Every range contains 0 (a real 0 must be exactly representable, as TFLite
 demands for zero padding and relu).
@@ -106,8 +106,23 @@ def _fake_quant_error(counts, centers, scale, zp, qmin, qmax) -> float:
     return float(np.sum(counts * d * d))
 
 
-def mse_range(stats: TensorStats, qmin: int, qmax: int, symmetric: bool, grid: int = 40) -> tuple[float, float]:
-    """The [lo, hi] (shrunk from min / max) with the least quantization MSE over the histogram."""
+def mse_range(stats: TensorStats, qmin: int, qmax: int, symmetric: bool, grid: int = 40,
+              keep: float | None = 99.99) -> tuple[float, float]:
+    """The [lo, hi] (shrunk from min / max) with the least quantization MSE over the histogram,
+    never cutting inside the `keep`-th percentiles (a few dozen calibration samples are a small
+    sample: clipping what they barely show clips more of the data seen later)."""
+    lo, hi = _mse_search(stats, qmin, qmax, symmetric, grid)
+    if keep is None:
+        return lo, hi
+    plo, phi = np.percentile(np.concatenate(stats.values), [100.0 - keep, keep])
+    lo, hi = min(lo, float(plo), 0.0), max(hi, float(phi), 0.0)
+    if symmetric:
+        m = max(-lo, hi)
+        return -m, m
+    return lo, hi
+
+
+def _mse_search(stats: TensorStats, qmin: int, qmax: int, symmetric: bool, grid: int) -> tuple[float, float]:
     counts, centers = stats.histogram()
     lo, hi = _with_zero(stats.lo, stats.hi)
     if hi <= lo:

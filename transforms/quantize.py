@@ -86,6 +86,8 @@ class LayerReport:
     sqnr_db: float
     weights: str = ""
     range: tuple[float, float] | None = None
+    eval_sqnr_db: float | None = None
+    """SQNR on evaluation data (`evaluate`), None until evaluated."""
 
 
 @dataclass
@@ -95,6 +97,10 @@ class QuantizeResult:
     outputs_sqnr_db: list[float] = field(default_factory=list)
     strategy: str = ""
     mode: str = "layerwise"
+    eval_outputs_sqnr_db: list[float] | None = None
+    float_module: ModuleOp | None = None
+    pairs: list = field(default_factory=list)
+    """Per layer (float value in float_module, its quantized value in module): what `evaluate` compares."""
     simulation: ModuleOp | None = None
     """The float graph with qnn.simulated_quantize after every activation and weight (fake quantization
     with the chosen types and roundings): what the quantized module computes, simulated in float."""
@@ -150,6 +156,7 @@ class _Quantizer:
         self.weight_types: dict[SSAValue, UniformQuantizedType] = {}  # float weight constant -> its type
         self.roundings: dict[SSAValue, str] = {}  # float value -> rounding profile of the op producing it
         self.biases: dict = {}  # weighted float op -> the real bias its quantized op adds
+        self.pairs: list = []
 
     # ----- helpers --------------------------------------------------------------------------
 
@@ -471,11 +478,18 @@ class _Quantizer:
         return qt, rng
 
     def record(self, layer: Layer, qvalue: SSAValue, reference: list[np.ndarray], rng, weights: str = "") -> None:
+        self.pairs.append((self.float_value_of(qvalue), qvalue))
         qt = quantized_element_type(qvalue.type)
         qp = qt.qparams()
         approx = np.concatenate([np.asarray(dequantize(a, x_q=qp), np.float64).reshape(-1) for a in self.qenv[qvalue]])
         ref = np.concatenate([np.asarray(r, np.float64).reshape(-1) for r in reference])
         self.layers.append(LayerReport(layer.index, layer.name, layer.kind, str(qt), sqnr_db(ref, approx), weights, rng))
+
+    def float_value_of(self, qvalue: SSAValue) -> SSAValue:
+        for f, q in self.qmap.items():
+            if q is qvalue:
+                return f
+        raise QuantizeError(f"{qvalue} has no float counterpart")
 
     def finish(self, ret: func.ReturnOp, new_args: list[SSAValue], n: int) -> QuantizeResult:
         results = []
@@ -508,8 +522,9 @@ class _Quantizer:
             verify_module(module)
         except VerifyException as e:
             raise QuantizeError(f"the quantized module does not verify: {e}") from None
+        pairs = self.pairs + [(v, self.qmap[v]) for v in ret.operands]  # layers, then outputs
         return QuantizeResult(module, self.layers, outputs_sqnr, getattr(self.strategy, "name", ""), self.mode,
-                              self.simulation_module())
+                              None, self.float_module, pairs, self.simulation_module())
 
     def simulation_module(self) -> ModuleOp:
         """A copy of the float module with qnn.simulated_quantize after each quantized value."""
@@ -584,6 +599,47 @@ def quantize_float_module(float_module: ModuleOp, samples: Sequence[Sequence[np.
         return _Quantizer(float_module, strategy, mode, int_io, progress, bias_correction).run(samples)
 
 
+def _trace(module: ModuleOp, inputs: Sequence[np.ndarray]) -> dict[SSAValue, np.ndarray]:
+    """Every value of the entry function of `module` on `inputs` (the reference interpreter, op by op)."""
+    it = Interpreter(module)
+    f = it.entry()
+    env: dict[SSAValue, np.ndarray] = {}
+    for arg, x in zip(f.body.block.args, inputs):
+        env[arg] = np.asarray(x).astype(Interpreter._dtype(arg), copy=False)
+    for op in f.body.block.ops:
+        if isinstance(op, func.ReturnOp):
+            break
+        for r, v in zip(op.results, it.eval(op, [env[o] for o in op.operands])):
+            env[r] = v
+    return env
+
+
+def evaluate(result: QuantizeResult, samples: Sequence[Sequence[np.ndarray]]) -> QuantizeResult:
+    """Per-layer and output SQNR of the quantized module against float on other data (e.g. held out);
+    fills `eval_sqnr_db` of each layer and `eval_outputs_sqnr_db`."""
+    if result.float_module is None:
+        raise QuantizeError("this result does not carry its float module")
+    ref: dict = {}
+    got: dict = {}
+    with np.errstate(all="ignore"):
+        for sample in samples:
+            fenv = _trace(result.float_module, sample)
+            qin = sample if not any(quantized_element_type(a.type) for a in result.module.ops.first.body.block.args) \
+                else [quantize(x, out_q=quantized_element_type(a.type).qparams())
+                      for x, a in zip(sample, result.module.ops.first.body.block.args)]
+            qenv = _trace(result.module, qin)
+            for k, (fv, qv) in enumerate(result.pairs):
+                qp = quantized_element_type(qv.type).qparams()
+                ref.setdefault(k, []).append(np.asarray(fenv[fv], np.float64).reshape(-1))
+                got.setdefault(k, []).append(np.asarray(dequantize(qenv[qv], x_q=qp), np.float64).reshape(-1))
+    values = [sqnr_db(np.concatenate(ref[k]), np.concatenate(got[k])) for k in range(len(result.pairs))]
+    n = len(result.layers)
+    for layer, v in zip(result.layers, values[:n]):
+        layer.eval_sqnr_db = v
+    result.eval_outputs_sqnr_db = values[n:]
+    return result
+
+
 def samples_from_npz(arrays: dict[str, np.ndarray], input_shapes: Sequence[Sequence[int]]) -> list[list[np.ndarray]]:
     """`input_0`, `input_1`, ... stacks of samples (one more leading dim than the input, or exactly the
     input's shape for a single sample) -> a list of samples."""
@@ -623,16 +679,23 @@ def _fmt_db(v: float) -> str:
 
 
 def report_markdown(result: QuantizeResult, title: str = "") -> str:
+    evaluated = result.eval_outputs_sqnr_db is not None
     lines = [f"# qd-quantize report{': ' + title if title else ''}", "",
              f"Scheme `{result.strategy}`, calibration `{result.mode}`. SQNR of each layer's dequantized "
              "integer output against the float graph on the calibration samples "
-             "(10 log10 signal / noise power; higher is better).", "",
-             "| # | layer | op | type | weights | SQNR (dB) |", "| --- | --- | --- | --- | --- | --- |"]
+             "(10 log10 signal / noise power; higher is better)" + (
+                 "; `SQNR eval`: the same on the evaluation data." if evaluated else "."), "",
+             "| # | layer | op | type | weights | SQNR (dB) |" + (" SQNR eval (dB) |" if evaluated else ""),
+             "| --- | --- | --- | --- | --- | --- |" + (" --- |" if evaluated else "")]
     for r in result.layers:
         t = r.type.replace("|", "\\|")
-        lines.append(f"| {r.index} | `{r.name}` | {r.kind} | `{t}` | {r.weights} | {_fmt_db(r.sqnr_db)} |")
-    lines += ["", "| output | SQNR (dB) |", "| --- | --- |"]
-    lines += [f"| output_{k} | {_fmt_db(v)} |" for k, v in enumerate(result.outputs_sqnr_db)]
+        extra = f" {_fmt_db(r.eval_sqnr_db)} |" if evaluated else ""
+        lines.append(f"| {r.index} | `{r.name}` | {r.kind} | `{t}` | {r.weights} | {_fmt_db(r.sqnr_db)} |{extra}")
+    lines += ["", "| output | SQNR (dB) |" + (" SQNR eval (dB) |" if evaluated else ""),
+              "| --- | --- |" + (" --- |" if evaluated else "")]
+    for k, v in enumerate(result.outputs_sqnr_db):
+        extra = f" {_fmt_db(result.eval_outputs_sqnr_db[k])} |" if evaluated else ""
+        lines.append(f"| output_{k} | {_fmt_db(v)} |{extra}")
     return "\n".join(lines) + "\n"
 
 

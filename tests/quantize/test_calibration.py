@@ -51,9 +51,13 @@ def test_mse_range_beats_minmax_on_heavy_tails(symmetric):
     rng = np.random.default_rng(1)
     x = rng.laplace(size=50_000)
     s = stats_of([x])
-    lo, hi = mse_range(s, -8, 7, symmetric)  # 4 bits: clipping pays off (ACIQ: about 5 b for Laplace(b))
+    lo, hi = mse_range(s, -8, 7, symmetric, keep=None)  # 4 bits: clipping pays off (ACIQ: about 5 b for Laplace(b))
     assert 3.0 < hi < 8.0
     assert _mse(x, lo, hi, symmetric) < 0.5 * _mse(x, x.min(), x.max(), symmetric)
+    # by default the range keeps the 99.99th percentiles (about 8.5 b here)
+    lo2, hi2 = mse_range(s, -8, 7, symmetric)
+    kept = np.concatenate(s.values)  # the statistics keep a random subset of each sample
+    assert hi2 >= np.percentile(kept, 99.99) - 1e-6 and lo2 <= np.percentile(kept, 0.01) + 1e-6
 
 
 def test_affine_params():

@@ -2,7 +2,7 @@
 
     qd-quantize MODEL --calibration DATA.npz [--scheme S] [-o OUT.mlir] [--report DIR] [--int-io]
                 [--override PATTERN=SCHEME ...] [--method M] [--weights minmax|mse]
-                [--calibrate layerwise|float] [--simulate SIM.mlir]
+                [--calibrate layerwise|float] [--simulate SIM.mlir] [--evaluate EVAL.npz]
                 [--no-bias-correction] [--quiet]
 
 MODEL is a float32 `.tflite` file or a `.mlir` file holding a float graph
@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not correct biases for the mean error of quantized layers (layerwise mode)")
     p.add_argument("-o", "--output", help="write the module here instead of stdout")
     p.add_argument("--report", metavar="DIR", help="write DIR/report.md and DIR/sqnr.png")
+    p.add_argument("--evaluate", metavar="EVAL.npz",
+                   help="also measure per-layer SQNR against float on these samples (e.g. held out): report column")
     p.add_argument("--simulate", metavar="SIM.mlir",
                    help="also write the float graph with qnn.simulated_quantize after every quantized value")
     p.add_argument("--int-io", action="store_true", help="quantized arguments and results instead of float ones")
@@ -170,6 +172,7 @@ def _run(args) -> int:
     from qdialect.importer.cli import module_text
     from transforms.quantize import (
         QuantizeError,
+        evaluate,
         progress_to_stderr,
         quantize_float_module,
         samples_from_npz,
@@ -192,6 +195,11 @@ def _run(args) -> int:
             progress(f"{model.name}: {len(samples)} calibration samples, scheme {strategy.name}, {args.calibrate}")
         result = quantize_float_module(module, samples, strategy, mode=args.calibrate, int_io=args.int_io,
                                        bias_correction=not args.no_bias_correction, progress=progress)
+        if args.evaluate:
+            eval_samples = samples_from_npz(read_calibration(Path(args.evaluate)), shapes)
+            if progress:
+                progress(f"evaluating on {len(eval_samples)} samples of {args.evaluate}")
+            evaluate(result, eval_samples)
     except QuantizeError as e:
         raise UsageError(f"{model}: {e}") from None
     except StrategyError as e:
@@ -221,8 +229,13 @@ def _run(args) -> int:
         except BrokenPipeError:
             return 0
     if not args.quiet:
-        out = ", ".join("inf" if math.isinf(v) else f"{v:.2f} dB" for v in result.outputs_sqnr_db)
-        progress_to_stderr(f"qd-quantize: {len(result.layers)} layers; output SQNR vs float on the calibration data: {out}")
+        def db(values):
+            return ", ".join("inf" if math.isinf(v) else f"{v:.2f} dB" for v in values)
+
+        progress_to_stderr(f"qd-quantize: {len(result.layers)} layers; output SQNR vs float on the calibration data: "
+                           f"{db(result.outputs_sqnr_db)}")
+        if result.eval_outputs_sqnr_db is not None:
+            progress_to_stderr(f"qd-quantize: output SQNR vs float on {args.evaluate}: {db(result.eval_outputs_sqnr_db)}")
     return 0
 
 

@@ -177,3 +177,15 @@ def test_png_plot_edge_cases(tmp_path):
         idat = data_[data_.index(b"IDAT") + 4:data_.index(b"IEND") - 8]
         raw = zlib.decompress(idat)
         assert len(raw) == h * (1 + 3 * w)
+
+
+def test_evaluate_on_held_out(tmp_path, capsys):
+    rep = tmp_path / "rep"
+    rc, _, err = run([ZOO / "mlp_act_float.tflite", "--calibration", ZOO / "mlp_act_calib.npz", "-o", tmp_path / "q.mlir",
+                      "--evaluate", ZOO / "mlp_act_heldout.npz", "--report", rep], capsys)
+    assert rc == 0, err
+    assert "evaluating on 16 samples" in err and "output SQNR vs float on " in err
+    md = (rep / "report.md").read_text()
+    assert "| SQNR (dB) | SQNR eval (dB) |" in md
+    rows = [line for line in md.splitlines() if line.startswith("| ") and "`" in line]
+    assert len(rows) == 10 and all(line.count("|") == 8 for line in rows)

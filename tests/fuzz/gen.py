@@ -106,15 +106,15 @@ def _dim(rng: random.Random) -> int:
 def random_module(rng: random.Random) -> str:
     """One small verified-by-construction graph as text (may still be rejected: that is fine)."""
     g = GraphBuilder()
-    kind = rng.choice(["conv", "depthwise", "fc", "bmm", "binary", "unary", "pool", "reduce", "move", "fixed"])
+    kind = rng.choice(["conv", "depthwise", "tconv", "fc", "bmm", "binary", "unary", "pool", "reduce", "move", "fixed"])
     act_storage = rng.choice(["i8"] * 6 + ["u8", "i16", "i16", "i4", "i32"])
     xq = rqtype(rng, act_storage)
     out_q = rqtype(rng, act_storage if rng.random() < 0.8 else None)
     n, h, w, c = 1, _dim(rng) + 2, _dim(rng) + 2, _dim(rng) or 1
-    if kind in ("conv", "depthwise"):
+    if kind in ("conv", "depthwise", "tconv"):
         x = g.input([n, h, w, c], xq)
         kh, kw = rng.choice([1, 2, 3]), rng.choice([1, 2, 3])
-        if kind == "conv":
+        if kind in ("conv", "tconv"):
             o = rng.choice([1, 1, 2, 3])
             wshape, axis = (o, kh, kw, c), 0
         else:
@@ -139,8 +139,15 @@ def random_module(rng: random.Random) -> str:
         pad = rng.choice(["VALID", "SAME", [rng.randint(0, 2) for _ in range(4)]])
         strides = (rng.choice([1, 2, 3]), rng.choice([1, 2]))
         dil = (rng.choice([1, 1, 2]), 1)
-        fn = g.conv2d if kind == "conv" else g.depthwise_conv2d
-        y = fn(x, wt, b, out_q, strides=strides, dilations=dil, padding=pad, activation=_act(rng), **_knobs(rng, True))
+        if kind == "tconv":  # transposed: the padding crops the full (h - 1) * stride + kernel output
+            pads = [rng.randint(0, kh - 1), rng.randint(0, kh - 1), rng.randint(0, kw - 1), rng.randint(0, kw - 1)]
+            oh = (h - 1) * strides[0] + kh - pads[0] - pads[1]
+            ow = (w - 1) * strides[1] + kw - pads[2] - pads[3]
+            y = g.op(qnn.TransposeConv2DOp, [x, wt, b], [TensorType(out_q, [n, oh, ow, o])], strides=list(strides),
+                     padding=pads, **_clamp(rng, out_q), **_knobs(rng, True))[0]
+        else:
+            fn = g.conv2d if kind == "conv" else g.depthwise_conv2d
+            y = fn(x, wt, b, out_q, strides=strides, dilations=dil, padding=pad, activation=_act(rng), **_knobs(rng, True))
     elif kind == "fc":
         k = _dim(rng) or 1
         rows = rng.choice([1, 2, 3])

@@ -271,11 +271,13 @@ class _Quantizer:
                 self.qmap[arg] = cast.results[0]
                 self.qenv[new_arg] = self.fenv[arg]
                 self.run_new(cast, n)
+                del self.qenv[new_arg]
             new_args.append(new_arg)
             self.record(layer, self.qmap[arg], self.fenv[arg], rng)
 
         ops = list(f.body.block.ops)
         total = sum(1 for op in ops if isinstance(op, nn.NnOp))
+        last_use = {v: i for i, op in enumerate(ops) for v in op.operands}
         done = 0
         for index, op in enumerate(ops):
             if isinstance(op, func.ReturnOp):
@@ -288,6 +290,11 @@ class _Quantizer:
             layer = Layer(self.name_of(op.results[0], f"#{index}"), _kind(op), index)
             self.progress(f"calibrating [{done}/{total}] {layer.kind} {layer.name}")
             self.layer(op, layer, n)
+            for v in set(op.operands):  # values no later op reads: free their arrays
+                if last_use.get(v) == index and not isinstance(v.owner, nn.ConstantOp):
+                    self.fenv.pop(v, None)
+                    if v in self.qmap:
+                        self.qenv.pop(self.qmap[v], None)
         raise QuantizeError(f"@{f.sym_name.data} has no func.return")
 
     def check(self, layer: Layer) -> None:
@@ -383,6 +390,10 @@ class _Quantizer:
         for o in [*new_ops, new]:
             self.block.add_op(o)
             self.run_new(o, n)
+        images = {id(q) for q in self.qmap.values()}
+        for v in new.operands:  # requantized operands and constants: read by this op only
+            if id(v) not in images:
+                self.qenv.pop(v, None)
         self.qmap[result] = new.results[0]
         self.roundings[result] = rounding
         self.record(layer, new.results[0], self.fenv[result], rng, weights_text)

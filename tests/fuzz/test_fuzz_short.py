@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -47,15 +48,19 @@ def _no_findings(report: dict, min_cases: int) -> None:
 
 
 def _mostly_pinned(report: dict, pin_file: str) -> None:
-    """The diagnostic classes this run met have pinned cases (tests/fuzz/pinned/); other people's
-    new tests change the corpus, so a few new classes are tolerated until the next
-    `python -m tests.fuzz.pin`, a landslide is not."""
+    """The diagnostic classes this run met should have pinned cases (tests/fuzz/pinned/).  Which
+    classes a fixed seed meets shifts whenever the corpus changes (every new FileCheck file), so
+    unpinned classes are a warning (refresh with `python -m tests.fuzz.pin`), and only a
+    landslide (messages reworded everywhere) fails."""
     from tests.fuzz.pin import PINNED, read_pins
 
     pinned = {r["class"] for r in read_pins(PINNED / pin_file)}
     met = set(report["classes"])
     unpinned = sorted(met - pinned)
-    assert len(unpinned) <= max(10, len(met) // 4), (
+    if unpinned:
+        warnings.warn(f"{len(unpinned)} of {len(met)} diagnostic classes have no pinned case; run "
+                      f"`python -m tests.fuzz.pin`: " + " | ".join(unpinned[:20]))
+    assert len(unpinned) <= max(10, len(met) * 6 // 10), (
         f"{len(unpinned)} of {len(met)} diagnostic classes have no pinned case; run "
         f"`python -m tests.fuzz.pin`:\n" + "\n".join(unpinned[:30]))
 

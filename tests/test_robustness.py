@@ -297,3 +297,27 @@ def test_transpose_conv_with_a_huge_cropped_stride_is_refused_before_allocating(
     with pytest.raises(InterpreterError, match=r"^qnn.transpose_conv2d: the uncropped output 1x9x50331651x2 has "
                                                r"905969718 elements, more than the reference's scratch limit of 67108864$"):
         run_module(g.build(), [np.zeros((1, 4, 4, 2), np.int8)])
+
+
+@pytest.mark.parametrize("array, message", [
+    (np.array([None, 1], dtype=object), "cannot read 'input_0': Object arrays cannot be loaded when allow_pickle=False"),
+    (np.full((1, 64), "a"), "'input_0' has dtype <U1, the model expects int8"),
+    (np.zeros((1, 64), np.complex64), "'input_0' has dtype complex64, the model expects int8"),
+    (np.full((1, 64), 1000, np.int64), "'input_0' has values in [1000, 1000], outside int8 [-128, 127]"),
+    (np.full((1, 64), np.nan, np.float32), "'input_0' has non-integer values, the model expects int8"),
+])
+def test_qd_run_input_arrays_that_do_not_fit_the_model(tmp_path, array, message):
+    """Object and string arrays in --input ended in internal errors; out-of-range or fractional values
+    were cast (wrapped) silently.  Integral values of any numeric dtype are still taken."""
+    from pathlib import Path
+
+    from tvm_bridge.run_cli import main as qd_run
+
+    model = Path(__file__).resolve().parents[1] / "models/zoo/mlp_act.tflite"
+    npz = tmp_path / "in.npz"
+    np.savez(npz, input_0=array)
+    cap = run_main(qd_run, [str(model), "--backend", "interp", "--compare", "none", "--input", str(npz)])
+    lines = [ln for ln in cap.stderr.splitlines() if not ln.startswith("  .. ")]
+    assert cap.rc == 2 and lines == [f"qd-run: error: {npz}: {message}"]
+    np.savez(npz, input_0=np.full((1, 64), 3.0))
+    assert run_main(qd_run, [str(model), "--backend", "interp", "--compare", "none", "--input", str(npz)]).rc == 0

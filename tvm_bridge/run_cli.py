@@ -90,6 +90,26 @@ def make_inputs(args_values, seed: int) -> list[np.ndarray]:
     return out
 
 
+def _declared_dtype(value) -> np.dtype:
+    from qdialect.interpreter import Interpreter
+
+    return np.dtype(Interpreter._dtype(value))
+
+
+def _not_representable(a: np.ndarray, want: np.dtype) -> str | None:
+    """Why the values of `a` do not fit the model's input dtype `want` exactly (None: they do)."""
+    if a.dtype.kind not in "biuf":
+        return f"has dtype {a.dtype}, the model expects {want}"
+    if want.kind in "iu" and a.size:
+        if a.dtype.kind == "f" and not (np.all(np.isfinite(a)) and np.all(a == np.trunc(a))):
+            return f"has non-integer values, the model expects {want}"
+        info = np.iinfo(want)
+        lo, hi = a.min(), a.max()
+        if lo < info.min or hi > info.max:
+            return f"has values in [{lo}, {hi}], outside {want} [{info.min}, {info.max}]"
+    return None
+
+
 def read_inputs(path: Path, args_values) -> tuple[list[np.ndarray], bool]:
     """input_0.. from an .npz; returns (arrays, stacked) — stacked if one extra leading dim."""
     try:
@@ -101,7 +121,13 @@ def read_inputs(path: Path, args_values) -> tuple[list[np.ndarray], bool]:
         key = f"input_{i}"
         if key not in data:
             raise BadInput(f"{path}: missing array '{key}' (have: {', '.join(data.files) or 'none'})")
-        a = data[key]
+        try:
+            a = data[key]
+        except Exception as e:  # noqa: BLE001 - object (pickled) arrays, damaged members
+            raise BadInput(f"{path}: cannot read '{key}': {' '.join(str(e).split())}") from None
+        problem = _not_representable(a, _declared_dtype(v))
+        if problem is not None:
+            raise BadInput(f"{path}: '{key}' {problem}")
         shape = tuple(v.type.get_shape())
         this_stacked = a.ndim == len(shape) + 1 and tuple(a.shape[1:]) == shape
         if not this_stacked and tuple(a.shape) != shape:

@@ -321,3 +321,19 @@ def test_qd_run_input_arrays_that_do_not_fit_the_model(tmp_path, array, message)
     assert cap.rc == 2 and lines == [f"qd-run: error: {npz}: {message}"]
     np.savez(npz, input_0=np.full((1, 64), 3.0))
     assert run_main(qd_run, [str(model), "--backend", "interp", "--compare", "none", "--input", str(npz)]).rc == 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "-1"], "qd-run: error: --seed -1: must be >= 0"),  # was: internal error (numpy's ValueError)
+    (["--samples", "0"], "qd-run: error: --samples 0: must be >= 1"),
+    (["--bench", "-1"], "qd-run: error: --bench -1: must be >= 0"),
+    (["--output", "/nonexistent/dir/o.npz"], "qd-run: error: cannot write /nonexistent/dir/o.npz: No such file or directory"),
+])
+def test_qd_run_bad_options_are_one_line(argv, message):
+    from pathlib import Path
+
+    from tvm_bridge.run_cli import main as qd_run
+
+    model = Path(__file__).resolve().parents[1] / "models/zoo/mlp_act.tflite"
+    cap = run_main(qd_run, [str(model), "--backend", "interp", "--compare", "none", *argv])
+    assert cap.rc == 2 and [ln for ln in cap.stderr.splitlines() if not ln.startswith("  .. ")] == [message]

@@ -238,6 +238,9 @@ def _run(args) -> int:
 
     if args.rounding is not None and args.rounding not in ROUNDING_PROFILES:
         raise BadInput(f"--rounding {args.rounding!r}: expected one of {', '.join(ROUNDING_PROFILES)}")
+    for flag, value, least in (("--seed", args.seed, 0), ("--samples", args.samples, 1), ("--bench", args.bench, 0)):
+        if value < least:
+            raise BadInput(f"{flag} {value}: must be >= {least}")
     tvm_ready = importlib.util.find_spec("transforms.pipelines") is not None
     if args.backend is None:
         args.backend = "tvm" if tvm_ready else "interp"
@@ -316,7 +319,10 @@ def _run(args) -> int:
 
     if args.output is not None:
         outs = {f"output_{k}": (np.stack([o[k] for o in ours]) if stacked else ours[0][k]) for k in range(len(ours[0]))}
-        np.savez(args.output, **outs)
+        try:
+            np.savez(args.output, **outs)
+        except OSError as e:
+            raise BadInput(f"cannot write {args.output}: {e.strerror or e}") from None
 
     latency = None
     if args.bench > 0:

@@ -303,19 +303,17 @@ class _Quantizer:
         except StrategyError as e:
             raise QuantizeError(str(e)) from None
 
-    def float_eval(self, op, args_per_sample: list[list[np.ndarray]], *, with_bias: bool = False,
-                   clamp: bool = True) -> list[np.ndarray]:
-        """Run float op `op` per sample; with_bias: the args carry a bias even if the op has none;
-        clamp=False: without its fused clamp."""
+    def float_eval(self, op, args_per_sample: list[list[np.ndarray]], *, clamp: bool = True) -> list[np.ndarray]:
+        """Run float op `op` per sample (a weighted op may be given a bias argument it does not have:
+        the nn handlers read one from a third argument); clamp=False: without its fused clamp."""
         saved = {}
         if not clamp:
             saved = {k: op.attributes.pop(k) for k in ("act_min", "act_max") if k in op.attributes}
-        runner = op  # the nn handlers read a bias from a third argument, so with_bias needs nothing more
         out = []
         try:
             for args in args_per_sample:
                 try:
-                    out.append(self.it.eval(runner, args)[0])
+                    out.append(self.it.eval(op, args)[0])
                 except (InterpreterError, ValueError, ArithmeticError) as e:
                     raise QuantizeError(f"{op.name}: the float op does not run: {e}") from None
         finally:
@@ -354,7 +352,7 @@ class _Quantizer:
                 xd = self.dequantized(x)
                 if self.bias_correction:
                     bias_real = self.corrected_bias(op, xd, w_deq, bias_real, n)
-                seen = self.float_eval(op, [[xd[s], w_deq, bias_real] for s in range(n)], with_bias=True)
+                seen = self.float_eval(op, [[xd[s], w_deq, bias_real] for s in range(n)])
             else:
                 seen = self.fenv[result]
             bias_const = self.bias(bias_real, quantized_element_type(xq.type), w_qt, channels)
@@ -453,8 +451,8 @@ class _Quantizer:
         """Bias correction: add the mean (per output channel, before the fused clamp) of float
         reference minus the quantized layer's real output, over the calibration samples."""
         ref = self.float_eval(op, [[self.fenv_of(v, s) for v in op.operands][:2] + [bias] for s in range(n)],
-                              with_bias=True, clamp=False)
-        got = self.float_eval(op, [[xd[s], w_deq, bias] for s in range(n)], with_bias=True, clamp=False)
+                              clamp=False)
+        got = self.float_eval(op, [[xd[s], w_deq, bias] for s in range(n)], clamp=False)
         diff = np.concatenate([(r.astype(np.float64) - g).reshape(-1, bias.size) for r, g in zip(ref, got)])
         return (bias.astype(np.float64) + diff.mean(axis=0)).astype(np.float32)
 

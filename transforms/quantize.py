@@ -64,8 +64,9 @@ INHERIT = (nn.ReshapeOp, nn.TransposeOp, nn.PadOp, nn.SliceOp, nn.MaxPool2DOp, n
            nn.ReduceMaxOp, nn.ReduceMinOp)
 """Ops whose output keeps the input's parameters (TFLite's kernels need it; nothing is rescaled)."""
 
-EIGHT_BIT_ONLY = (nn.HardSwishOp, nn.LogSoftmaxOp, nn.EluOp)
-"""Ops whose integer kernels exist for 8-bit storage only: they read and write 8 bits whatever the strategy says."""
+EIGHT_BIT_ONLY = (nn.HardSwishOp, nn.LogSoftmaxOp, nn.EluOp, nn.SquaredDifferenceOp)
+"""Ops whose integer kernels (and reference semantics) exist for 8-bit storage only: they read and write
+8 bits whatever the strategy says (qnn.squared_difference on i16 computes nonsense in the reference)."""
 
 FIXED_OUTPUT = (nn.LogisticOp, nn.TanhOp, nn.SoftmaxOp, nn.LogSoftmaxOp)
 WEIGHTED = (nn.Conv2DOp, nn.DepthwiseConv2DOp, nn.FullyConnectedOp)

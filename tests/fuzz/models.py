@@ -71,8 +71,11 @@ ZOO = ROOT / "models" / "zoo"
 
 
 def corpus(which: str = "all") -> list[tuple[str, bytes]]:
-    """Seed models: "zoo" (models/zoo/*.tflite), "ops" (the importer tests' one-op models) or "all"."""
+    """Seed models: "zoo" (models/zoo/*.tflite), "float" (the zoo's float models), "ops" (the
+    importer tests' one-op models) or "all"."""
     out = [(p.name, p.read_bytes()) for p in sorted(ZOO.glob("*.tflite"))] if which in ("all", "zoo") else []
+    if which == "float":
+        out = [(p.name, p.read_bytes()) for p in sorted(ZOO.glob("*_float.tflite"))]
     if which in ("all", "ops"):
         try:
             from tests.importer.test_tflite_import import CASES
@@ -316,6 +319,8 @@ def run_case(data: bytes, report: Report, save: Path | None, *, case_no: int, ar
 
     try:
         with time_limit(CASE_TIMEOUT):
+            if seed is not None and "_float" in seed[0]:
+                _float_case(data, report, record, case_no, example)
             try:
                 module = import_tflite(data, name="fuzz")
             except TFLiteImportError as e:
@@ -363,6 +368,54 @@ def run_case(data: bytes, report: Report, save: Path | None, *, case_no: int, ar
     grown = peak_rss() - rss0
     if grown > RSS_GROWTH_LIMIT:
         record("memory", "qd-import/qd-run", f"peak RSS grew by {grown >> 20} MB")
+
+
+def _float_case(data: bytes, report: Report, record, case_no: int, example) -> None:
+    """A mutated float model through the float importer (qd-import --float, what qd-quantize
+    reads) and, when it imports, the interpreter on random inputs."""
+    import numpy as np
+
+    from qdialect.importer.tflite import TFLiteImportError
+    from qdialect.importer.tflite_float import import_tflite_float
+    from qdialect.interpreter import InterpreterError, run_module
+
+    try:
+        module = import_tflite_float(data, name="fuzz")
+    except TFLiteImportError as e:
+        report.outcome("float: refused")
+        report.message(str(e), example("import_tflite_float"))
+        return
+    except Exception as e:  # noqa: BLE001
+        record("escaped", "import_tflite_float", f"{type(e).__name__}: {' '.join(str(e).split())}",
+               frame_signature(e))
+        return
+    report.outcome("float: imported")
+    if case_no % 4 == 0:
+        problem = _reparse(module)
+        if problem:
+            record("roundtrip", "qd-import --float | qd-opt", problem)
+            return
+    if case_no % 2:
+        return
+    from tvm_bridge.run_cli import make_inputs
+
+    try:
+        from qdialect.interpreter import Interpreter
+
+        from qdialect.interpreter import check_size
+
+        fn = Interpreter(module).entry()
+        for i, arg in enumerate(fn.body.block.args):
+            check_size(arg, f"input {i}")
+        with np.errstate(all="ignore"):
+            run_module(module, make_inputs(list(fn.body.block.args), case_no))
+        report.outcome("float: ran")
+    except InterpreterError as e:
+        report.outcome("float: interpreter refused")
+        report.message(str(e))
+    except Exception as e:  # noqa: BLE001
+        record("escaped", "interpreter (float model)", f"{type(e).__name__}: {' '.join(str(e).split())}",
+               frame_signature(e))
 
 
 def _cli_case(data: bytes, report: Report, record) -> None:
@@ -422,8 +475,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.fuzz.models", description=__doc__.split("\n\n")[0])
     common_arguments(p, SHORT_CASES)
     p.add_argument("--cli-every", type=int, default=10, help="run qd-import's main on every N-th case")
-    p.add_argument("--corpus", choices=("all", "zoo", "ops"), default="all",
-                   help="seed models: the zoo, the importer tests' one-op models, or both (default)")
+    p.add_argument("--corpus", choices=("all", "zoo", "float", "ops"), default="all",
+                   help="seed models: the zoo, its float models only (the float importer), the importer "
+                        "tests' one-op models, or all (default)")
     args = p.parse_args(argv)
     short = args.cases <= SHORT_CASES and args.time_budget is None
     seed = pick_seed(args, short)

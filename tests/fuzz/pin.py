@@ -9,7 +9,7 @@ one-line message.  A record is one JSON line:
 
     {"tool": "qd-opt", "argv": [...], "text": "...", "class": ..., "message": ...}
     {"tool": "qd-run", "text": "...", ...}                     (an .mlir file run on the interpreter)
-    {"tool": "import_tflite" | "qd-run-tflite", "seed": "cnn_small.tflite", "edits": [...], ...}
+    {"tool": "import_tflite" | "import_tflite_float" | "qd-run-tflite", "seed": "cnn_small.tflite", "edits": [...], ...}
     {"tool": "import_tflite" | "qd-run-tflite", "seed": "case:ADD", "bytes": "1c000000...", ...}
 
 Model inputs are stored as edits of a zoo model (`models/zoo/`): a list of
@@ -153,11 +153,12 @@ def _replay(record: dict) -> tuple[int | None, str]:
 
         cap = run_main(main, list(record["argv"]), record["text"].encode("utf-8", "surrogatepass"))
         return cap.rc, cap.stderr.strip()
-    if tool == "import_tflite":
+    if tool in ("import_tflite", "import_tflite_float"):
         from qdialect.importer.tflite import TFLiteImportError, import_tflite
+        from qdialect.importer.tflite_float import import_tflite_float
 
         try:
-            import_tflite(model_bytes(record), name="fuzz")
+            (import_tflite if tool == "import_tflite" else import_tflite_float)(model_bytes(record), name="fuzz")
         except TFLiteImportError as e:
             return 2, str(e)
         return 0, ""
@@ -204,7 +205,7 @@ def main(argv=None) -> int:
         if sources is None:
             sources = []
             runs = [("tests.fuzz.ir", []), ("tests.fuzz.models", ["--corpus", "zoo"]),
-                    ("tests.fuzz.models", ["--corpus", "ops"])]
+                    ("tests.fuzz.models", ["--corpus", "ops"]), ("tests.fuzz.models", ["--corpus", "float"])]
             for module, extra in runs:
                 out = Path(tmp) / f"{module}-{len(sources)}.jsonl"
                 cases = [] if args.cases is None else ["--cases", str(args.cases)]

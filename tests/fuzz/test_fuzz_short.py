@@ -5,8 +5,9 @@
   `qd-run --backend interp`);
 - models: 1,000 mutated zoo `.tflite` files (`python -m tests.fuzz.models
   --corpus zoo`: `qd-import`, the printed module read back, `qd-run
-  --backend interp`) and 500 mutated one-operator models of the importer's
-  tests (every operator's conversion).
+  --backend interp`), 500 mutated one-operator models of the importer's
+  tests (every operator's conversion) and 500 mutated float zoo models (the
+  float importer and the interpreter).
 
 Each harness runs in its own process (it sets an address-space limit and a
 per-case alarm) with a fixed seed (env QD_FUZZ_SEED overrides it) and writes
@@ -87,4 +88,13 @@ def test_model_fuzz_short_zoo(tmp_path):
 def test_model_fuzz_short_one_op_models(tmp_path):
     report = _fuzz(tmp_path, "tests.fuzz.models", "--cases", "500", "--corpus", "ops")
     _no_findings(report, 500)
+    _mostly_pinned(report, "models.jsonl")
+
+
+@pytest.mark.fuzz
+def test_model_fuzz_short_float_models(tmp_path):
+    """The zoo's float models through the float importer (qd-import --float, qd-quantize's input)."""
+    report = _fuzz(tmp_path, "tests.fuzz.models", "--cases", "500", "--corpus", "float")
+    _no_findings(report, 500)
+    assert report["outcomes"].get("float: ran", 0) > 20, report["text"]
     _mostly_pinned(report, "models.jsonl")

@@ -337,3 +337,14 @@ def test_qd_run_bad_options_are_one_line(argv, message):
     model = Path(__file__).resolve().parents[1] / "models/zoo/mlp_act.tflite"
     cap = run_main(qd_run, [str(model), "--backend", "interp", "--compare", "none", *argv])
     assert cap.rc == 2 and [ln for ln in cap.stderr.splitlines() if not ln.startswith("  .. ")] == [message]
+
+
+@pytest.mark.parametrize("pipeline, message", [
+    ("qnn-overflow-check{", "qd-opt: error: pass pipeline 'qnn-overflow-check{', column 20: expected argument name here"),
+    ("qnn-canonicalize,,qnn-raise", "qd-opt: error: pass pipeline 'qnn-canonicalize,,qnn-raise', column 18: expected pass name here"),
+    ("qnn-overflow-check{verbose=maybe}", "qd-opt: error: Incompatible types: given ('maybe',), expected <class 'bool'>"),
+    ("qnn-overflow-check{bogus=1}", 'qd-opt: error: Provided arguments ["bogus"] not found in expected arguments ["verbose", "fail"]'),
+])
+def test_malformed_pass_pipelines_are_one_line(pipeline, message):
+    """xDSL's ArgSpecParseError is a BaseException: a malformed -p escaped qd-opt as a traceback."""
+    assert one_error("func.func @f() { func.return }", "-p", pipeline) == message

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, PassFailedException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qdialect.diagnostics import one_line, parse_module, verify_module
@@ -105,6 +105,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except (ValueError, KeyError) as e:
         print(f"qd-opt: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ArgSpecParseError as e:  # a BaseException in xDSL: a malformed -p pipeline
+        # "Error parsing ...:", "pass-pipeline:1:COL", the pipeline, a caret line, the message
+        lines = [ln for ln in str(e).splitlines() if ln.strip()]
+        where = lines[1].rsplit(":", 1)[-1] if len(lines) > 1 else "?"
+        spec = lines[2].strip() if len(lines) > 2 else ""
+        what = lines[-1].strip().rstrip(".") if len(lines) > 4 else "malformed"
+        print(f"qd-opt: error: pass pipeline '{spec}', column {where}: {what[:1].lower() + what[1:]}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130

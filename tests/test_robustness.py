@@ -348,3 +348,10 @@ def test_qd_run_bad_options_are_one_line(argv, message):
 def test_malformed_pass_pipelines_are_one_line(pipeline, message):
     """xDSL's ArgSpecParseError is a BaseException: a malformed -p escaped qd-opt as a traceback."""
     assert one_error("func.func @f() { func.return }", "-p", pipeline) == message
+
+
+def test_qnn_decompose_takes_scalar_quantized_arguments():
+    """qnn-decompose assumed every quantized value is a tensor (AttributeError on a scalar
+    !quant.uniform argument) [IR fuzzer running every pass]."""
+    cap = opt("func.func @s(%a: !quant.uniform<i8:f32, 0.5:-3>) {\n  func.return\n}", "-p", "qnn-decompose")
+    assert cap.rc == 0 and "func.func @s(%a: i8)" in cap.stdout

@@ -90,6 +90,8 @@ def storage_type(t):
     q = quantized_element_type(t)
     if q is None:
         return t
+    if not isinstance(t, TensorType):  # a scalar !quant.uniform value
+        return q.storage_type
     return TensorType(q.storage_type, t.get_shape())
 
 

@@ -20,7 +20,8 @@ byte count); type swaps and line splices between seeds.
 Targets, in this process for speed (`transforms.opt.main(argv)` with stdin
 redirected): plain `qd-opt` (parse, verify, print); on success the printed
 text must parse back to the same text; a share of the valid cases also goes
-through `qd-opt -p qnn-overflow-check` and through `qd-run --backend interp`
+through `qd-opt -p qnn-overflow-check` and one other pass in turn (canonicalize,
+decompose, lower-to-float, raise, partition, to-l3), and through `qd-run --backend interp`
 (the reference interpreter on seeded random inputs).  A third of the cases
 are generated instead of mutated (`tests/fuzz/gen.py`: small valid graphs
 with extreme quantization parameters, half of them mutated once more), and
@@ -627,7 +628,12 @@ def run_case(text: str, report: Report, save: Path | None, *, extra: dict, case_
             if problem is not None:
                 record("roundtrip", "qd-opt", problem)
                 return
-            for pipeline in extra["pipelines"]:
+            # the first pipeline on every pass_every-th accepted case, the others in turn beside it
+            pipelines = extra["pipelines"][:1]
+            if len(extra["pipelines"]) > 1:
+                others = extra["pipelines"][1:]
+                pipelines.append(others[(case_no // max(1, extra["pass_every"])) % len(others)])
+            for pipeline in pipelines:
                 if case_no % extra["pass_every"]:
                     break
                 cap = run_main(main, ["-p", pipeline], data)
@@ -705,8 +711,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.fuzz.ir", description=__doc__.split("\n\n")[0])
     common_arguments(p, SHORT_CASES)
     p.add_argument("--passes", default=None,
-                   help="comma-separated pipelines to also run on accepted cases "
-                        "(default: qnn-overflow-check when registered)")
+                   help="comma-separated pipelines to also run on accepted cases: the first on every "
+                        "--pass-every-th, the others in turn beside it (default: qnn-overflow-check, then "
+                        "every other registered pass)")
     p.add_argument("--pass-every", type=int, default=3, help="run the pipelines on every N-th accepted case")
     p.add_argument("--run-every", type=int, default=4, help="run qd-run on every N-th accepted mutated case")
     p.add_argument("--gen-share", type=float, default=0.35,
@@ -726,7 +733,9 @@ def main(argv=None) -> int:
     vocab = sorted({t for _, s in seeds for t in tokens(s) if not t.isspace() and len(t) < 80})
     weights = [1.0 / math.sqrt(max(200, len(s))) for _, s in seeds]
     if args.passes is None:
-        pipelines = [p for p in ("qnn-overflow-check",) if _has_pass(p)]
+        pipelines = [p for p in ("qnn-overflow-check", "qnn-canonicalize", "qnn-decompose", "qnn-lower-to-float",
+                                 "qnn-raise", "qnn-partition{target=ethos-u}", "qnn-partition{target=cmsis-nn}",
+                                 "qnn-to-l3") if _has_pass(p.split("{")[0])]
     else:
         pipelines = [p for p in args.passes.split(",") if p]
     ctx = {"vocab": vocab, "seeds": seeds}

@@ -355,3 +355,21 @@ def test_qnn_decompose_takes_scalar_quantized_arguments():
     !quant.uniform argument) [IR fuzzer running every pass]."""
     cap = opt("func.func @s(%a: !quant.uniform<i8:f32, 0.5:-3>) {\n  func.return\n}", "-p", "qnn-decompose")
     assert cap.rc == 0 and "func.func @s(%a: i8)" in cap.stdout
+
+
+def test_qd_run_survives_litert_aborting_on_the_model(tmp_path):
+    """LiteRT aborts the whole process (a failed CHECK) preparing ADD whose output multiplier is
+    not below 1; qd-run's comparison killed qd-run with SIGABRT.  LiteRT now runs in a child."""
+    from tests.tflite_writer import TensorSpec as T
+    from tests.tflite_writer import build_single_op_model
+    from tvm_bridge.run_cli import main as qd_run
+
+    model = tmp_path / "add.tflite"
+    model.write_bytes(build_single_op_model("ADD", [T((1, 4), "int8", 1.0, 3), T((1, 4), "int8", 0.5, -5)],
+                                            [T((1, 4), "int8", 1e-7, 1)]))
+    cap = run_main(qd_run, [str(model), "--backend", "interp"])
+    lines = [ln for ln in cap.stderr.splitlines() if not ln.startswith("  .. ")]
+    assert cap.rc == 2 and lines == [
+        f"qd-run: error: {model}: LiteRT aborts on this model (SIGABRT while preparing or running it); "
+        "there is nothing to compare with (--compare none runs without it)"]
+    assert run_main(qd_run, [str(model), "--backend", "interp", "--compare", "none"]).rc == 0

@@ -139,27 +139,62 @@ def read_inputs(path: Path, args_values) -> tuple[list[np.ndarray], bool]:
     return arrays, bool(stacked)
 
 
+_LITERT_CHILD = """
+import sys
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+model_path, in_path, out_path, reference, threads = sys.argv[1:6]
+kwargs = dict(model_path=model_path, num_threads=int(threads))
+if reference == "1":
+    kwargs["experimental_op_resolver_type"] = OpResolverType.BUILTIN_REF
+interp = Interpreter(**kwargs)
+interp.allocate_tensors()
+ins, outs = interp.get_input_details(), interp.get_output_details()
+data = np.load(in_path)
+results = {}
+for i in range(int(data["n"])):
+    for j, d in enumerate(ins):
+        a = data[f"s{i}_{j}"]
+        if tuple(d["shape"]) != a.shape:
+            interp.resize_tensor_input(d["index"], a.shape)
+            interp.allocate_tensors()
+        interp.set_tensor(d["index"], a.astype(d["dtype"]))
+    interp.invoke()
+    for k, d in enumerate(outs):
+        results[f"s{i}_{k}"] = interp.get_tensor(d["index"]).copy()
+np.savez(out_path, n=len(outs), **results)
+"""
+
+
 def litert_run(model: bytes, samples: list[list[np.ndarray]], reference: bool, threads: int = 1):
-    try:
-        from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    except ImportError:
-        raise BadInput("--compare needs ai-edge-litert (pip install -e '.[test]')") from None
-    kwargs = dict(model_content=model, num_threads=threads)
-    if reference:
-        kwargs["experimental_op_resolver_type"] = OpResolverType.BUILTIN_REF
-    interp = Interpreter(**kwargs)
-    interp.allocate_tensors()
-    ins, outs = interp.get_input_details(), interp.get_output_details()
-    results = []
-    for sample in samples:
-        for d, a in zip(ins, sample):
-            if tuple(d["shape"]) != a.shape:
-                interp.resize_tensor_input(d["index"], a.shape)
-                interp.allocate_tensors()
-            interp.set_tensor(d["index"], a.astype(d["dtype"]))
-        interp.invoke()
-        results.append([interp.get_tensor(d["index"]).copy() for d in outs])
-    return results
+    """LiteRT's outputs for each sample, computed in a child process: LiteRT aborts the process
+    (a failed CHECK) on models it cannot prepare, e.g. ADD whose output multiplier is not below 1."""
+    import signal
+    import subprocess
+    import tempfile
+
+    if importlib.util.find_spec("ai_edge_litert") is None:
+        raise BadInput("--compare needs ai-edge-litert (pip install -e '.[test]')")
+    with tempfile.TemporaryDirectory(prefix="qd-run-litert-") as tmp:
+        model_path, in_path, out_path = (str(Path(tmp) / n) for n in ("model.tflite", "in.npz", "out.npz"))
+        Path(model_path).write_bytes(model)
+        arrays = {f"s{i}_{j}": a for i, sample in enumerate(samples) for j, a in enumerate(sample)}
+        np.savez(in_path, n=len(samples), **arrays)
+        proc = subprocess.run(
+            [sys.executable, "-c", _LITERT_CHILD, model_path, in_path, out_path, "1" if reference else "0", str(threads)],
+            capture_output=True, text=True,
+        )
+        if proc.returncode < 0:
+            name = signal.Signals(-proc.returncode).name
+            raise BadInput(f"LiteRT aborts on this model ({name} while preparing or running it); "
+                           "there is nothing to compare with (--compare none runs without it)")
+        if proc.returncode != 0:
+            lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+            raise BadInput(f"LiteRT refuses this model: {lines[-1] if lines else f'exit status {proc.returncode}'}")
+        out = np.load(out_path)
+        n_out = int(out["n"])
+        return [[out[f"s{i}_{k}"] for k in range(n_out)] for i in range(len(samples))]
 
 
 def _tvm_runner(module, args, stages):
@@ -308,7 +343,10 @@ def _run(args) -> int:
     if compare != "none":
         _progress(f"running LiteRT ({'BUILTIN_REF' if compare == 'litert-ref' else 'default, XNNPACK'})")
         t0 = time.perf_counter()
-        theirs = litert_run(path.read_bytes(), samples, reference=compare == "litert-ref")
+        try:
+            theirs = litert_run(path.read_bytes(), samples, reference=compare == "litert-ref")
+        except BadInput as e:
+            raise BadInput(f"{path}: {e}") from None
         stages.append((f"LiteRT {compare}", time.perf_counter() - t0))
         mismatches = []
         for k in range(len(ours[0])):

@@ -347,8 +347,15 @@ def run_case(data: bytes, report: Report, save: Path | None, *, case_no: int, ar
                 try:
                     from tvm_bridge.run_cli import main as qd_run
 
-                    cap = run_main(qd_run, [path, "--backend", "interp", "--compare", "none"])
+                    compare = "litert-ref" if args.compare_every and case_no % args.compare_every == 0 else "none"
+                    cap = run_main(qd_run, [path, "--backend", "interp", "--compare", compare])
                     cap.stderr = "\n".join(ln for ln in cap.stderr.splitlines() if not ln.startswith("  .. "))
+                    if compare != "none" and cap.rc == 1 and cap.escaped is None:
+                        # ran, but differs from LiteRT's reference kernels: a numerics lead, not a crash
+                        report.outcome("qd-run: differs from LiteRT")
+                        record("mismatch", "qd-run --compare litert-ref",
+                               next((ln for ln in cap.stdout.splitlines() if ln.startswith("output_") and " 0 of " not in ln), "?"))
+                        return
                     bad = contract_violation(cap, "qd-run")
                     if bad is not None:
                         where = frame_signature(cap.escaped)
@@ -475,6 +482,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.fuzz.models", description=__doc__.split("\n\n")[0])
     common_arguments(p, SHORT_CASES)
     p.add_argument("--cli-every", type=int, default=10, help="run qd-import's main on every N-th case")
+    p.add_argument("--compare-every", type=int, default=None,
+                   help="run qd-run with --compare litert-ref (LiteRT in a child process) on every N-th case "
+                        "(default: never in short mode, 40 in long mode); a difference is a 'mismatch' finding")
     p.add_argument("--corpus", choices=("all", "zoo", "float", "ops"), default="all",
                    help="seed models: the zoo, its float models only (the float importer), the importer "
                         "tests' one-op models, or all (default)")
@@ -483,6 +493,8 @@ def main(argv=None) -> int:
     seed = pick_seed(args, short)
     if args.subprocess_every is None:
         args.subprocess_every = 400 if short else 2000
+    if args.compare_every is None:
+        args.compare_every = 0 if short else 40
     limit_address_space()
     fuzz_limits()
     warnings.simplefilter("ignore")

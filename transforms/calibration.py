@@ -75,6 +75,11 @@ class TensorStats:
         return counts.astype(np.float64), (edges[:-1] + edges[1:]) / 2
 
 
+DEGENERATE_SCALE = 1.0 / 128
+"""Scale of a tensor that was all zeros in calibration: any scale represents it, and a moderate one
+keeps the next layer's bias scale (input_scale * weight_scale) far from underflow."""
+
+
 def _with_zero(lo: float, hi: float) -> tuple[float, float]:
     return min(float(lo), 0.0), max(float(hi), 0.0)
 
@@ -85,17 +90,17 @@ def affine_params(lo: float, hi: float, qmin: int, qmax: int, symmetric: bool) -
     Symmetric: scale = max(|lo|, |hi|) / qmax, zero point 0 (qmax = the
     positive end, so [-127, 127] of an i8 range is used).  Asymmetric:
     scale = (hi - lo) / (qmax - qmin), zero point = round(qmin - lo / scale)
-    clamped to the range.  A degenerate range gets scale 1e-8 (any scale
+    clamped to the range.  A degenerate range gets scale DEGENERATE_SCALE (any scale
     represents all zeros exactly).
     """
     lo, hi = _with_zero(lo, hi)
     if symmetric:
         m = max(abs(lo), abs(hi))
         scale = float(np.float32(m / qmax)) if m > 0 else 0.0
-        return (scale if scale > 0 else 1e-8), 0
+        return (scale if scale > 0 else DEGENERATE_SCALE), 0
     scale = float(np.float32((hi - lo) / (qmax - qmin)))
     if not scale > 0:
-        return 1e-8, int(min(max(0, qmin), qmax))
+        return DEGENERATE_SCALE, int(min(max(0, qmin), qmax))
     zp = int(np.round(qmin - lo / scale))
     return scale, int(min(max(zp, qmin), qmax))
 

@@ -205,7 +205,7 @@ class _Quantizer:
         if getattr(self.strategy, "weight_calibration", lambda layer: "minmax")(layer) == "mse":
             m = weight_mse_max(rows.astype(np.float64), m, qmax)
         scales = (m / qmax).astype(np.float32).astype(np.float64)
-        scales = np.where(scales > 0, scales, 1e-8)
+        scales = np.where(scales > 0, scales, 1.0)  # an all-zero channel: any scale; 1 keeps its bias exact enough
         if scales.size > 1 or self.strategy.weight_per_channel(layer):
             qt = UniformQuantizedType.per_axis(scales, 0, axis=axis, storage=storage, storage_min=-qmax, storage_max=qmax)
         else:

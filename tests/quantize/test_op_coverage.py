@@ -82,3 +82,26 @@ def test_every_op_quantizes_and_runs(scheme, floor_db):
     for sample in samples(2, 1):
         outs = run_module(result.module, sample)
         assert len(outs) == len(result.outputs_sqnr_db) and all(np.all(np.isfinite(o)) for o in outs)
+
+
+def test_dead_layer_and_zero_weight_channel():
+    """A relu that never fires (all-zero output in calibration) and an all-zero weight channel."""
+    block = Block(arg_types=[t(1, 8)])
+    (x,) = block.args
+    w1 = nn.ConstantOp(np.ones((4, 8), np.float32), t(4, 8))
+    b1 = nn.ConstantOp(np.full(4, -100.0, np.float32), t(4))
+    w2 = np.random.default_rng(0).normal(0, 1, (3, 4)).astype(np.float32)
+    w2[1] = 0.0
+    c2 = nn.ConstantOp(w2, t(3, 4))
+    b2 = nn.ConstantOp(np.array([0.5, -2.0, 1.0], np.float32), t(3))
+    dead = nn.FullyConnectedOp([x, w1.result, b1.result], t(1, 4), {"act_min": 0.0})
+    head = nn.FullyConnectedOp([dead.result, c2.result, b2.result], t(1, 3))
+    for op in (w1, b1, c2, b2, dead, head):
+        block.add_op(op)
+    block.add_op(func.ReturnOp(head.result))
+    module = ModuleOp([func.FuncOp("main", ([t(1, 8)], [t(1, 3)]), Region(block))])
+    rng = np.random.default_rng(1)
+    result = quantize_float_module(module, [[rng.normal(0, 1, (1, 8)).astype(np.float32)] for _ in range(8)],
+                                   load_strategy("int8"))
+    (y,) = run_module(result.module, [np.zeros((1, 8), np.float32)])
+    np.testing.assert_allclose(y, [[0.5, -2.0, 1.0]], atol=0.03)  # the biases survive: no scale underflow

@@ -640,6 +640,20 @@ def _trace(module: ModuleOp, inputs: Sequence[np.ndarray]) -> dict[SSAValue, np.
     return env
 
 
+def collect_statistics(float_module: ModuleOp, samples: Sequence[Sequence[np.ndarray]]) -> dict[str, TensorStats]:
+    """Run the float graph on `samples` and gather `TensorStats` of every argument and op result,
+    keyed by SSA name (or `#K` for the K-th value without one): calibration without quantizing."""
+    stats: dict[str, TensorStats] = {}
+    with np.errstate(all="ignore"):
+        for sample in samples:
+            env = _trace(float_module, sample)
+            for k, (value, array) in enumerate(env.items()):
+                if isinstance(value.owner, nn.ConstantOp) or np.asarray(array).dtype.kind != "f":
+                    continue
+                stats.setdefault(value.name_hint or f"#{k}", TensorStats()).observe(array)
+    return stats
+
+
 def evaluate(result: QuantizeResult, samples: Sequence[Sequence[np.ndarray]]) -> QuantizeResult:
     """Per-layer and output SQNR of the quantized module against float on other data (e.g. held out);
     fills `eval_sqnr_db` of each layer and `eval_outputs_sqnr_db`."""

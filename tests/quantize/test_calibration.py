@@ -67,3 +67,14 @@ def test_affine_params():
     assert affine_params(0.0, 0.0, -128, 127, False)[0] > 0  # degenerate range still has a valid scale
     scale, zp = affine_params(0.0, 6.0, -128, 127, False)
     assert zp == -128  # relu output: real 0 is the lowest integer
+
+
+def test_collect_statistics_of_a_float_graph():
+    from tests.quantize.conftest import data, float_module
+    from transforms.quantize import collect_statistics
+
+    stats = collect_statistics(float_module("cnn_small"), data("cnn_small", "calib")[:4])
+    relu = stats["cnn_small_1_conv1_1_Relu"]
+    assert relu.count == 4 and relu.lo == 0.0 and relu.hi > 0
+    assert stats["input"].lo >= 0.0 and stats["input"].hi <= 1.0
+    assert "Identity" in stats and 0.0 <= stats["Identity"].lo and stats["Identity"].hi <= 1.0  # softmax

@@ -296,6 +296,9 @@ def _dequantize(it, op, args):
 def _simulated_quantize(it, op, args):
     """Quantize-dequantize in float (see qnn.SimulatedQuantizeOp)."""
     x = np.asarray(args[0])
+    observer = getattr(it, "observer", None)
+    if observer is not None:  # calibration hooks see what reaches every simulated_quantize
+        observer(op, x)
     if op.attr("mode", "quantize") == "passthrough":
         return x.copy()
     q = op.qtype.qparams()

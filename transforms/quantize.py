@@ -640,17 +640,39 @@ def _trace(module: ModuleOp, inputs: Sequence[np.ndarray]) -> dict[SSAValue, np.
     return env
 
 
+def observation_module(float_module: ModuleOp) -> ModuleOp:
+    """A copy of the float graph with a passthrough qnn.simulated_quantize (an observation point that
+    adds no error) after every argument and float op result, named like the value it observes."""
+    copy = float_module.clone()
+    for op in list(copy.walk()):
+        values = [a for region in op.regions for block in region.blocks for a in block.args] if isinstance(
+            op, func.FuncOp) else list(op.results) if isinstance(op, nn.NnOp) else []
+        for value in values:
+            if not (isinstance(value.type, TensorType) and nn.is_float(value.type.element_type)) or not value.uses:
+                continue
+            probe = qnn.SimulatedQuantizeOp([value], [value.type], {"mode": StringAttr("passthrough")})
+            value.replace_uses_with_if(probe.results[0], lambda use: use.operation is not probe)
+            probe.results[0].name_hint = value.name_hint
+            if isinstance(value.owner, Block):
+                value.owner.insert_op_before(probe, value.owner.first_op)
+            else:
+                value.owner.parent.insert_op_after(probe, value.owner)
+    return copy
+
+
 def collect_statistics(float_module: ModuleOp, samples: Sequence[Sequence[np.ndarray]]) -> dict[str, TensorStats]:
-    """Run the float graph on `samples` and gather `TensorStats` of every argument and op result,
-    keyed by SSA name (or `#K` for the K-th value without one): calibration without quantizing."""
+    """Run the float graph on `samples` and gather `TensorStats` of every argument and float op result,
+    keyed by SSA name (`#K` for the K-th observation point without one): calibration without quantizing.
+    The values are what passthrough simulated_quantize probes (`observation_module`) record."""
+    observed = observation_module(float_module)
     stats: dict[str, TensorStats] = {}
+    probes = [op for op in observed.walk() if isinstance(op, qnn.SimulatedQuantizeOp)]
+    names = {id(op): op.operands[0].name_hint or f"#{k}" for k, op in enumerate(probes)}
+    it = Interpreter(observed)
+    it.observer = lambda op, values: stats.setdefault(names[id(op)], TensorStats()).observe(values)
     with np.errstate(all="ignore"):
         for sample in samples:
-            env = _trace(float_module, sample)
-            for k, (value, array) in enumerate(env.items()):
-                if isinstance(value.owner, nn.ConstantOp) or np.asarray(array).dtype.kind != "f":
-                    continue
-                stats.setdefault(value.name_hint or f"#{k}", TensorStats()).observe(array)
+            it.run(sample)
     return stats
 
 

@@ -1180,7 +1180,9 @@ class SimulatedQuantizeOp(QnnOp):
       toward +inf; clamping is to the type's storage range, as the integer
       path's quantize does.
     - `mode = "passthrough"`: y = x exactly (an observation point that records
-      real values without adding error).
+      real values without adding error: an interpreter with an `observer`
+      callable calls it with (op, values) at every simulated_quantize); `qtype`
+      may then be left out.
     - `acc` (`i16`, `i32`, `i64`) with `acc_overflow` (`wrap`, default, or
       `saturate`): the value is an accumulator held at scale s; the integer
       wraps or saturates at that width instead of clamping to the storage
@@ -1208,10 +1210,14 @@ class SimulatedQuantizeOp(QnnOp):
         if len(self.operands) != 1 or len(self.results) != 1:
             self.fail("expects one operand and one result")
         q = self.attributes.get("qtype")
-        if not isinstance(q, UniformQuantizedType):
+        mode = self.attributes.get("mode")
+        if q is None and isinstance(mode, StringAttr) and mode.data == "passthrough":
+            pass  # an observation point needs no parameters
+        elif not isinstance(q, UniformQuantizedType):
             self.fail(f"attribute 'qtype' must be a !quant.uniform type, got {q}")
-        for p in q.problems():
-            self.fail(f"qtype: {p}")
+        else:
+            for p in q.problems():
+                self.fail(f"qtype: {p}")
         for name, attr in self.attributes.items():
             if name == "qtype":
                 continue
@@ -1233,7 +1239,7 @@ class SimulatedQuantizeOp(QnnOp):
             self.fail(f"operand type {x} must be a float tensor")
         if x != y:
             self.fail(f"result type {y} differs from the operand type {x}")
-        if q.is_per_axis:
+        if q is not None and q.is_per_axis:
             shape = shape_of(self.operands[0])
             if not 0 <= q.axis < len(shape) or shape[q.axis] != len(q.scale_array()):
                 self.fail(f"qtype has {len(q.scale_array())} scales on axis {q.axis}, operand shape is {list(shape)}")

@@ -114,3 +114,28 @@ def test_wrap_remark(capsys):
     m = parse_module(CTX, module(sim('qtype = !quant.uniform<i32:f32, 0.5>, acc = "i16"')))
     QnnLowerSimulatedQuantizePass().apply(CTX, m)
     assert "remark: qnn-lower-simulated-quantize:" in capsys.readouterr().err
+
+
+def test_passthrough_probe_needs_no_qtype_and_reports_to_an_observer():
+    from qdialect.interpreter import Interpreter
+
+    m = parse_module(CTX, module(sim('mode = "passthrough"')))
+    seen = []
+    it = Interpreter(m)
+    it.observer = lambda op, values: seen.append(values.copy())
+    (y,) = it.run([X])
+    np.testing.assert_array_equal(y, X)
+    assert len(seen) == 1 and np.array_equal(seen[0], X)
+
+
+def test_observation_module_adds_no_error():
+    from tests.quantize.conftest import data, float_module
+    from transforms.quantize import observation_module
+
+    original = float_module("mlp_act")
+    observed = observation_module(original)
+    text = str(observed)
+    assert text.count('mode = "passthrough"') == 10  # the input and 9 layers
+    reparsed = parse_module(CTX, text)
+    sample = data("mlp_act", "heldout")[0]
+    np.testing.assert_array_equal(run_module(reparsed, sample)[0], run_module(original, sample)[0])

@@ -36,16 +36,16 @@ writes it as a markdown table and a PNG plot.
 from __future__ import annotations
 
 import math
+import struct
 import sys
 import zlib
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerType, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import IntegerType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 

@@ -27,18 +27,18 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from qdialect.dialects import nn
 from qdialect.diagnostics import verify_module
 from qdialect.importer.tflite import (
-    _FLOAT_TYPES,
+    _ACT_REAL,
     _ARITY,
+    _FLOAT_TYPES,
     _FUSED,
     _MULTI_OUT,
     TFLiteImportError,
-    _ACT_REAL,
     _check_strided_masks,
     _format_unsupported,
     _Importer,

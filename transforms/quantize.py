@@ -241,6 +241,8 @@ class _Quantizer:
             if len(sample) != len(args):
                 raise QuantizeError(f"sample {s} has {len(sample)} inputs, the model takes {len(args)}")
         for k, arg in enumerate(args):
+            if not (isinstance(arg.type, TensorType) and nn.is_float(arg.type.element_type)):
+                raise QuantizeError(f"input {k} is {arg.type}; qd-quantize quantizes graphs of float tensors")
             shape = tuple(arg.type.get_shape())
             for s, sample in enumerate(samples):
                 if tuple(np.shape(sample[k])) != shape:
@@ -285,7 +287,7 @@ class _Quantizer:
                 return self.finish(op, new_args, n)
             if isinstance(op, nn.ConstantOp):
                 continue
-            if not isinstance(op, nn.NnOp):
+            if not isinstance(op, nn.NnOp) or not nn.is_float(nn.element_of(op.results[0].type)):
                 raise QuantizeError(f"op #{index} {op.name} is not a float nn op; qd-quantize reads float graphs")
             done += 1
             layer = Layer(self.name_of(op.results[0], f"#{index}"), _kind(op), index)

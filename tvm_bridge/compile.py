@@ -58,7 +58,10 @@ class CompiledModel:
     def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
         import tvm
 
-        args = [tvm.runtime.tensor(np.ascontiguousarray(x), self.device) for x in inputs]
+        # unsigned storage (u8) travels through L3 as the signless bits of a signed type
+        arrays = [np.asarray(x) for x in inputs]
+        arrays = [x.view(np.dtype(f"int{x.dtype.itemsize * 8}")) if x.dtype.kind == "u" else x for x in arrays]
+        args = [tvm.runtime.tensor(np.ascontiguousarray(x), self.device) for x in arrays]
         out = self.vm["main"](*args)
         if self.n_outputs == 1:
             return [out.numpy()]

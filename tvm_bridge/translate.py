@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
 
 
@@ -428,9 +428,16 @@ def _generic(tr: Translator, op: linalg.GenericOp):
             if not isinstance(c, tuple):
                 raise TranslationError("linalg.generic: non-constant scalar input")
             input_kinds.append(("scalar", c))
+    # tensors read inside the body (tables via tensor.extract) travel as extra TE inputs
+    captured: list[SSAValue] = []
+    for bop in body.ops:
+        for v in bop.operands:
+            if isinstance(v.type, TensorType) and v.owner is not op and v not in captured \
+                    and not (isinstance(v.owner, Block) and v.owner is body):
+                captured.append(v)
+    captured_at = {v: len(tensor_inputs) + k for k, v in enumerate(captured)}
+    tensor_inputs.extend(tr.tensor(v) for v in captured)
     init_tensor, init_const = _init_value(tr, op.outputs[0])
-    if init_tensor is not None:
-        tensor_inputs.append(init_tensor)
     out_arg = body.args[-1]
     yield_op = body.last_op
     rules = scalar_rules()
@@ -442,6 +449,15 @@ def _generic(tr: Translator, op: linalg.GenericOp):
         if not isinstance(yielded, Operation) or out_arg not in yielded.operands or len(list(out_arg.uses)) != 1:
             raise TranslationError("linalg.generic: reduction body must yield combine(accumulator, value)")
         combiner = yielded
+        if not isinstance(combiner, (arith.AddiOp, arith.AddfOp, arith.MaxSIOp, arith.MaximumfOp,
+                                     arith.MinSIOp, arith.MinimumfOp)):
+            raise TranslationError(f"linalg.generic: reduction combiner {combiner.name} is not supported")
+    # a reduction whose init is the combiner's identity is the bare TE reduction; any other
+    # init is combined in a second, elementwise stage (TE reductions must be top level)
+    separate_init = combiner is not None and (init_tensor is not None or not _is_identity(combiner, init_const, out_dtype))
+    n_in = len(tensor_inputs)
+    if init_tensor is not None and combiner is None:
+        tensor_inputs.append(init_tensor)
 
     def fcompute(*tensors):
         def body_fn(*out_idx):
@@ -457,10 +473,10 @@ def _generic(tr: Translator, op: linalg.GenericOp):
                     values[arg] = tensors[ref](*[affine_to_tir(e, dims) for e in m.results])
                 else:
                     values[arg] = tirx.const(ref[0], dtype_of(arg.type))
-            init = (
-                tensors[-1](*out_idx) if init_tensor is not None else tirx.const(init_const, out_dtype)
-            )
-            values[out_arg] = init
+            if combiner is None:
+                values[out_arg] = (
+                    tensors[n_in](*out_idx) if init_tensor is not None else tirx.const(init_const, out_dtype)
+                )
             for bop in body.ops:
                 if bop is yield_op:
                     break
@@ -473,6 +489,10 @@ def _generic(tr: Translator, op: linalg.GenericOp):
                 if isinstance(bop, linalg.IndexOp):
                     values[bop.results[0]] = tirx.Cast("int64", dims[bop.dim.value.data])
                     continue
+                if isinstance(bop, tensor.ExtractOp) and bop.tensor in captured_at:
+                    table = tensors[captured_at[bop.tensor]]
+                    values[bop.results[0]] = table(*[values[i] for i in bop.indices])
+                    continue
                 rule = rules.get(type(bop))
                 if rule is None:
                     raise TranslationError(f"linalg.generic body op {bop.name} is not supported")
@@ -482,16 +502,34 @@ def _generic(tr: Translator, op: linalg.GenericOp):
             other = [v for v in combiner.operands if v is not out_arg][0]
             rhs = values[other]
             if isinstance(combiner, (arith.AddiOp, arith.AddfOp)):
-                return init + te.sum(rhs, axis=raxes)
+                return te.sum(rhs, axis=raxes)
             if isinstance(combiner, (arith.MaxSIOp, arith.MaximumfOp)):
-                return tirx.max(init, te.max(rhs, axis=raxes))
-            if isinstance(combiner, (arith.MinSIOp, arith.MinimumfOp)):
-                return tirx.min(init, te.min(rhs, axis=raxes))
-            raise TranslationError(f"linalg.generic: reduction combiner {combiner.name} is not supported")
+                return te.max(rhs, axis=raxes)
+            return te.min(rhs, axis=raxes)
 
         return te.compute(out_shape, body_fn, name="generic")
 
-    tr.env[op.results[0]] = tr.bb.emit_te(fcompute, *tensor_inputs)
+    result = tr.bb.emit_te(fcompute, *tensor_inputs)
+    if separate_init:
+        from tvm import relax
+
+        init = init_tensor if init_tensor is not None else relax.const(init_const, out_dtype)
+        combine = {arith.AddiOp: relax.op.add, arith.AddfOp: relax.op.add, arith.MaxSIOp: relax.op.maximum,
+                   arith.MaximumfOp: relax.op.maximum, arith.MinSIOp: relax.op.minimum,
+                   arith.MinimumfOp: relax.op.minimum}[type(combiner)]
+        result = tr.bb.emit(combine(result, init))
+    tr.env[op.results[0]] = result
+
+
+def _is_identity(combiner: Operation, value, dtype: str) -> bool:
+    """Whether `value` is the identity of the reduction `combiner` on `dtype`."""
+    if isinstance(combiner, (arith.AddiOp, arith.AddfOp)):
+        return value == 0
+    if dtype.startswith("int"):
+        bits = int(dtype[3:])
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        return value == (lo if isinstance(combiner, arith.MaxSIOp) else hi)
+    return value == (-float("inf") if isinstance(combiner, arith.MaximumfOp) else float("inf"))
 
 
 def _add_init(tr: Translator, op, result):
@@ -532,7 +570,7 @@ def _transpose(tr: Translator, op):
     from tvm import relax
 
     perm = list(op.permutation.get_values())
-    tr.env[op.results[0]] = tr.bb.emit(relax.op.permute_dims(tr.tensor(op.input), perm))
+    tr.env[op.results[0]] = tr.bb.emit(relax.op.permute_dims(tr.tensor(op.inputs[0]), perm))
 
 
 def _reshape(tr: Translator, op):

@@ -1,0 +1,818 @@
+"""`qnn-lower-to-linalg` (L2 -> L3): `qint` primitives -> upstream `linalg` / `arith` / `tensor`.
+
+After this pass a module holds only `func`, `arith`, `linalg` and `tensor`
+ops on plain signless integer tensors, so MLIR's own `mlir-opt` accepts it
+and the TVM bridge translates it.  What rewrites into what:
+
+| L2 op | L3 |
+|---|---|
+| qint.conv2d | tensor.pad (with the input zero point) -> linalg.conv_2d_nhwc_fhwc on the stored integers (int8 x int8 -> i32 / i16 / i64) -> linalg.generic subtracting `input_zp * sum(w[o])` when the weights are a constant with zero point 0; otherwise one linalg.generic with the zero points in its body |
+| qint.depthwise_conv2d | tensor.pad -> linalg.generic (channel multiplier M as a separate loop, reshaped back to C*M) |
+| qint.fully_connected / batch_matmul | linalg.generic reductions (zero points in the body) |
+| qint.bias_add, add, sub, mul, maximum, minimum, divide_round | elementwise linalg.generic (broadcasting through the indexing maps) |
+| qint.rescale | elementwise linalg.generic whose body is the integer recipe of its `mode` in arith (64-bit multiply, rounding add, arithmetic shift, clamp, truncate; per-channel parameters as 1-D constant operands) |
+| qint.table | elementwise linalg.generic reading the table with tensor.extract |
+| qint.pool_sum / pool_max | tensor.pad -> linalg.generic with window loops (a constant window-shaped operand gives their extents, as linalg's named pooling ops do) |
+| qint.reduce_sum / max / min | linalg.fill + reduction linalg.generic (+ tensor.expand_shape for keep_dims) |
+| qint.softmax | max, exp table (computed at compile time from the reference), sum, fixed-point reciprocal in arith, final rescale: five linalg.generic ops |
+
+Every rounding step is spelled out in arith exactly as the reference
+(`qdialect.reference`) computes it, so L3 equals L2 bit for bit; anything the
+pass cannot express exactly is refused (every such op named at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, tensor
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+    f32,
+    f64,
+)
+from xdsl.dialects.linalg.ops import Conv2DNhwc_FhwcOp, FillOp, GenericOp, IteratorTypeAttr, YieldOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.utils.exceptions import PassFailedException
+
+from qdialect.dialects import qint
+from qdialect.reference import activations as act
+from qdialect.reference.rescale import multiply_by_quantized_multiplier, multiply_single_rounding
+from transforms.decompose import Emitter, Unsupported, dense_constant, int_tensor, pad_op, scalar_constant
+
+I64 = IntegerType(64)
+I32 = IntegerType(32)
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+# ----- scalar arith inside a linalg body -------------------------------------------------------
+
+
+class Scalar:
+    """Builds arith ops on scalars into a block; Python ints become i64 constants."""
+
+    def __init__(self, block: Block):
+        self.block = block
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def const(self, value, t=I64) -> SSAValue:
+        if isinstance(t, IntegerType):
+            return self.emit(arith.ConstantOp(IntegerAttr(int(value), t), t))
+        return self.emit(arith.ConstantOp(FloatAttr(float(value), t), t))
+
+    def v(self, x, t=I64) -> SSAValue:
+        return x if isinstance(x, SSAValue) else self.const(x, t)
+
+    def _bin(self, cls, a, b):
+        a = self.v(a)
+        b = self.v(b, a.type)
+        return self.emit(cls(a, b))
+
+    def add(self, a, b):
+        return self._bin(arith.AddiOp, a, b)
+
+    def sub(self, a, b):
+        return self._bin(arith.SubiOp, a, b)
+
+    def mul(self, a, b):
+        return self._bin(arith.MuliOp, a, b)
+
+    def divsi(self, a, b):
+        return self._bin(arith.DivSIOp, a, b)
+
+    def floordiv(self, a, b):
+        return self._bin(arith.FloorDivSIOp, a, b)
+
+    def shl(self, a, b):
+        return self._bin(arith.ShLIOp, a, b)
+
+    def shr(self, a, b):
+        return self._bin(arith.ShRSIOp, a, b)
+
+    def band(self, a, b):
+        return self._bin(arith.AndIOp, a, b)
+
+    def max(self, a, b):
+        return self._bin(arith.MaxSIOp, a, b)
+
+    def min(self, a, b):
+        return self._bin(arith.MinSIOp, a, b)
+
+    def cmp(self, pred: str, a, b):
+        a = self.v(a)
+        return self.emit(arith.CmpiOp(a, self.v(b, a.type), pred))
+
+    def select(self, c, a, b):
+        a = self.v(a)
+        return self.emit(arith.SelectOp(c, a, self.v(b, a.type)))
+
+    def bool_to_int(self, c):
+        return self.emit(arith.ExtUIOp(c, I64))
+
+    def ext(self, x: SSAValue, width: int = 64, unsigned: bool = False) -> SSAValue:
+        w = x.type.width.data
+        if w == width:
+            return x
+        if w > width:
+            return self.emit(arith.TruncIOp(x, IntegerType(width)))
+        return self.emit((arith.ExtUIOp if unsigned else arith.ExtSIOp)(x, IntegerType(width)))
+
+    def trunc(self, x: SSAValue, width: int) -> SSAValue:
+        return self.ext(x, width)
+
+    def wrap(self, x: SSAValue, width: int) -> SSAValue:
+        """Two's-complement wrap of an i64 value to `width` bits, kept in i64."""
+        if width >= 64:
+            return x
+        return self.ext(self.trunc(x, width), 64)
+
+    def clamp(self, x, lo: int, hi: int):
+        return self.min(self.max(x, lo), hi)
+
+    # gemmlowp / TFLite fixed point on int32 values held in i64
+
+    def srdhm(self, a, b):
+        """SaturatingRoundingDoublingHighMul (b is never INT32_MIN here, or a is not)."""
+        a, b = self.v(a), self.v(b)
+        overflow = self.emit(arith.AndIOp(self.cmp("eq", a, INT32_MIN), self.cmp("eq", b, INT32_MIN)))
+        prod = self.mul(a, b)
+        nudge = self.select(self.cmp("sge", prod, 0), 1 << 30, 1 - (1 << 30))
+        q = self.divsi(self.add(prod, nudge), 1 << 31)
+        return self.select(overflow, INT32_MAX, q)
+
+    def rdbpot(self, x, exponent):
+        """RoundingDivideByPOT with an i64 exponent (constant or value)."""
+        e = self.v(exponent)
+        mask = self.sub(self.shl(1, e), 1)
+        remainder = self.band(x, mask)
+        threshold = self.add(self.shr(mask, 1), self.bool_to_int(self.cmp("slt", x, 0)))
+        return self.add(self.shr(x, e), self.bool_to_int(self.cmp("sgt", remainder, threshold)))
+
+    def sat_shift_left(self, x, exponent: int):
+        if exponent == 0:
+            return x
+        threshold = (1 << (31 - exponent)) - 1
+        r = self.wrap(self.shl(x, exponent), 32)
+        r = self.select(self.cmp("sgt", x, threshold), INT32_MAX, r)
+        return self.select(self.cmp("slt", x, -threshold), INT32_MIN, r)
+
+    def clz32(self, x):
+        """CountLeadingZeros of the low 32 bits read as unsigned (32 for 0): the number
+        of powers 2^j (j = 0..31) above the value (no select chains: TVM's arithmetic
+        analyzer takes exponential time on nested selects of shifts)."""
+        u = self.band(x, 0xFFFFFFFF)
+        count = self.const(0)
+        for j in range(32):
+            count = self.add(count, self.bool_to_int(self.cmp("slt", u, 1 << j)))
+        return count
+
+    def round_half_away(self, y: SSAValue) -> SSAValue:
+        """A float rounded half away from zero, as i64 (|y| < 2^62; exact below 2^53)."""
+        t = self.emit(arith.FPToSIOp(y, I64))
+        frac = self.emit(arith.SubfOp(y, self.emit(arith.SIToFPOp(t, y.type))))
+        half = self.const(0.5, y.type)
+        mhalf = self.const(-0.5, y.type)
+        up = self.bool_to_int(self.emit(arith.CmpfOp(frac, half, "oge")))
+        down = self.bool_to_int(self.emit(arith.CmpfOp(frac, mhalf, "ole")))
+        return self.sub(self.add(t, up), down)
+
+    def round_half_even(self, y: SSAValue) -> SSAValue:
+        """A float rounded to nearest, ties to even, as i64 (|y| < 2^62)."""
+        t = self.emit(arith.FPToSIOp(y, I64))
+        frac = self.emit(arith.SubfOp(y, self.emit(arith.SIToFPOp(t, y.type))))
+        odd = self.cmp("ne", self.band(t, 1), 0)
+        half = self.const(0.5, y.type)
+        mhalf = self.const(-0.5, y.type)
+        gt = self.emit(arith.CmpfOp(frac, half, "ogt"))
+        eq = self.emit(arith.CmpfOp(frac, half, "oeq"))
+        lt = self.emit(arith.CmpfOp(frac, mhalf, "olt"))
+        meq = self.emit(arith.CmpfOp(frac, mhalf, "oeq"))
+        up = self.emit(arith.OrIOp(gt, self.emit(arith.AndIOp(eq, odd))))
+        down = self.emit(arith.OrIOp(lt, self.emit(arith.AndIOp(meq, odd))))
+        return self.sub(self.add(t, self.bool_to_int(up)), self.bool_to_int(down))
+
+    def fclamp(self, y: SSAValue, bound: float) -> SSAValue:
+        lo, hi = self.const(-bound, y.type), self.const(bound, y.type)
+        return self.emit(arith.MinimumfOp(self.emit(arith.MaximumfOp(y, lo)), hi))
+
+    def lookup(self, table: SSAValue, index: SSAValue) -> SSAValue:
+        """`table[index]` (a 1-D constant captured by the body), as i64."""
+        i = self.emit(arith.IndexCastOp(index, IndexType()))
+        el = table.type.element_type
+        return self.ext(self.emit(tensor.ExtractOp(table, [i], el)), 64)
+
+
+# ----- linalg.generic construction -------------------------------------------------------------
+
+
+def dim(i: int) -> AffineExpr:
+    return AffineExpr.dimension(i)
+
+
+def amap(n_dims: int, results: Sequence) -> AffineMapAttr:
+    exprs = tuple(r if isinstance(r, AffineExpr) else AffineExpr.constant(int(r)) for r in results)
+    return AffineMapAttr(AffineMap(n_dims, 0, exprs))
+
+
+def identity(rank: int) -> AffineMapAttr:
+    return amap(rank, [dim(i) for i in range(rank)])
+
+
+def broadcast_map(shape: Sequence[int], out_shape: Sequence[int]) -> AffineMapAttr:
+    """Right-aligned numpy broadcasting of an operand of `shape` into `out_shape`'s loops."""
+    rank, out_rank = len(shape), len(out_shape)
+    results = []
+    for j, s in enumerate(shape):
+        d = out_rank - rank + j
+        results.append(0 if s == 1 and out_shape[d] != 1 else dim(d))
+    return amap(out_rank, results)
+
+
+def element(t):
+    return t.element_type if isinstance(t, TensorType) else t
+
+
+class Lowering(Emitter):
+    """Collects the L3 ops that replace one qint op."""
+
+    def empty(self, t: TensorType) -> SSAValue:
+        return self.add(tensor.EmptyOp([], t))
+
+    def filled(self, t: TensorType, value) -> SSAValue:
+        el = t.element_type
+        attr = IntegerAttr(int(value), el) if isinstance(el, IntegerType) else FloatAttr(float(value), el)
+        c = self.add(arith.ConstantOp(attr, el))
+        return self.add(FillOp([c], [self.empty(t)], [t]))
+
+    def generic(self, inputs: Sequence[SSAValue], maps: Sequence[AffineMapAttr], out_type: TensorType,
+                out_map: AffineMapAttr, body: Callable[..., SSAValue], *, iterators: Sequence[str] | None = None,
+                init=None) -> SSAValue:
+        """One linalg.generic; `body(s, *args, out)` builds the yielded scalar with `Scalar` s."""
+        n = out_map.data.num_dims
+        iterators = iterators or ["parallel"] * n
+        out = self.empty(out_type) if init is None else self.filled(out_type, init)
+        block = Block(arg_types=[element(v.type) for v in inputs] + [out_type.element_type])
+        s = Scalar(block)
+        y = body(s, *block.args)
+        block.add_op(YieldOp(y))
+        op = GenericOp(list(inputs), [out], Region(block), [*maps, out_map],
+                       [getattr(IteratorTypeAttr, it)() for it in iterators], [out_type])
+        return self.add(op)
+
+    def elementwise(self, inputs: Sequence[SSAValue], out_type: TensorType, body) -> SSAValue:
+        shape = list(out_type.get_shape())
+        maps = [broadcast_map(qint.shape_of(v), shape) for v in inputs]
+        return self.generic(inputs, maps, out_type, identity(len(shape)), body)
+
+    def channel_constant(self, values, axis: int, rank: int):
+        """Per-channel i64 parameters: (operand, map) or a Python int when they are all one value."""
+        values = [int(v) for v in values]
+        if len(set(values)) == 1:
+            return values[0], None
+        return self.constant(np.asarray(values, np.int64), 64), amap(rank, [dim(axis)])
+
+    def pad(self, x: SSAValue, low: Sequence[int], high: Sequence[int], value: int) -> SSAValue:
+        if not any(low) and not any(high):
+            return x
+        shape = qint.shape_of(x)
+        el = x.type.element_type
+        result = TensorType(el, [d + lo + hi for d, lo, hi in zip(shape, low, high)])
+        c = self.add(scalar_constant(value, el.width.data))
+        return self.add(pad_op(x, list(low), list(high), c, result))
+
+
+def signed_min(width: int) -> int:
+    return -(1 << (width - 1))
+
+
+def signed_max(width: int) -> int:
+    return (1 << (width - 1)) - 1
+
+
+# ----- accumulating ops ------------------------------------------------------------------------
+
+
+def _constant_values(value: SSAValue) -> np.ndarray | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        from qdialect.interp_standard import element_dtype
+
+        t = value.type
+        w = t.element_type.width.data
+        raw = np.frombuffer(owner.value.data.data, dtype=np.dtype(f"int{max(8, w)}"))
+        if raw.size == 1 and int(np.prod(t.get_shape())) != 1:
+            raw = np.broadcast_to(raw, t.get_shape())
+        return raw.reshape(t.get_shape()).astype(element_dtype(t))
+    return None
+
+
+def lower_conv2d(e: Lowering, op: qint.Conv2DOp) -> SSAValue:
+    x, w = op.operands
+    out_t = op.results[0].type
+    acc_w = qint.int_width(op.results[0])
+    izp, wzp = op.attr("input_zp", 0), op.attr("weight_zp", 0)
+    (sh, sw), (dh, dw), (pt, pb, pl, pr) = op.window()
+    x_bits = qint.int_width(x)
+    if not signed_min(x_bits) <= izp <= signed_max(x_bits):
+        raise Unsupported(f"input zero point {izp} does not fit the i{x_bits} input")
+    xp = e.pad(x, [0, pt, pl, 0], [0, pb, pr, 0], izp)
+    weights = _constant_values(w)
+    if wzp == 0 and weights is not None and qint.int_width(w) <= acc_w:
+        init = e.filled(out_t, 0)
+        conv = Conv2DNhwc_FhwcOp([xp, w], [init], [out_t],
+                                 strides=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), [sh, sw]),
+                                 dilations=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), [dh, dw]))
+        acc = e.add(conv)
+        if izp == 0:
+            return acc
+        correction = izp * weights.astype(np.int64).reshape(weights.shape[0], -1).sum(axis=1)
+        corr = e.constant(correction, 64)
+        rank = 4
+        return e.generic([acc, corr], [identity(rank), amap(rank, [dim(3)])], out_t, identity(rank),
+                         lambda s, a, c, _o: s.trunc(s.sub(s.ext(a), c), acc_w))
+    # general form: zero points inside the reduction body
+    maps = [amap(7, [dim(0), dim(1) * sh + dim(4) * dh, dim(2) * sw + dim(5) * dw, dim(6)]),
+            amap(7, [dim(3), dim(4), dim(5), dim(6)])]
+
+    def body(s, a, b, acc):
+        av = s.sub(s.ext(a, acc_w), s.const(izp, acc.type))
+        bv = s.sub(s.ext(b, acc_w), s.const(wzp, acc.type))
+        return s.emit(arith.AddiOp(acc, s.emit(arith.MuliOp(av, bv))))
+
+    return e.generic([xp, w], maps, out_t, amap(7, [dim(0), dim(1), dim(2), dim(3)]), body,
+                     iterators=["parallel"] * 4 + ["reduction"] * 3, init=0)
+
+
+def _zp_product(izp: int, wzp: int, acc_w: int):
+    def body(s, a, b, acc):
+        av = s.ext(a, acc_w)
+        if izp:
+            av = s.sub(av, s.const(izp, acc.type))
+        bv = s.ext(b, acc_w)
+        if wzp:
+            bv = s.sub(bv, s.const(wzp, acc.type))
+        return s.emit(arith.AddiOp(acc, s.emit(arith.MuliOp(av, bv))))
+
+    return body
+
+
+def lower_depthwise(e: Lowering, op: qint.DepthwiseConv2DOp) -> SSAValue:
+    x, w = op.operands
+    n, h, wd, c = qint.shape_of(x)
+    _, kh, kw, oc = qint.shape_of(w)
+    mult = oc // c
+    out_shape = qint.shape_of(op.results[0])
+    acc_w = qint.int_width(op.results[0])
+    izp, wzp = op.attr("input_zp", 0), op.attr("weight_zp", 0)
+    (sh, sw), (dh, dw), (pt, pb, pl, pr) = op.window()
+    x_bits = qint.int_width(x)
+    if not signed_min(x_bits) <= izp <= signed_max(x_bits):
+        raise Unsupported(f"input zero point {izp} does not fit the i{x_bits} input")
+    xp = e.pad(x, [0, pt, pl, 0], [0, pb, pr, 0], izp)
+    body = _zp_product(izp, wzp, acc_w)
+    # loops (n, y, x, c, m, ky, kx)
+    w4 = e.reshape(w, (kh, kw, c, mult))
+    maps = [amap(7, [dim(0), dim(1) * sh + dim(5) * dh, dim(2) * sw + dim(6) * dw, dim(3)]),
+            amap(7, [dim(5), dim(6), dim(3), dim(4)])]
+    t5 = int_tensor([*out_shape[:3], c, mult], acc_w)
+    acc = e.generic([xp, w4], maps, t5, amap(7, [dim(i) for i in range(5)]), body,
+                    iterators=["parallel"] * 5 + ["reduction"] * 2, init=0)
+    return e.reshape(acc, out_shape)
+
+
+def lower_fully_connected(e: Lowering, op: qint.FullyConnectedOp) -> SSAValue:
+    x, w = op.operands
+    acc_w = qint.int_width(op.results[0])
+    maps = [amap(3, [dim(0), dim(2)]), amap(3, [dim(1), dim(2)])]
+    return e.generic([x, w], maps, op.results[0].type, amap(3, [dim(0), dim(1)]),
+                     _zp_product(op.attr("input_zp", 0), op.attr("weight_zp", 0), acc_w),
+                     iterators=["parallel", "parallel", "reduction"], init=0)
+
+
+def lower_batch_matmul(e: Lowering, op: qint.BatchMatmulOp) -> SSAValue:
+    a, b = op.operands
+    out_shape = qint.shape_of(op.results[0])
+    acc_w = qint.int_width(op.results[0])
+    r = len(out_shape)
+    n = r + 1  # output loops + k
+    batch = list(out_shape[:-2])
+
+    def operand_map(shape, last_two):
+        lead = shape[:-2]
+        res = []
+        for j, s in enumerate(lead):
+            d = len(batch) - len(lead) + j
+            res.append(0 if s == 1 and batch[d] != 1 else dim(d))
+        return amap(n, res + last_two)
+
+    maps = [operand_map(qint.shape_of(a), [dim(r - 2), dim(r)]), operand_map(qint.shape_of(b), [dim(r), dim(r - 1)])]
+    return e.generic([a, b], maps, op.results[0].type, amap(n, [dim(i) for i in range(r)]),
+                     _zp_product(op.attr("lhs_zp", 0), op.attr("rhs_zp", 0), acc_w),
+                     iterators=["parallel"] * r + ["reduction"], init=0)
+
+
+def lower_bias_add(e: Lowering, op: qint.BiasAddOp) -> SSAValue:
+    acc, bias = op.operands
+    w = qint.int_width(op.results[0])
+    return e.elementwise([acc, bias], op.results[0].type,
+                         lambda s, a, b, _o: s.emit(arith.AddiOp(a, s.ext(b, w))))
+
+
+# ----- rescale ---------------------------------------------------------------------------------
+
+
+def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
+    x = op.operands[0]
+    out_t = op.results[0].type
+    shape = list(out_t.get_shape())
+    rank = len(shape)
+    axis = op.rescale_axis() if rank else 0
+    out_w = qint.int_width(op.results[0])
+    in_w = qint.int_width(x)
+    mode = op.mode
+    unsigned = op.attr("input_unsigned", False)
+    izp, ozp, ls = op.attr("input_zp", 0), op.attr("output_zp", 0), op.attr("left_shift", 0)
+    lo, hi = op.bounds()
+    inputs, maps = [x], [identity(rank)]
+    params: list = []  # per parameter: ("value", literal) or ("operand", index into the body's args)
+
+    def channel(values):
+        value, m = e.channel_constant(values, axis, rank)
+        if m is None:
+            params.append(("value", value))
+        else:
+            params.append(("operand", len(inputs)))
+            inputs.append(value)
+            maps.append(m)
+
+    if mode in ("double_round", "single_round", "wide_round"):
+        m = np.asarray(op.attr("multiplier"), np.int64)
+        sft = np.asarray(op.attr("shift"), np.int64)
+        if mode == "double_round":
+            channel(m)
+            channel(np.maximum(sft, 0))
+            channel(np.maximum(-sft, 0))
+        else:
+            if mode == "single_round":
+                total = 31 - sft
+            else:
+                m = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, np.int64(0x7FFF))
+                total = 15 - sft
+            if (total > 62).any() or (total < 1).any():
+                raise Unsupported(f"{mode} shift {int(sft.min())}..{int(sft.max())} needs more than 64 bits")
+            channel(m)
+            channel(total)
+            channel(np.int64(1) << (total - 1))
+    elif mode in ("float_even", "float_away"):
+        ftype, fdtype = (f32, np.float32) if mode == "float_even" else (f64, np.float64)
+        scale = np.asarray(op.attr("scale"), np.float64).astype(fdtype)
+        if len(set(scale.tolist())) == 1:
+            params.append(("value", float(scale[0])))
+        else:
+            t = TensorType(ftype, [scale.size])
+            params.append(("operand", len(inputs)))
+            inputs.append(e.add(arith.ConstantOp(
+                DenseIntOrFPElementsAttr(t, BytesAttr(np.ascontiguousarray(scale).tobytes())), t)))
+            maps.append(amap(rank, [dim(axis)]))
+
+    def body(s: Scalar, *args):
+        def p(k):
+            kind, v = params[k]
+            return args[v] if kind == "operand" else v
+
+        v = s.ext(args[0], 64, unsigned)
+        if izp:
+            v = s.sub(v, izp)
+        if ls:
+            v = s.shl(v, ls)
+        v = s.wrap(v, max(32, in_w))
+        if mode == "double_round":
+            left = p(1)
+            shifted = v if isinstance(left, int) and left == 0 else s.wrap(s.shl(v, left), 32)
+            r = s.rdbpot(s.srdhm(shifted, p(0)), p(2))
+        elif mode == "single_round":
+            r = s.shr(s.add(s.mul(v, p(0)), p(2)), p(1))
+        elif mode == "wide_round":
+            r = s.wrap(s.shr(s.add(s.mul(v, p(0)), p(2)), p(1)), 32)
+        elif mode in ("float_even", "float_away"):
+            ft = f32 if mode == "float_even" else f64
+            f = p(0)
+            f = s.const(f, ft) if isinstance(f, float) else f
+            y = s.emit(arith.MulfOp(s.emit(arith.SIToFPOp(v, ft)), f))
+            y = s.fclamp(y, float(1 << 62))
+            r = s.round_half_even(y) if mode == "float_even" else s.round_half_away(y)
+        else:
+            r = v
+        if ozp:
+            r = s.add(r, ozp)
+        return s.trunc(s.clamp(r, lo, hi), out_w)
+
+    return e.generic(inputs, maps, out_t, identity(rank), body)
+
+
+# ----- elementwise -----------------------------------------------------------------------------
+
+
+def _binary(fn):
+    def lower(e: Lowering, op) -> SSAValue:
+        w = qint.int_width(op.results[0])
+        lzp, rzp = op.attr("lhs_zp", 0), op.attr("rhs_zp", 0)
+
+        def body(s, a, b, _o):
+            av, bv = s.ext(a), s.ext(b)
+            if lzp:
+                av = s.sub(av, lzp)
+            if rzp:
+                bv = s.sub(bv, rzp)
+            return s.trunc(fn(s, av, bv), w)
+
+        return e.elementwise(list(op.operands), op.results[0].type, body)
+
+    return lower
+
+
+def lower_table(e: Lowering, op: qint.TableOp) -> SSAValue:
+    x, table = op.operands
+    w = qint.int_width(x)
+    unsigned = op.attr("unsigned", False)
+    out_t = op.results[0].type
+
+    def body(s, a, _o):
+        idx = s.ext(a, 64, unsigned)
+        if not unsigned:
+            idx = s.add(idx, 1 << (w - 1))
+        return s.trunc(s.lookup(table, idx), qint.int_width(op.results[0]))
+
+    return e.elementwise([x], out_t, body)
+
+
+def lower_divide_round(e: Lowering, op: qint.DivideRoundOp) -> SSAValue:
+    rounding = op.attr("rounding", "away")
+    w = qint.int_width(op.results[0])
+
+    def body(s, a, b, _o):
+        x, d = s.ext(a), s.ext(b)
+        if rounding == "away":
+            mag = s.divsi(s.add(s.select(s.cmp("slt", x, 0), s.sub(0, x), x), s.divsi(d, 2)), d)
+            r = s.select(s.cmp("sgt", x, 0), mag, s.sub(0, mag))
+        elif rounding == "half_up":
+            r = s.floordiv(s.add(s.mul(x, 2), d), s.mul(d, 2))
+        else:
+            q = s.floordiv(x, d)
+            twice = s.mul(s.sub(x, s.mul(q, d)), 2)
+            odd = s.cmp("ne", s.band(q, 1), 0)
+            up = s.emit(arith.OrIOp(s.cmp("sgt", twice, d), s.emit(arith.AndIOp(s.cmp("eq", twice, d), odd))))
+            r = s.add(q, s.bool_to_int(up))
+        return s.trunc(r, w)
+
+    return e.elementwise(list(op.operands), op.results[0].type, body)
+
+
+# ----- pools and reductions --------------------------------------------------------------------
+
+
+def _pool(e: Lowering, op, combine: str) -> SSAValue:
+    x = op.operands[0]
+    kh, kw = op.attr("kernel")
+    sh, sw = op.attr("strides", [1, 1])
+    pt, pb, pl, pr = op.attr("padding", [0, 0, 0, 0])
+    in_w = qint.int_width(x)
+    out_w = qint.int_width(op.results[0])
+    fill = 0 if combine == "sum" else signed_min(in_w)
+    xp = e.pad(x, [0, pt, pl, 0], [0, pb, pr, 0], fill)
+    window = e.constant(np.zeros((kh, kw), np.int8), 8)
+    maps = [amap(6, [dim(0), dim(1) * sh + dim(4), dim(2) * sw + dim(5), dim(3)]), amap(6, [dim(4), dim(5)])]
+
+    def body(s, a, _w, acc):
+        v = s.ext(a, out_w)
+        return s.emit((arith.AddiOp if combine == "sum" else arith.MaxSIOp)(acc, v))
+
+    return e.generic([xp, window], maps, op.results[0].type, amap(6, [dim(i) for i in range(4)]), body,
+                     iterators=["parallel"] * 4 + ["reduction"] * 2,
+                     init=0 if combine == "sum" else signed_min(out_w))
+
+
+def reduce(e: Lowering, x: SSAValue, axes: Sequence[int], out_width: int, combine: str,
+           keep_dims: bool = False) -> SSAValue:
+    shape = list(qint.shape_of(x))
+    rank = len(shape)
+    axes = sorted({a % rank for a in axes})
+    kept = [i for i in range(rank) if i not in axes]
+    order = kept + axes
+    out_t = int_tensor([shape[i] for i in kept], out_width)
+    cls = {"sum": arith.AddiOp, "max": arith.MaxSIOp, "min": arith.MinSIOp}[combine]
+    init = {"sum": 0, "max": signed_min(out_width), "min": signed_max(out_width)}[combine]
+    # loops: kept dims first (parallel), then reduced dims
+    in_map = amap(rank, [dim(order.index(i)) for i in range(rank)])
+    out_map = amap(rank, [dim(k) for k in range(len(kept))])
+    r = e.generic([x], [in_map], out_t, out_map, lambda s, a, acc: s.emit(cls(acc, s.ext(a, out_width))),
+                  iterators=["parallel"] * len(kept) + ["reduction"] * len(axes), init=init)
+    if keep_dims:
+        r = e.reshape(r, [1 if i in axes else d for i, d in enumerate(shape)])
+    return r
+
+
+def _reduce_op(combine: str):
+    def lower(e: Lowering, op) -> SSAValue:
+        return reduce(e, op.operands[0], op.attr("axes"), qint.int_width(op.results[0]), combine,
+                      op.attr("keep_dims", False))
+
+    return lower
+
+
+# ----- softmax -----------------------------------------------------------------------------------
+
+
+def _row_map(rank: int) -> AffineMapAttr:
+    return amap(rank, [dim(i) for i in range(rank - 1)])
+
+
+def lower_softmax(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
+    x = op.operands[0]
+    shape = list(qint.shape_of(x))
+    rank = len(shape)
+    if rank == 0:
+        raise Unsupported("softmax of a rank-0 tensor")
+    in_w = qint.int_width(x)
+    out_w = qint.int_width(op.results[0])
+    m, sft = op.attr("input_multiplier"), op.attr("input_shift")
+    single = op.attr("mode", "double_round") == "single_round"
+    mx = reduce(e, x, [rank - 1], in_w, "max")
+    diffs = -np.arange(1 << in_w, dtype=np.int64)  # table index k holds diff = -k
+    ident, row = identity(rank), _row_map(rank)
+    out_t = op.results[0].type
+    if in_w == 8:
+        diff_min = op.attr("diff_min")
+        rounding = "single" if single else "tflite"
+        valid = diffs >= diff_min
+        rescaled = act._mbqm_gt1(np.where(valid, diffs, 0), m, sft, rounding)
+        exps = act.exp_on_negative_values(rescaled, act._SCALED_DIFF_INTEGER_BITS)
+        contrib = np.where(valid, act._rescale(exps, 0, act._ACCUM_INTEGER_BITS), 0)
+        exp_table = e.constant(exps, 32)
+        contrib_table = e.constant(contrib, 32)
+
+        def diff_index(s, a, b):
+            return s.sub(s.ext(b), s.ext(a))  # max - x = -diff >= 0
+
+        contributions = e.generic([x, mx], [ident, row], int_tensor(shape, 32), ident,
+                                  lambda s, a, b, _o: s.trunc(s.lookup(contrib_table, diff_index(s, a, b)), 32))
+        total = reduce(e, contributions, [rank - 1], 32, "sum")
+
+        recip = reciprocal(e, total)
+        lo, hi = signed_min(out_w), signed_max(out_w)
+
+        def final(s, a, b, t, rcp, _o):
+            k = diff_index(s, a, b)
+            nbou = s.sub(act._ACCUM_INTEGER_BITS, s.clz32(s.ext(t)))
+            value = s.rdbpot(s.srdhm(s.ext(rcp), s.lookup(exp_table, k)), s.add(nbou, 31 - out_w))
+            value = s.clamp(s.add(value, lo), lo, hi)
+            return s.trunc(s.select(s.cmp("sle", k, -diff_min), value, lo), out_w)
+
+        return e.generic([x, mx, total, recip], [ident, row, row, row], out_t, ident, final)
+    # 16-bit: TFLite's LUT recipe
+    from qdialect.interp_qint import softmax16_luts
+
+    exp_lut, recip_lut = softmax16_luts()
+    scaled = multiply_single_rounding(diffs, m, sft) if single else multiply_by_quantized_multiplier(diffs, m, sft)
+    exps = act.int16_lut_lookup(np.clip(scaled + 32767, -32768, 32767), exp_lut)
+    exp_table = e.constant(exps, 32)
+    recips = act.int16_lut_lookup(np.arange(-32768, 32768, dtype=np.int64), recip_lut)
+    recip_table = e.constant(recips, 32)
+
+    def exp_of(s, a, b):
+        return s.lookup(exp_table, s.sub(s.ext(b), s.ext(a)))
+
+    values = e.generic([x, mx], [ident, row], int_tensor(shape, 32), ident,
+                       lambda s, a, b, _o: s.trunc(exp_of(s, a, b), 32))
+    total = reduce(e, values, [rank - 1], 64, "sum")
+
+    def final16(s, a, b, t, _o):
+        ex = exp_of(s, a, b)
+        h = s.clz32(t)
+        shifted = s.shr(s.add(s.shl(t, s.sub(h, 1)), 1 << 13), 14)
+        index = s.clamp(s.sub(shifted, (1 << 15) + (1 << 16)), -32768, 32767)
+        rcp = s.lookup(recip_table, s.add(index, 32768))
+        right = s.sub(31, h)
+        value = s.shr(s.add(s.mul(ex, rcp), s.shl(1, s.sub(right, 1))), right)
+        return s.trunc(s.clamp(value, 0, 32767), out_w)
+
+    return e.generic([x, mx, total], [ident, row, row], out_t, ident, final16)
+
+
+def reciprocal(e: Lowering, total: SSAValue) -> SSAValue:
+    """TFLite GetReciprocal's Q0.31 reciprocal of each i32 `total` (gemmlowp
+    one_over_one_plus_x_for_x_in_0_1 on the normalised value), as i32.
+
+    One linalg.generic per Newton-Raphson step: in a single body the reused
+    values make expression trees that TVM's arithmetic analyzer cannot digest.
+    """
+    shape = list(qint.shape_of(total))
+    ident = identity(len(shape))
+    t32 = int_tensor(shape, 32)
+
+    def step(inputs, body):
+        return e.generic(inputs, [ident] * len(inputs), t32, ident,
+                         lambda s, *args: s.trunc(body(s, *[s.ext(a) for a in args[:-1]]), 32))
+
+    def half_denominator(s, t):
+        shifted = s.wrap(s.sub(s.shl(s.band(t, 0xFFFFFFFF), s.clz32(t)), 1 << 31), 32)
+        total = s.add(shifted, INT32_MAX)  # rounding half sum with INT32_MAX
+        return s.divsi(s.add(total, s.select(s.cmp("sge", total, 0), 1, -1)), 2)
+
+    hd = step([total], half_denominator)
+    x = step([hd], lambda s, h: s.wrap(s.add(_fx_const(48.0 / 17.0, 2), s.srdhm(h, _fx_const(-32.0 / 17.0, 2))), 32))
+
+    def newton(s, h, x):
+        one_minus = s.wrap(s.sub(1 << 29, s.srdhm(h, x)), 32)
+        return s.wrap(s.add(x, s.sat_shift_left(s.srdhm(x, one_minus), 2)), 32)
+
+    for _ in range(3):
+        x = step([hd, x], newton)
+    return step([x], lambda s, v: s.sat_shift_left(v, 1))
+
+
+def _fx_const(value: float, integer_bits: int = 0) -> int:
+    return act._fx_const(value, integer_bits)
+
+
+# ----- the pass ----------------------------------------------------------------------------------
+
+LOWERINGS: dict[type, Callable[[Lowering, Operation], SSAValue]] = {
+    qint.Conv2DOp: lower_conv2d,
+    qint.DepthwiseConv2DOp: lower_depthwise,
+    qint.FullyConnectedOp: lower_fully_connected,
+    qint.BatchMatmulOp: lower_batch_matmul,
+    qint.BiasAddOp: lower_bias_add,
+    qint.RescaleOp: lower_rescale,
+    qint.AddOp: _binary(lambda s, a, b: s.add(a, b)),
+    qint.SubOp: _binary(lambda s, a, b: s.sub(a, b)),
+    qint.MulOp: _binary(lambda s, a, b: s.mul(a, b)),
+    qint.MaximumOp: _binary(lambda s, a, b: s.max(a, b)),
+    qint.MinimumOp: _binary(lambda s, a, b: s.min(a, b)),
+    qint.TableOp: lower_table,
+    qint.DivideRoundOp: lower_divide_round,
+    qint.PoolSumOp: lambda e, op: _pool(e, op, "sum"),
+    qint.PoolMaxOp: lambda e, op: _pool(e, op, "max"),
+    qint.ReduceSumOp: _reduce_op("sum"),
+    qint.ReduceMaxOp: _reduce_op("max"),
+    qint.ReduceMinOp: _reduce_op("min"),
+    qint.SoftmaxOp: lower_softmax,
+}
+
+
+@dataclass
+class LowerQIntOp(RewritePattern):
+    failures: list[str]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        fn = LOWERINGS.get(type(op))
+        if fn is None:
+            return
+        e = Lowering()
+        try:
+            out = fn(e, op)
+        except Unsupported as err:
+            self.failures.append(f"{op.name}: {err}")
+            return
+        rewriter.replace_op(op, e.ops, [out])
+
+
+@dataclass(frozen=True)
+class QnnLowerToLinalgPass(ModulePass):
+    """L2 -> L3: every qint op into linalg/arith/tensor on integer tensors (see the module docstring)."""
+
+    name = "qnn-lower-to-linalg"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        failures: list[str] = []
+        PatternRewriteWalker(GreedyRewritePatternApplier([LowerQIntOp(failures)]),
+                             apply_recursively=False).rewrite_module(op)
+        if failures:
+            raise PassFailedException("qnn-lower-to-linalg cannot lower: " + "; ".join(dict.fromkeys(failures)))
+        left = sorted({o.name for o in op.walk() if o.dialect_name() not in ("builtin", "func", "arith", "linalg",
+                                                                           "tensor")})
+        if left:
+            raise PassFailedException("qnn-lower-to-linalg cannot lower: " + ", ".join(left)
+                                      + " (not an upstream func/arith/linalg/tensor op)")

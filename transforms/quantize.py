@@ -800,11 +800,13 @@ def _draw_text(img: np.ndarray, text: str, x: int, y: int) -> None:
         x += 4
 
 
-def plot_sqnr(values: Sequence[float], width: int = 640, height: int = 320) -> np.ndarray:
-    """A bar chart of per-layer SQNR (dB) as an RGB image: one bar per layer, grid lines every 10 dB."""
+def plot_sqnr(values: Sequence[float], width: int = 640, height: int = 320,
+              second: Sequence[float] | None = None) -> np.ndarray:
+    """A bar chart of per-layer SQNR (dB) as an RGB image: one bar per layer (numbered), grid lines
+    every 10 dB labelled on the left; `second` (e.g. evaluation SQNR) draws a grey bar beside each."""
     img = np.full((height, width, 3), 255, np.uint8)
     margin = 24
-    finite = [v for v in values if math.isfinite(v)]
+    finite = [v for v in [*values, *(second or [])] if math.isfinite(v)]
     top = max([10.0, *finite]) if finite else 10.0
     top = 10.0 * math.ceil(top / 10.0)
     bottom = 10.0 * math.floor(min(0.0, *finite) / 10.0) if finite else 0.0
@@ -814,7 +816,14 @@ def plot_sqnr(values: Sequence[float], width: int = 640, height: int = 320) -> n
     def y_of(v: float) -> int:
         return int(round(margin + (top - v) / span * plot_h))
 
-    for g in np.arange(10.0 * math.floor(bottom / 10.0), top + 1e-9, 10.0):
+    def bar(x0: int, x1: int, v: float, color=None) -> None:
+        vv = top if v == math.inf else bottom if v == -math.inf else v
+        y0, y1 = sorted((y_of(0.0), y_of(vv)))
+        if color is None:
+            color = (40, 110, 200) if vv >= 30 else (230, 150, 30) if vv >= 15 else (210, 50, 40)
+        img[y0:y1 + 1, x0:x1] = color
+
+    for g in np.arange(bottom, top + 1e-9, 10.0):
         img[y_of(g), margin:width - margin] = (220, 220, 220)
         _draw_text(img, f"{int(g)}", 2, y_of(g) - 2)
     img[y_of(0.0), margin:width - margin] = (0, 0, 0)
@@ -823,10 +832,12 @@ def plot_sqnr(values: Sequence[float], width: int = 640, height: int = 320) -> n
     for i, v in enumerate(values):
         x0 = int(margin + i * slot + slot * 0.15)
         x1 = max(int(margin + (i + 1) * slot - slot * 0.15), x0 + 1)
-        vv = top if v == math.inf else bottom if v == -math.inf else v
-        y0, y1 = sorted((y_of(0.0), y_of(vv)))
-        color = (40, 110, 200) if vv >= 30 else (230, 150, 30) if vv >= 15 else (210, 50, 40)
-        img[y0:y1 + 1, x0:x1] = color
+        if second is not None and i < len(second):
+            mid = max((x0 + x1) // 2, x0 + 1)
+            bar(x0, mid, v)
+            bar(mid, max(x1, mid + 1), second[i], (150, 150, 150))
+        else:
+            bar(x0, x1, v)
         if slot >= 10:
             _draw_text(img, str(i + 1), (x0 + x1) // 2 - 2 * len(str(i + 1)), height - margin + 6)
     img[margin:height - margin, margin] = (0, 0, 0)
@@ -839,10 +850,12 @@ def write_report(result: QuantizeResult, directory: Path, title: str = "") -> tu
     md = directory / "report.md"
     png = directory / "sqnr.png"
     text = report_markdown(result, title)
-    text += ("\n![per-layer SQNR](sqnr.png)\n\nBars: one per layer in graph order; grid every 10 dB; "
-             "blue >= 30 dB, orange >= 15 dB, red below.\n")
+    evaluated = result.eval_outputs_sqnr_db is not None
+    text += ("\n![per-layer SQNR](sqnr.png)\n\nBars: one per table row, numbered in order; grid every 10 dB; "
+             "blue >= 30 dB, orange >= 15 dB, red below" + ("; grey: the evaluation data" if evaluated else "") + ".\n")
     md.write_text(text, encoding="utf-8")
-    write_png(png, plot_sqnr([r.sqnr_db for r in result.layers]))
+    second = [r.eval_sqnr_db for r in result.layers] if evaluated else None
+    write_png(png, plot_sqnr([r.sqnr_db for r in result.layers], second=second))
     return md, png
 
 

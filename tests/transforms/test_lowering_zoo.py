@@ -1,0 +1,157 @@
+"""The lowering pipeline on every quantized zoo model: each layer gives the same integers.
+
+For each model of `models/zoo` (the quantized ones, not `*_float`): the
+imported L1, the module after `qnn-canonicalize`, the L2 module after
+`qnn-decompose` and the L3 module after `qnn-lower-to-linalg` run on the
+reference interpreter to identical integers on a few seeded inputs, and the
+L3 text is accepted by MLIR 22's own `mlir-opt --verify-each`.  Unsigned
+storage (u8) travels as i8 bits from L2 on, so those arrays are compared
+bit for bit.  `qd-opt -p qnn-to-l3` is the same pipeline under one name.
+
+mlir-opt comes from the Debian package `mlir-22-tools` (`.ci/run` installs
+it); where it is missing the L3 check fails rather than skips, so CI never
+passes without the outside check.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qdialect.interpreter import run_module
+from transforms.canonicalize import QnnCanonicalizePass
+from transforms.decompose import QnnDecomposePass
+from transforms.lower_to_linalg import QnnLowerToLinalgPass
+
+from .helpers import ZOO, ZOO_MODELS, apply, op_names, random_inputs, zoo_module
+
+MLIR_OPT = os.environ.get("MLIR_OPT", "/usr/lib/llvm-22/bin/mlir-opt")
+SEEDS = (0, 1, 2)
+L3_DIALECTS = {"func", "arith", "linalg", "tensor"}
+
+
+@lru_cache(maxsize=None)
+def layers(name: str):
+    """(L1, canonicalized L1, L2, L3) of a zoo model, each verified."""
+    l1 = zoo_module(name)
+    canonical = apply(l1, QnnCanonicalizePass())
+    l2 = apply(canonical, QnnDecomposePass())
+    l3 = apply(l2, QnnLowerToLinalgPass())
+    return l1, canonical, l2, l3
+
+
+def _entry_dtypes(module) -> list[np.dtype]:
+    from qdialect.interpreter import Interpreter, _qp
+
+    out = []
+    for arg in Interpreter(module).entry().body.block.args:
+        q = _qp(arg)
+        if q is not None:
+            out.append(np.dtype(q.dtype))
+        else:
+            width = arg.type.element_type.width.data
+            out.append(np.dtype(f"int{width}"))
+    return out
+
+
+def _as(arrays: list[np.ndarray], dtypes: list[np.dtype]) -> list[np.ndarray]:
+    """The same bits in the module's argument dtypes (u8 storage is i8 at L2 and L3)."""
+    out = []
+    for a, dt in zip(arrays, dtypes):
+        out.append(a.view(dt) if a.dtype != dt and a.dtype.itemsize == dt.itemsize else a)
+    return out
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """An integer array as signed integers of its width, for bit-for-bit comparison."""
+    a = np.asarray(a)
+    return a.view(np.dtype(f"int{8 * a.dtype.itemsize}")) if a.dtype.kind == "u" else a
+
+
+@pytest.mark.parametrize("name", ZOO_MODELS)
+def test_layers_are_pure(name):
+    """L2 holds no qnn ops or quantized types; L3 only upstream func/arith/linalg/tensor."""
+    _, _, l2, l3 = layers(name)
+    assert not {n for n in op_names(l2) if n.startswith(("qnn.", "quant."))}
+    assert any(n.startswith("qint.") for n in op_names(l2))
+    assert "!quant." not in str(l2)
+    assert {n.split(".")[0] for n in op_names(l3)} <= L3_DIALECTS, sorted(op_names(l3))
+    assert "!quant." not in str(l3)
+
+
+@pytest.mark.parametrize("name", ZOO_MODELS)
+def test_every_layer_gives_the_same_integers(name):
+    modules = layers(name)
+    labels = ("L1", "after qnn-canonicalize", "L2", "L3")
+    dtypes = [_entry_dtypes(m) for m in modules]
+    for seed in SEEDS:
+        inputs = random_inputs(modules[0], seed)
+        expected = [_bits(o) for o in run_module(modules[0], inputs)]
+        for label, module, dts in zip(labels[1:], modules[1:], dtypes[1:]):
+            got = [_bits(o) for o in run_module(module, _as(inputs, dts))]
+            assert len(got) == len(expected), f"{name} {label}: {len(got)} outputs, expected {len(expected)}"
+            for k, (want, have) in enumerate(zip(expected, got)):
+                assert have.dtype == want.dtype and have.shape == want.shape, (
+                    f"{name} {label} output {k}: {have.dtype}{list(have.shape)} vs {want.dtype}{list(want.shape)}")
+                diff = int(np.count_nonzero(have != want))
+                assert diff == 0, f"{name} {label} output {k} seed {seed}: {diff} of {want.size} differ from L1"
+
+
+def _mlir_opt() -> str:
+    assert Path(MLIR_OPT).exists(), (
+        f"{MLIR_OPT} is missing: install the Debian package mlir-22-tools (.ci/run does) or set MLIR_OPT")
+    return MLIR_OPT
+
+
+@pytest.mark.parametrize("name", ZOO_MODELS)
+def test_l3_is_accepted_by_mlir_opt(name):
+    l3 = layers(name)[3]
+    proc = subprocess.run([_mlir_opt(), "--verify-each"], input=str(l3), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, f"{name}: mlir-opt rejects the L3 text:\n{proc.stderr[-5000:]}"
+    assert "linalg." in proc.stdout and "func.func" in proc.stdout
+
+
+def _tool(name: str) -> str:
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else name
+
+
+def test_qnn_to_l3_is_one_pipeline_name(tmp_path):
+    """`qd-import M | qd-opt -p qnn-to-l3` gives the L3 the three passes give, which mlir-opt accepts."""
+    from qdialect.diagnostics import parse_module
+    from tests.transforms.helpers import context
+
+    name = "cnn_small.tflite"
+    l1_text = subprocess.run([_tool("qd-import"), str(ZOO / name)], capture_output=True, text=True, check=True,
+                             timeout=300).stdout
+    proc = subprocess.run([_tool("qd-opt"), "-p", "qnn-to-l3"], input=l1_text, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    l3 = parse_module(context(), proc.stdout)
+    assert {n.split(".")[0] for n in op_names(l3)} <= L3_DIALECTS, sorted(op_names(l3))
+    l1 = layers(name)[0]
+    for seed in SEEDS[:1]:
+        inputs = random_inputs(l1, seed)
+        for want, have in zip(run_module(l1, inputs), run_module(l3, _as(inputs, _entry_dtypes(l3)))):
+            assert np.array_equal(_bits(want), _bits(have))
+    checked = subprocess.run([_mlir_opt(), "--verify-each"], input=proc.stdout, capture_output=True, text=True,
+                             timeout=300)
+    assert checked.returncode == 0, checked.stderr[-5000:]
+
+
+def test_qnn_to_l3_from_python_matches_the_passes():
+    """`transforms.pipelines.lower_to_l3` (what `qnn-to-l3` runs) prints the same L3 as the three passes."""
+    from transforms.pipelines import lower_to_l3
+
+    name = "mlp_act.tflite"
+    timings: list[tuple[str, float]] = []
+    lowered = lower_to_l3(zoo_module(name), timings=timings)
+    assert [p for p, _ in timings] == ["qnn-canonicalize", "qnn-decompose", "qnn-lower-to-linalg"]
+    assert str(lowered) == str(layers(name)[3])

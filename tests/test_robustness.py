@@ -373,3 +373,18 @@ def test_qd_run_survives_litert_aborting_on_the_model(tmp_path):
         f"qd-run: error: {model}: LiteRT aborts on this model (SIGABRT while preparing or running it); "
         "there is nothing to compare with (--compare none runs without it)"]
     assert run_main(qd_run, [str(model), "--backend", "interp", "--compare", "none"]).rc == 0
+
+
+def test_folded_strided_slice_with_an_omitted_input_is_a_diagnostic():
+    """A mutated operator input index of -1 reached the importer's static folding of
+    STRIDED_SLICE as None (AttributeError) [model fuzzer, cnn_small with two edits]."""
+    from pathlib import Path
+
+    from qdialect.importer import TFLiteImportError, import_tflite
+    from tests.fuzz.pin import decode_model
+
+    zoo = Path(__file__).resolve().parents[1] / "models/zoo/cnn_small.tflite"
+    data = decode_model(zoo.read_bytes(), [[35768, "ffffffff"], [37236, "04"]])
+    with pytest.raises(TFLiteImportError, match=r"^operator 5 \(STRIDED_SLICE\) -> 'cnn_small_1/flatten_1/strided_slice': "
+                                                r"input 0 is missing$"):
+        import_tflite(data)

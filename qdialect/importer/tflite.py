@@ -999,7 +999,10 @@ class _Importer:
             outs = _fold(self, op, ins)
         except TFLiteImportError:
             raise
-        except (ValueError, IndexError, TypeError) as e:
+        except (ValueError, IndexError, TypeError, AttributeError) as e:
+            missing = [k for k, v in enumerate(ins) if v is None]
+            if missing:  # an omitted (-1) input the arithmetic needs
+                raise self.bad(f"input {missing[0]} is missing") from None
             raise self.bad(f"cannot evaluate this integer shape arithmetic: {e}") from None
         for o, v in zip(op.outputs, outs):
             v = np.asarray(v)

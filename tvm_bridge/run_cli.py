@@ -204,12 +204,21 @@ def _tvm_runner(module, args, stages):
     from tvm_bridge.compile import compile_module
     from tvm_bridge.translate import TranslationError
 
+    from xdsl.utils.exceptions import PassFailedException
+
+    from qdialect.interpreter import Interpreter
+
     if args.rounding is not None:
         set_rounding(module, args.rounding)
+    # the model's own output dtypes (u8 storage leaves L3 as i8 bits)
+    out_dtypes = [Interpreter._dtype(v) for v in Interpreter(module).entry().get_return_op().operands]
     t0 = time.perf_counter()
-    _progress("lowering to L3 (qnn-decompose, qnn-lower-to-linalg)")
-    lowered = pipelines.lower_to_l3(module)
-    l3 = lowered if lowered is not None else module
+    _progress("lowering to L3 (qnn-canonicalize, qnn-decompose, qnn-lower-to-linalg)")
+    l3 = module.clone()
+    try:
+        pipelines.lower_to_l3(l3)
+    except PassFailedException as e:
+        raise BadInput(" ".join(str(e).split())) from None
     stages.append(("lower to L3", time.perf_counter() - t0))
     t0 = time.perf_counter()
     _progress("translating to Relax and compiling with TVM")
@@ -220,7 +229,9 @@ def _tvm_runner(module, args, stages):
     stages.append(("TVM compile", time.perf_counter() - t0))
 
     def runner(sample):
-        return model(*sample)
+        outs = model(*sample)
+        return [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
+                for o, d in zip(outs, out_dtypes)]
 
     runner.target = str(model.target)
     return runner

@@ -388,3 +388,19 @@ def test_folded_strided_slice_with_an_omitted_input_is_a_diagnostic():
     with pytest.raises(TFLiteImportError, match=r"^operator 5 \(STRIDED_SLICE\) -> 'cnn_small_1/flatten_1/strided_slice': "
                                                 r"input 0 is missing$"):
         import_tflite(data)
+
+
+_TANH16 = """func.func @main(%0: tensor<1xNx!quant.uniform<i16:f32, 1.2400130936751676e+34:-20838>>) -> tensor<1xNx!quant.uniform<i16:f32, 3.0517578125e-05>> {
+  %1 = qnn.tanh %0 : (tensor<1xNx!quant.uniform<i16:f32, 1.2400130936751676e+34:-20838>>) -> tensor<1xNx!quant.uniform<i16:f32, 3.0517578125e-05>>
+  func.return %1 : tensor<1xNx!quant.uniform<i16:f32, 3.0517578125e-05>>
+}"""
+
+
+def test_int16_tanh_whose_input_multiplier_overflows_int32(ctx):
+    """The int16 LOGISTIC/TANH input multiplier in_s * 4096 * 3 overflowed int64 arithmetic
+    (OverflowError in qnn-decompose, which builds the table) [IR fuzzer running every pass]."""
+    message = ("int16 tanh: input scale 1.2400130936751676e+34 gives an input multiplier 1.52373e+38 "
+               "that does not fit int32")
+    assert one_error(_TANH16.replace("N", "0"), "-p", "qnn-decompose") == f"qd-opt: error: {message}"
+    with pytest.raises(InterpreterError, match="^" + __import__("re").escape(f"qnn.tanh: {message}") + "$"):
+        run_module(parse_module(ctx, _TANH16.replace("N", "3")), [np.zeros((1, 3), np.int16)])

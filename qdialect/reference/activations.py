@@ -434,6 +434,9 @@ def _int16_input_rescale(x_q: QParams, kind: str) -> tuple[int, int]:
     while multiplier <= 32767.0 / 2.0 and left <= 30:
         left += 1
         multiplier *= 2.0
+    if not multiplier < 2.0**31:  # TFLite's static_cast<int32_t> would be undefined
+        raise ValueError(f"int16 {kind}: input scale {float(s)!r} gives an input multiplier {multiplier:.6g} "
+                         "that does not fit int32")
     return int(multiplier), left
 
 

@@ -136,6 +136,11 @@ def rescale_values(op: qint.RescaleOp, x: np.ndarray) -> np.ndarray:
             r = multiply_single_rounding(v, m, s)
         else:
             r = _mbqm64(v, m, s)
+    elif mode == "float_even" and "offset" in op.attributes:
+        # XNNPACK's reduce: float32 product, float32 offset (zero points folded in), ties to even
+        f = np.float32(op.attr("scale")[0])
+        y = v.astype(np.float32) * f + np.float32(op.attr("offset")[0])
+        r = np.rint(np.clip(y, -float(1 << 62), float(1 << 62))).astype(np.int64)
     elif mode == "float_even":
         f = _channel_param(op.attr("scale"), op, rank, np.float64).astype(np.float32)
         r = np.rint(v.astype(np.float32) * f).astype(np.int64)
@@ -173,6 +178,15 @@ for _cls, _fn in [
     (qint.MinimumOp, np.minimum),
 ]:
     handles(_cls)(_binary(_fn))
+
+
+@handles(qint.ScaledAddOp)
+def _scaled_add(it, op, args):
+    unsigned = op.attr("unsigned", False)
+    a, b = np.broadcast_arrays(_as_int64(args[0], unsigned), _as_int64(args[1], unsigned))
+    acc = wrap(op.attr("bias") + a * op.attr("lhs_multiplier") + b * op.attr("rhs_multiplier"), 32)
+    lo, hi = op.bounds()
+    return _out(op, np.clip((acc >> op.attr("shift")) + op.attr("output_zp", 0), lo, hi))
 
 
 @handles(qint.TableOp)
@@ -279,8 +293,21 @@ def softmax16(x: np.ndarray, m: int, s: int, single: bool) -> np.ndarray:
     return np.clip((exps * recip + (np.int64(1) << (right - 1))) >> right, 0, 32767)
 
 
+def softmax_float_table(op: qint.SoftmaxOp, x: np.ndarray) -> np.ndarray:
+    """optimized_ops::Softmax (8-bit, float exp table) through the reference, int64 result."""
+    from qdialect.qparams import QParams
+
+    out_w = qint.int_width(op.results[0])
+    x_q = QParams.make(op.attr("input_scale")[0], 0, storage="i8")
+    out_q = QParams.make(op.attr("output_scale")[0], op.attr("output_zp", 0), storage=f"i{out_w}")
+    tie_even = op.attr("mode") == "float_even"
+    return act._softmax_8bit_float_table(x, x_q, out_q, op.attr("beta")[0], tie_even=tie_even).astype(np.int64)
+
+
 @handles(qint.SoftmaxOp)
 def _softmax(it, op, args):
+    if op.float_table:
+        return _out(op, softmax_float_table(op, args[0]))
     m, s = op.attr("input_multiplier"), op.attr("input_shift")
     single = op.attr("mode", "double_round") == "single_round"
     if qint.int_width(op.operands[0]) == 8:

@@ -11,16 +11,16 @@ and the signature is converted.  What rewrites into what:
 |---|---|
 | qnn.conv2d / depthwise_conv2d / fully_connected | qint.conv2d / depthwise_conv2d / fully_connected (zero points explicit, accumulator of the `acc` width) -> qint.bias_add -> qint.rescale (per-channel multiplier) |
 | ... with `bias = "output"` | rescale(acc) and rescale(bias) to i64, qint.bias_add, qint.rescale mode none (zero point, clamp) |
-| qnn.add / sub | qint.rescale (left_shift 20 / 15, per-input multiplier) x2 -> qint.add / sub (i32) -> qint.rescale |
+| qnn.add / sub | qint.rescale (left_shift 20 / 15, per-input multiplier) x2 -> qint.add / sub (i32) -> qint.rescale; `litert` where XNNPACK takes the scales: one qint.scaled_add (XNNPACK's single-rounding fused add) |
 | qnn.mul | qint.mul (zero points, i32) -> qint.rescale |
 | qnn.requantize / clamp | qint.rescale |
 | qnn.maximum / minimum | qint.maximum / minimum (+ clamp) |
 | qnn.logistic / tanh / elu / hard_swish / leaky_relu (<= 16-bit input) | qint.table: the L1 op evaluated on every stored value at compile time |
 | qnn.avg_pool2d | qint.pool_sum -> qint.divide_round by the in-bounds counts -> clamp |
 | qnn.max_pool2d | qint.pool_max (+ clamp) |
-| qnn.mean / sum | qint.reduce_sum (i32) -> qint.rescale (input_zp = zp * N; mean's adjusted multiplier) |
+| qnn.mean / sum | qint.reduce_sum (i32) -> qint.rescale (input_zp = zp * N; mean's adjusted multiplier); 8-bit `litert`: rescale float_even with XNNPACK's float32 scale and zero-point offset |
 | qnn.reduce_max / reduce_min | qint.reduce_max / reduce_min |
-| qnn.softmax | qint.softmax (TFLite's recipe with its integer parameters) |
+| qnn.softmax | qint.softmax (TFLite's recipe with its integer parameters; 8-bit `litert` / `half_even`: the optimized kernel's float exp table recipe, mode float_away / float_even) |
 | qnn.reshape / transpose / pad / slice / split / concatenation | tensor.collapse_shape / expand_shape, linalg.transpose, tensor.pad, tensor.extract_slice, tensor.concat (same stored integers) |
 | qnn.constant | arith.constant dense<"0x..."> of the storage integer type |
 
@@ -28,7 +28,10 @@ The knobs shape the result: `rounding` picks the rescale mode (`tflite`:
 double_round, or float_away for fully_connected whose reference kernel
 requantizes in double; `single` / `half_up`: single_round; `half_even`:
 float_even; `litert`: float_even with XNNPACK's float32 scale where LiteRT
-takes the op, else as `tflite`), `acc` the accumulator width, `bias` where the
+takes the op, else as `tflite` -- where LiteRT's fallback, TFLite's optimized
+8-bit ADD / MUL / Requantize, could differ from the reference by element
+position, the pass asks the reference on every stored value and refuses the
+op unless they agree), `acc` the accumulator width, `bias` where the
 bias is added.  Multipliers come from `qdialect.reference` (QuantizeMultiplier
 on the same reals the reference kernels form), so L2 equals L1 bit for bit.
 
@@ -66,6 +69,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import PassFailedException
 
 from qdialect.dialects import qint, qnn
+from transforms.call_signatures import ConvertCallToStorage
 from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, quantized_element_type
 from qdialect.qparams import QParams
 from qdialect.reference import activations as act
@@ -388,7 +392,9 @@ def decompose_add_sub(e: Emitter, op) -> SSAValue:
     rounding = k["rounding"]
     if rounding == "litert":
         if ew._xnnpack_add_takes(x1_q, x2_q, out_q):
-            raise Unsupported(f"{op.name} with rounding 'litert' (XNNPACK's fused single-rounding add)")
+            return _xnnpack_add(e, op, subtract, x1_q, x2_q, out_q, k)
+        if not subtract and ew._same_8bit_storage(x1_q, x2_q, out_q):
+            _require_fallback_exact(ew.add, op, x1_q, x2_q, out_q, k)
         rounding = "tflite"
     if rounding == "half_even":
         raise Unsupported(f"{op.name} with rounding 'half_even' (one float sum of both inputs)")
@@ -404,6 +410,50 @@ def decompose_add_sub(e: Emitter, op) -> SSAValue:
     return e.rescale(raw, out_q.bits, integer_spec(real_out, rounding), output_zp=ew.zp(out_q), bounds=bounds)
 
 
+def _xnnpack_add(e: Emitter, op, subtract: bool, x1_q: QParams, x2_q: QParams, out_q: QParams, k) -> SSAValue:
+    """XNNPACK's qs8/qu8 add (LiteRT's default ADD / SUB), parameters as
+    elementwise._add_sub_xnnpack forms them: one qint.scaled_add."""
+    so = ew.scale32(out_q)
+    ra = np.float32(ew.scale32(x1_q) / so)
+    rb = np.float32(ew.scale32(x2_q) / so)
+    exponent = int(np.array(max(ra, rb), np.float32).view(np.uint32) >> 23) - 127
+    shift = 20 - exponent
+    if not 1 <= shift <= 31:
+        raise Unsupported(f"{op.name} with rounding 'litert': XNNPACK shift {shift} outside [1, 31]")
+    ma, mb = (int(np.rint(np.float64(r) * (1 << shift))) for r in (ra, rb))
+    if subtract:
+        mb = -mb
+    bias = int(ew.wrap_int32((1 << (shift - 1)) - ma * ew.zp(x1_q) - mb * ew.zp(x2_q)))
+    bounds = clamp_bounds(ew._finish, out_q, k["act_min"], k["act_max"])
+    attrs = dict(lhs_multiplier=ma, rhs_multiplier=mb, bias=bias, shift=shift, output_zp=ew.zp(out_q),
+                 clamp_min=bounds[0], clamp_max=bounds[1])
+    if not x1_q.signed:
+        attrs["unsigned"] = True
+    a, b = e.storage(op.operands[0]), e.storage(op.operands[1])
+    return e.qint(qint.ScaledAddOp, [a, b], int_tensor(qint.shape_of(op.results[0]), out_q.bits), **attrs)
+
+
+def _require_fallback_exact(fn, op, x1_q: QParams, x2_q: QParams, out_q: QParams, k) -> None:
+    """LiteRT runs TFLite's optimized 8-bit ADD / MUL when XNNPACK declines the
+    scales: vector blocks whose numbers can differ from the scalar (reference)
+    arithmetic depending on the element position.  Lowered as `tflite` only
+    when the reference says the two agree on every pair of stored values, in
+    both vector kernels (elementwise and scalar-broadcast); else refused."""
+    lo1, hi1 = ew.type_bounds(x1_q)
+    lo2, hi2 = ew.type_bounds(x2_q)
+    a = np.arange(lo1, hi1 + 1, dtype=np.int64).astype(x1_q.dtype)
+    b = np.arange(lo2, hi2 + 1, dtype=np.int64).astype(x2_q.dtype)
+    kw = dict(x1_q=x1_q, x2_q=x2_q, out_q=out_q, act_min=k["act_min"], act_max=k["act_max"])
+    grids = [(np.repeat(a, b.size), np.tile(b, a.size)),  # elementwise kernel
+             (a.reshape(-1, 1), b.reshape(1, -1))]  # scalar-broadcast kernel
+    for x1, x2 in grids:
+        fast = np.asarray(fn(x1, x2, rounding="litert", **kw))
+        ref = np.asarray(fn(x1, x2, rounding="tflite", **kw))
+        if not np.array_equal(fast, ref):
+            raise Unsupported(f"{op.name} with rounding 'litert' where XNNPACK declines the scales "
+                              "(TFLite's optimized 8-bit kernel: element-position-dependent vector blocks)")
+
+
 def decompose_mul(e: Emitter, op: qnn.MulOp) -> SSAValue:
     a_v, b_v = op.operands
     x1_q, x2_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
@@ -414,7 +464,12 @@ def decompose_mul(e: Emitter, op: qnn.MulOp) -> SSAValue:
     rounding = k["rounding"]
     real = np.float32(np.float32(ew.scale32(x1_q) * ew.scale32(x2_q)) / ew.scale32(out_q))
     if rounding == "litert":
-        rounding = "half_even" if ew._xnnpack_mul_takes(x1_q, x2_q, out_q) else "tflite"
+        if ew._xnnpack_mul_takes(x1_q, x2_q, out_q):
+            rounding = "half_even"
+        else:
+            if ew._same_8bit_storage(x1_q, x2_q, out_q):
+                _require_fallback_exact(ew.mul, op, x1_q, x2_q, out_q, k)
+            rounding = "tflite"
     spec = float_spec(real) if rounding == "half_even" else integer_spec(float(real), rounding)
     prod = e.qint(qint.MulOp, [e.storage(a_v), e.storage(b_v)], int_tensor(qint.shape_of(op.results[0]), 32),
                   lhs_zp=ew.zp(x1_q), rhs_zp=ew.zp(x2_q))
@@ -461,8 +516,10 @@ def decompose_requantize(e: Emitter, op) -> SSAValue:
             ratio = np.float32(ew.scale32(x_q) / ew.scale32(out_q))
             m = int(np.rint(np.float32(256.0) * ratio))
             spec = {"mode": "single_round", "multiplier": [m], "shift": [23]}
-        elif rounding == "litert" and not out_q.per_axis and x_q.bits == 8 and out_q.bits == 8:
-            raise Unsupported("qnn.requantize with rounding 'litert' between 8-bit types (NEON blocks of 16)")
+        elif (rounding == "litert" and not out_q.per_axis and x_q.bits == 8 and out_q.bits == 8
+              and not _requantize_blocks_exact(x_q, out_q, k)):
+            raise Unsupported("qnn.requantize with rounding 'litert' between 8-bit types (NEON blocks of 16 "
+                              "that differ from the scalar tail)")
         else:
             if rounding == "litert":
                 rounding = "tflite"
@@ -479,6 +536,20 @@ def decompose_requantize(e: Emitter, op) -> SSAValue:
     out_zp = int(np.asarray(out_q.zero_point).reshape(-1)[0])
     return e.rescale(x, out_q.bits, spec, input_zp=ew.zp(x_q), output_zp=out_zp, bounds=bounds,
                      input_unsigned=d_unsigned, axis=axis)
+
+
+def _requantize_blocks_exact(x_q: QParams, out_q: QParams, k) -> bool:
+    """LiteRT's 8-bit Requantize outside XNNPACK (optimized_ops: NEON blocks of
+    16, scalar tail) equals the reference arithmetic on every stored value?
+    Then it is lowered as `tflite`.  Asked of the reference on all 256 values,
+    once in vector blocks and once in the tail."""
+    lo, hi = ew.type_bounds(x_q)
+    values = np.arange(lo, hi + 1, dtype=np.int64).astype(x_q.dtype)
+    kw = dict(x_q=x_q, out_q=out_q, act_min=k["act_min"], act_max=k["act_max"])
+    for x in (values, values[:1]):  # 256 values: all in blocks; one value: the tail
+        if not np.array_equal(ew.requantize(x, rounding="litert", **kw), ew.requantize(x, rounding="tflite", **kw)):
+            return False
+    return True
 
 
 def decompose_table(e: Emitter, op) -> SSAValue:
@@ -568,7 +639,22 @@ def decompose_mean_sum(e: Emitter, op) -> SSAValue:
     if count == 0:
         raise Unsupported(f"{op.name} over an empty axis")
     if rounding == "litert" and x_q.bits == 8:
-        raise Unsupported(f"{op.name} with rounding 'litert' (XNNPACK's float offset before rounding)")
+        # XNNPACK's reduce, as pooling._mean_or_sum: float32 scale (times 1/N for MEAN), the
+        # zero points folded into a float32 offset, ties to even
+        in_s, out_s = linear._f32(x_q).reshape(()), linear._f32(out_q).reshape(())
+        scale = np.float32(in_s / out_s)
+        if not isinstance(op, qnn.SumOp):
+            scale = np.float32(scale * np.float32(np.float32(1.0) / np.float32(count)))
+        yzp = np.float32(np.float32(int(out_q.zero_point))
+                         - np.float32(np.float32(count) * np.float32(int(x_q.zero_point))) * scale)
+        if count >= (1 << 23):
+            raise Unsupported(f"{op.name} with rounding 'litert' over {count} elements (i32 sum)")
+        total = e.qint(qint.ReduceSumOp, [e.storage(x_v)], int_tensor(qint.shape_of(op.results[0]), 32),
+                       axes=op.attr("axes"), keep_dims=op.attr("keep_dims", False))
+        lo, hi = ew.type_bounds(out_q)
+        alo, ahi = clamp_bounds(linear._finish, out_q, k["act_min"], k["act_max"])
+        spec = {"mode": "float_even", "scale": [float(scale)], "offset": [float(yzp)]}
+        return e.rescale(total, out_q.bits, spec, bounds=(max(lo, alo), min(hi, ahi)))
     if rounding == "litert":
         rounding = "tflite"
     compute_sum = isinstance(op, qnn.SumOp)
@@ -623,9 +709,13 @@ def decompose_softmax(e: Emitter, op: qnn.SoftmaxOp) -> SSAValue:
         real = float(np.float32(ew.scale32(x_q) * np.float32(beta))) / (10.0 / 65535.0)
         m, s = ew.qmult(real, rounding)
         attrs = dict(input_multiplier=int(m), input_shift=int(s))
+    elif x_q.bits == 8 and rounding in ("litert", "half_even"):
+        # optimized_ops::Softmax: float exp table, sequential float32 sum (activations._softmax_8bit_float_table)
+        attrs = dict(mode="float_away" if rounding == "litert" else "float_even",
+                     input_scale=[float(ew.scale32(x_q))], beta=[float(np.float32(beta))],
+                     output_scale=[float(ew.scale32(out_q))], output_zp=ew.zp(out_q))
+        return e.qint(qint.SoftmaxOp, [e.storage(x_v)], int_tensor(shape, out_q.bits), **attrs)
     elif x_q.bits == 8:
-        if rounding in ("litert", "half_even"):
-            raise Unsupported(f"8-bit qnn.softmax with rounding '{rounding}' (float exp table)")
         m, s, diff_min = act.softmax_params(beta, x_q, rounding)
         attrs = dict(input_multiplier=int(m), input_shift=int(s), diff_min=int(diff_min))
     else:
@@ -845,7 +935,7 @@ class QnnDecomposePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         failures: list[str] = []
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([DecomposeQnnOp(failures), FoldStorageCastPair()]),
+            GreedyRewritePatternApplier([DecomposeQnnOp(failures), FoldStorageCastPair(), ConvertCallToStorage()]),
             apply_recursively=True,
         ).rewrite_module(op)
         if failures:

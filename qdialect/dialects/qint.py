@@ -20,7 +20,7 @@ requantization primitive is `qint.rescale`:
 | `double_round` | TFLite MultiplyByQuantizedMultiplier on int32: RDBPOT(SRDHM(v << max(s,0), M), max(-s,0)) |
 | `single_round` | (v * M + 2^(30-s)) >> (31-s)   (TFLITE_SINGLE_ROUNDING, TOSA SINGLE_ROUND) |
 | `wide_round`   | TFLite's int64 MultiplyByQuantizedMultiplier: M cut to 16 bits, one rounding, wrapped to int32 |
-| `float_even`   | rint(float32(v) * float32(f)), ties to even (XNNPACK, ONNX Runtime)   |
+| `float_even`   | rint(float32(v) * float32(f)), ties to even (XNNPACK, ONNX Runtime); with `offset` o: rint(float32(float32(v) * f) + float32(o)) (XNNPACK's reduce, zero points folded into o) |
 | `float_away`   | round(float64(v) * f), ties away from zero (TFLite FC reference)      |
 | `none`         | v                                                                   |
 
@@ -354,6 +354,7 @@ class RescaleOp(QIntOp):
         "multiplier": (INTS, None),
         "shift": (INTS, None),
         "scale": (FLOATS, None),
+        "offset": (FLOATS, None),
         "axis": (INT, None),
         "input_zp": (INT, None),
         "left_shift": (INT, None),
@@ -404,6 +405,11 @@ class RescaleOp(QIntOp):
                 self.fail(f"mode '{mode}' takes no 'multiplier'/'shift'")
         elif any(k in self.attributes for k in ("multiplier", "shift", "scale")):
             self.fail("mode 'none' takes no multiplier, shift or scale")
+        if "offset" in self.attributes:
+            if mode != "float_even":
+                self.fail(f"'offset' is only for mode 'float_even', not '{mode}'")
+            if len(self.attr("offset")) != 1 or len(self.attr("scale")) != 1:
+                self.fail("'offset' needs one per-tensor 'scale' and one offset value")
         n = self.channels()
         shape = shape_of(self.operands[0])
         if n > 1:
@@ -462,6 +468,57 @@ class MulOp(_BinaryOp):
     """`(lhs - lhs_zp) * (rhs - rhs_zp)`, broadcasting, wrapped to the result width."""
 
     name = "qint.mul"
+
+
+@irdl_op_definition
+class ScaledAddOp(QIntOp):
+    """XNNPACK's qs8/qu8 add in one rounding (LiteRT's default path for ADD / SUB):
+
+        acc = wrap32(bias + lhs * lhs_multiplier + rhs * rhs_multiplier)
+        out = trunc(clamp((acc >> shift) + output_zp, clamp_min, clamp_max))
+
+    on the stored integers (read as unsigned when `unsigned`), broadcasting;
+    `>>` is arithmetic.  The input zero points and the rounding constant are
+    folded into `bias` (= 2^(shift-1) - lhs_multiplier * lhs_zp -
+    rhs_multiplier * rhs_zp, wrapped to 32 bits); SUB negates
+    `rhs_multiplier`.
+    """
+
+    name = "qint.scaled_add"
+    ATTRS: ClassVar = {
+        "lhs_multiplier": (INT, None),
+        "rhs_multiplier": (INT, None),
+        "bias": (INT, None),
+        "shift": (INT, None),
+        "output_zp": (INT, None),
+        "clamp_min": (INT, None),
+        "clamp_max": (INT, None),
+        "unsigned": (BOOL, None),
+    }
+    REQUIRED: ClassVar = ("lhs_multiplier", "rhs_multiplier", "bias", "shift")
+    N_OPERANDS: ClassVar = 2
+
+    def bounds(self) -> tuple[int, int]:
+        lo, hi = signed_range(int_width(self.results[0]))
+        return self.attr("clamp_min", lo), self.attr("clamp_max", hi)
+
+    def verify_op(self):
+        out = _broadcast(shape_of(self.operands[0]), shape_of(self.operands[1]))
+        if out is None:
+            self.fail("operand shapes do not broadcast")
+        self.require_result_shape(out)
+        for i, v in enumerate(self.operands):
+            if int_width(v) > 16:
+                self.fail(f"operand {i} must be at most 16 bits wide, got i{int_width(v)}")
+        if not 1 <= self.attr("shift") <= 31:
+            self.fail(f"shift {self.attr('shift')} is outside [1, 31]")
+        for name in ("lhs_multiplier", "rhs_multiplier", "bias"):
+            if not -(1 << 31) <= self.attr(name) < (1 << 31):
+                self.fail(f"{name} {self.attr(name)} does not fit 32 bits")
+        lo, hi = signed_range(int_width(self.results[0]))
+        cmin, cmax = self.bounds()
+        if not (lo <= cmin <= cmax <= max(hi, 2 * hi + 1)):
+            self.fail(f"clamp bounds [{cmin}, {cmax}] do not fit i{int_width(self.results[0])}")
 
 
 class _ExtremumOp(_BinaryOp):
@@ -622,24 +679,57 @@ class SoftmaxOp(QIntOp):
     offset by 32767 into TFLite's exp LUT (513 entries on [-10, 0]); the sum's
     reciprocal through the 1/(1+x) LUT; result in [0, 32767].
 
+    8-bit input with `mode = "float_away"` / `"float_even"`
+    (optimized_ops::Softmax, LiteRT's default path): a float32 table
+    `expf(float32(-input_scale * beta) * d)` indexed by `d = max(row) - x`, a
+    sequential float32 row sum, `inv = 1 / (sum * output_scale)`, `round(e *
+    inv) + output_zp` (ties away from zero, or to even), saturated to the
+    result type; takes `input_scale`, `beta`, `output_scale`, `output_zp`.
+
     `qnn-lower-to-linalg` expands the recipe into linalg/arith, computing the
     tables of exp values at compile time.
     """
 
     name = "qint.softmax"
+    FLOAT_MODES: ClassVar = ("float_away", "float_even")
     ATTRS: ClassVar = {
         "input_multiplier": (INT, None),
         "input_shift": (INT, None),
         "diff_min": (INT, None),
-        "mode": (STR, ("double_round", "single_round")),
+        "mode": (STR, ("double_round", "single_round", "float_away", "float_even")),
+        "input_scale": (FLOATS, None),
+        "beta": (FLOATS, None),
+        "output_scale": (FLOATS, None),
+        "output_zp": (INT, None),
     }
-    REQUIRED: ClassVar = ("input_multiplier", "input_shift")
+
+    @property
+    def float_table(self) -> bool:
+        return self.attr("mode", "double_round") in self.FLOAT_MODES
 
     def verify_op(self):
         self.require_result_shape(shape_of(self.operands[0]))
         w = int_width(self.operands[0])
         if w not in (8, 16):
             self.fail(f"input must be i8 or i16, got i{w}")
+        float_attrs = ("input_scale", "beta", "output_scale")
+        if self.float_table:
+            if w != 8:
+                self.fail(f"mode '{self.attr('mode')}' needs 8-bit input, got i{w}")
+            for name in float_attrs:
+                v = self.attr(name)
+                if v is None or len(v) != 1:
+                    self.fail(f"mode '{self.attr('mode')}' needs '{name}' (one value)")
+            if not (self.attr("input_scale")[0] > 0 and self.attr("output_scale")[0] > 0):
+                self.fail("input_scale and output_scale must be positive")
+            if any(k in self.attributes for k in ("input_multiplier", "input_shift", "diff_min")):
+                self.fail(f"mode '{self.attr('mode')}' takes no input_multiplier, input_shift or diff_min")
+            return
+        for name in ("input_multiplier", "input_shift"):
+            if name not in self.attributes:
+                self.fail(f"missing attribute '{name}'")
+        if any(k in self.attributes for k in (*float_attrs, "output_zp")):
+            self.fail("integer softmax takes no input_scale, beta, output_scale or output_zp")
         if w == 8 and "diff_min" not in self.attributes:
             self.fail("8-bit softmax needs 'diff_min'")
 
@@ -654,6 +744,7 @@ QINT_OPS = [
     AddOp,
     SubOp,
     MulOp,
+    ScaledAddOp,
     MaximumOp,
     MinimumOp,
     TableOp,

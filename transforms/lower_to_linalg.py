@@ -497,6 +497,10 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
                 DenseIntOrFPElementsAttr(t, BytesAttr(np.ascontiguousarray(scale).tobytes())), t)))
             maps.append(amap(rank, [dim(axis)]))
 
+    offset = None
+    if "offset" in op.attributes:
+        offset = float(np.float32(op.attr("offset")[0]))
+
     def body(s: Scalar, *args):
         def p(k):
             kind, v = params[k]
@@ -522,6 +526,9 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
             f = s.const(f, ft) if isinstance(f, float) else f
             y = s.emit(arith.MulfOp(s.emit(arith.SIToFPOp(v, ft)), f))
             y = s.fclamp(y, float(1 << 62))
+            if offset is not None:
+                # the clamp above keeps the product a separate float32 rounding (no fused multiply-add)
+                y = s.fclamp(s.emit(arith.AddfOp(y, s.const(offset, ft))), float(1 << 62))
             r = s.round_half_even(y) if mode == "float_even" else s.round_half_away(y)
         else:
             r = v
@@ -551,6 +558,22 @@ def _binary(fn):
         return e.elementwise(list(op.operands), op.results[0].type, body)
 
     return lower
+
+
+def lower_scaled_add(e: Lowering, op: qint.ScaledAddOp) -> SSAValue:
+    """XNNPACK's fused add: `(wrap32(bias + a * Ma + b * Mb) >> shift) + zp`, clamped."""
+    unsigned = op.attr("unsigned", False)
+    ma, mb, bias, shift = (op.attr(n) for n in ("lhs_multiplier", "rhs_multiplier", "bias", "shift"))
+    ozp = op.attr("output_zp", 0)
+    lo, hi = op.bounds()
+    w = qint.int_width(op.results[0])
+
+    def body(s, a, b, _o):
+        acc = s.add(s.add(s.mul(s.ext(a, 64, unsigned), ma), s.mul(s.ext(b, 64, unsigned), mb)), bias)
+        r = s.add(s.shr(s.wrap(acc, 32), shift), ozp)
+        return s.trunc(s.clamp(r, lo, hi), w)
+
+    return e.elementwise(list(op.operands), op.results[0].type, body)
 
 
 def lower_table(e: Lowering, op: qint.TableOp) -> SSAValue:
@@ -659,6 +682,8 @@ def lower_softmax(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
     out_w = qint.int_width(op.results[0])
     m, sft = op.attr("input_multiplier"), op.attr("input_shift")
     single = op.attr("mode", "double_round") == "single_round"
+    if op.float_table:
+        return lower_softmax_float(e, op)
     mx = reduce(e, x, [rank - 1], in_w, "max")
     diffs = -np.arange(1 << in_w, dtype=np.int64)  # table index k holds diff = -k
     ident, row = identity(rank), _row_map(rank)
@@ -721,6 +746,70 @@ def lower_softmax(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
     return e.generic([x, mx, total], [ident, row, row], out_t, ident, final16)
 
 
+SOFTMAX_MAX_ROW = 1024  # the float row sum is spelled out element by element
+_SUM_CHUNK = 32  # row elements added per linalg.generic (long bodies compile slowly in TVM)
+
+
+def lower_softmax_float(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
+    """optimized_ops::Softmax (8-bit, LiteRT's default path), as
+    activations._softmax_8bit_float_table computes it: a float32 exp table
+    indexed by `max - x`, the row sum added sequentially in float32 (spelled out
+    element by element through constant-index maps, since a reduction may be
+    reordered by TVM), `1 / (sum * s_out)`, product rounded, + zero point."""
+    x = op.operands[0]
+    shape = list(qint.shape_of(x))
+    rank = len(shape)
+    length = shape[-1]
+    if length > SOFTMAX_MAX_ROW:
+        raise Unsupported(f"float-table softmax over rows of {length} > {SOFTMAX_MAX_ROW} elements "
+                          "(the sequential float sum is spelled out element by element)")
+    if length == 0:
+        raise Unsupported("softmax over an empty row")
+    out_w = qint.int_width(op.results[0])
+    scale = np.float32(-np.float32(op.attr("input_scale")[0]) * np.float32(op.attr("beta")[0]))
+    table = act.expf((scale * np.arange(256, dtype=np.float32)).astype(np.float32)).astype(np.float32)
+    tt = TensorType(f32, [256])
+    table_v = e.add(arith.ConstantOp(DenseIntOrFPElementsAttr(tt, BytesAttr(np.ascontiguousarray(table).tobytes())), tt))
+    out_scale = float(np.float32(op.attr("output_scale")[0]))
+    ozp = op.attr("output_zp", 0)
+    tie_even = op.attr("mode") == "float_even"
+    mx = reduce(e, x, [rank - 1], 8, "max")
+    ident, row = identity(rank), _row_map(rank)
+
+    def exp_of(s, a, b):
+        i = s.emit(arith.IndexCastOp(s.sub(s.ext(b), s.ext(a)), IndexType()))
+        return s.emit(tensor.ExtractOp(table_v, [i], f32))
+
+    exps = e.generic([x, mx], [ident, row], TensorType(f32, shape), ident, lambda s, a, b, _o: exp_of(s, a, b))
+    rows = shape[:-1]
+    row_t = TensorType(f32, rows)
+    n = rank - 1
+    total = None
+    for start in range(0, length, _SUM_CHUNK):
+        cols = list(range(start, min(start + _SUM_CHUNK, length)))
+        inputs = ([total] if total is not None else []) + [exps] * len(cols)
+        maps = ([identity(n)] if total is not None else []) + [amap(n, [dim(i) for i in range(n)] + [c]) for c in cols]
+
+        def add_in_order(s, *args):
+            vals = args[:-1]
+            acc = vals[0]
+            for v in vals[1:]:
+                acc = s.emit(arith.AddfOp(acc, v))
+            return acc
+
+        total = e.generic(inputs, maps, row_t, identity(n), add_in_order)
+    inv = e.generic([total], [identity(n)], row_t, identity(n),
+                    lambda s, t, _o: s.emit(arith.DivfOp(s.const(1.0, f32), s.emit(arith.MulfOp(t, s.const(out_scale, f32))))))
+    lo, hi = signed_min(out_w), signed_max(out_w)
+
+    def final(s, ex, iv, _o):
+        prob = s.emit(arith.MulfOp(ex, iv))
+        r = s.round_half_even(prob) if tie_even else s.round_half_away(prob)
+        return s.trunc(s.clamp(s.add(r, ozp), lo, hi), out_w)
+
+    return e.generic([exps, inv], [ident, row], op.results[0].type, ident, final)
+
+
 def reciprocal(e: Lowering, total: SSAValue) -> SSAValue:
     """TFLite GetReciprocal's Q0.31 reciprocal of each i32 `total` (gemmlowp
     one_over_one_plus_x_for_x_in_0_1 on the normalised value), as i32.
@@ -769,6 +858,7 @@ LOWERINGS: dict[type, Callable[[Lowering, Operation], SSAValue]] = {
     qint.AddOp: _binary(lambda s, a, b: s.add(a, b)),
     qint.SubOp: _binary(lambda s, a, b: s.sub(a, b)),
     qint.MulOp: _binary(lambda s, a, b: s.mul(a, b)),
+    qint.ScaledAddOp: lower_scaled_add,
     qint.MaximumOp: _binary(lambda s, a, b: s.max(a, b)),
     qint.MinimumOp: _binary(lambda s, a, b: s.min(a, b)),
     qint.TableOp: lower_table,

@@ -70,7 +70,6 @@ from xdsl.utils.exceptions import PassFailedException
 
 from qdialect.dialects import qint, qnn
 from transforms.call_signatures import ConvertCallToStorage
-from transforms.call_signatures import ConvertCallToStorage
 from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, quantized_element_type
 from qdialect.qparams import QParams
 from qdialect.reference import activations as act

@@ -4,7 +4,8 @@ A *case* is one mutated input fed to one tool.  The contract every tool must
 keep, whatever the input:
 
 - success (exit 0), or
-- exit status 2 with exactly one line on stderr (a diagnostic for people);
+- exit status 2 with exactly one line on stderr (a diagnostic for people;
+  `remark: ` lines a pass printed before a later stage refused are not counted);
 - never a Python traceback, an ``internal error`` line (exit 3), an exception
   escaping ``main``, a hang (each case runs under a wall-clock alarm), or a
   memory blow-up (the process runs under an address-space limit, and the
@@ -143,6 +144,8 @@ def contract_violation(c: Captured, tool: str) -> tuple[str, str] | None:
     if c.rc == 0:
         return None
     if c.rc == EXIT_BAD_INPUT:
+        # remarks a pass printed before a later stage refused the input are not the diagnostic
+        lines = [ln for ln in lines if not ln.startswith("remark: ")]
         if len(lines) != 1:
             return "not-one-line", f"{len(lines)} stderr lines: {c.stderr[:300]!r}"
         if "internal error" in lines[0]:

@@ -646,7 +646,8 @@ def run_case(text: str, report: Report, save: Path | None, *, extra: dict, case_
                     return
                 report.outcome(f"pass {pipeline}: {'ok' if cap.rc == 0 else 'rejected'}")
                 if cap.rc != 0:
-                    report.message(cap.stderr.strip(),
+                    diagnostic = "\n".join(ln for ln in cap.stderr.strip().splitlines() if not ln.startswith("remark: "))
+                    report.message(diagnostic,
                                    {"tool": "qd-opt", "argv": ["-p", pipeline], "text": text, "size": len(data)})
             if (generated or case_no % extra["run_every"] == 0) and "func.func" in text:
                 _run_interp(text, report, record)

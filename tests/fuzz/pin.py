@@ -152,7 +152,7 @@ def _replay(record: dict) -> tuple[int | None, str]:
         from transforms.opt import main
 
         cap = run_main(main, list(record["argv"]), record["text"].encode("utf-8", "surrogatepass"))
-        return cap.rc, cap.stderr.strip()
+        return cap.rc, "\n".join(ln for ln in cap.stderr.strip().splitlines() if not ln.startswith("remark: "))
     if tool in ("import_tflite", "import_tflite_float"):
         from qdialect.importer.tflite import TFLiteImportError, import_tflite
         from qdialect.importer.tflite_float import import_tflite_float

@@ -803,7 +803,8 @@ def lower_softmax_float(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
     lo, hi = signed_min(out_w), signed_max(out_w)
 
     def final(s, ex, iv, _o):
-        prob = s.emit(arith.MulfOp(ex, iv))
+        # the clamp (no-op here) keeps the product one float32 rounding: no fused multiply-add below
+        prob = s.fclamp(s.emit(arith.MulfOp(ex, iv)), float(1 << 62))
         r = s.round_half_even(prob) if tie_even else s.round_half_away(prob)
         return s.trunc(s.clamp(s.add(r, ozp), lo, hi), out_w)
 

@@ -404,3 +404,12 @@ def test_int16_tanh_whose_input_multiplier_overflows_int32(ctx):
     assert one_error(_TANH16.replace("N", "0"), "-p", "qnn-decompose") == f"qd-opt: error: {message}"
     with pytest.raises(InterpreterError, match="^" + __import__("re").escape(f"qnn.tanh: {message}") + "$"):
         run_module(parse_module(ctx, _TANH16.replace("N", "3")), [np.zeros((1, 3), np.int16)])
+
+
+def test_qint_window_attributes_are_checked():
+    """The L2 conv verifier divided by a stride of 0 (ZeroDivisionError) like qnn's did."""
+    text = """func.func @main(%x: tensor<1x8x8x3xi8>, %w: tensor<2x3x3x3xi8>) -> tensor<1x8x8x2xi32> {
+  %y = qint.conv2d %x, %w {input_zp = -128 : i64, weight_zp = 0 : i64, strides = array<i64: 0, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x8x8x3xi8>, tensor<2x3x3x3xi8>) -> tensor<1x8x8x2xi32>
+  func.return %y : tensor<1x8x8x2xi32>
+}"""
+    assert one_error(text) == "stdin:2:3: error: qint.conv2d: attribute 'strides' must be 2 integers >= 1, got [0, 1]"

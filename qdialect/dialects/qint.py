@@ -57,6 +57,8 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from qdialect.dialects.qnn import window_attr
+
 INTS, FLOATS, INT, STR, BOOL = "ints", "floats", "int", "str", "bool"
 
 RESCALE_MODES = ("double_round", "single_round", "wide_round", "float_even", "float_away", "none")
@@ -239,9 +241,9 @@ class _ConvOp(QIntOp):
     N_OPERANDS: ClassVar = 2
 
     def window(self):
-        sh, sw = self.attr("strides", [1, 1])
-        dh, dw = self.attr("dilations", [1, 1])
-        pt, pb, pl, pr = self.attr("padding", [0, 0, 0, 0])
+        sh, sw = window_attr(self, "strides")
+        dh, dw = window_attr(self, "dilations")
+        pt, pb, pl, pr = window_attr(self, "padding")
         return (sh, sw), (dh, dw), (pt, pb, pl, pr)
 
     def out_hw(self, h, w, kh, kw):
@@ -576,9 +578,9 @@ class _PoolOp(QIntOp):
 
     def verify_op(self):
         n, h, w, c = shape_of(self.operands[0])
-        kh, kw = self.attr("kernel")
-        sh, sw = self.attr("strides", [1, 1])
-        pt, pb, pl, pr = self.attr("padding", [0, 0, 0, 0])
+        kh, kw = window_attr(self, "kernel")
+        sh, sw = window_attr(self, "strides")
+        pt, pb, pl, pr = window_attr(self, "padding")
         if max(pt, pb) >= kh or max(pl, pr) >= kw:
             self.fail("padding must be smaller than the window (a window would lie in the padding)")
         self.require_result_shape([n, _window_out(h, kh, sh, 1, pt, pb), _window_out(w, kw, sw, 1, pl, pr), c])

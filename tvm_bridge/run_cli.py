@@ -38,11 +38,12 @@ def _progress(msg: str) -> None:
 
 
 def load_module(path: Path, batch: int):
-    """Parse `.mlir` or import `.tflite` into a verified module."""
+    """Parse `.mlir` or import `.tflite` (a path or str) into a verified module."""
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
     from qdialect.diagnostics import one_line, parse_module
 
+    path = Path(path)
     if not path.exists():
         raise BadInput(f"cannot read {path}: no such file")
     if path.suffix == ".tflite":

@@ -309,9 +309,10 @@ class _Quantizer:
     def float_eval(self, op, args_per_sample: list[list[np.ndarray]], *, clamp: bool = True) -> list[np.ndarray]:
         """Run float op `op` per sample (a weighted op may be given a bias argument it does not have:
         the nn handlers read one from a third argument); clamp=False: without its fused clamp."""
-        saved = {}
+        saved = dict(op.attributes)  # restored as it was (attribute order included): the caller's module
         if not clamp:
-            saved = {k: op.attributes.pop(k) for k in ("act_min", "act_max") if k in op.attributes}
+            for k in ("act_min", "act_max"):
+                op.attributes.pop(k, None)
         out = []
         try:
             for args in args_per_sample:
@@ -320,6 +321,7 @@ class _Quantizer:
                 except (InterpreterError, ValueError, ArithmeticError) as e:
                     raise QuantizeError(f"{op.name}: the float op does not run: {e}") from None
         finally:
+            op.attributes.clear()
             op.attributes.update(saved)
         return out
 

@@ -34,14 +34,6 @@ def data(name: str, split: str) -> list[list[np.ndarray]]:
     return samples_from_npz(dict(np.load(ZOO / f"{name}_{split}.npz")), input_shapes(float_module(name)))
 
 
-@functools.cache
-def quantized(name: str, scheme: str = "int8"):
-    from transforms.quantize import quantize_float_module
-    from transforms.strategy import load_strategy
-
-    return quantize_float_module(float_module(name), data(name, "calib"), load_strategy(scheme))
-
-
 def litert(path: Path, samples) -> list[list[np.ndarray]]:
     """Run a .tflite model in LiteRT (default resolver); integer inputs/outputs are
     quantized / dequantized with the model's own parameters, so results are real numbers."""

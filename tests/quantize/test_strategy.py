@@ -157,3 +157,10 @@ def test_per_tensor_weights_and_percentile():
         assert not quantized_element_type(op.operands[1].type).is_per_axis
     (y,) = run_module(result.module, data("ds_cnn_kws", "heldout")[0])
     assert y.shape == (1, 12) and abs(float(y.sum()) - 1.0) < 0.05
+
+
+def test_the_float_module_is_left_as_it_was():
+    module = float_module("mlp_act")
+    before = str(module)
+    quantize_float_module(module, data("mlp_act", "calib")[:4], Int8())
+    assert str(module) == before

@@ -10,11 +10,12 @@ and the TVM bridge translates it.  What rewrites into what:
 | qint.depthwise_conv2d | tensor.pad -> linalg.generic (channel multiplier M as a separate loop, reshaped back to C*M) |
 | qint.fully_connected / batch_matmul | linalg.generic reductions (zero points in the body) |
 | qint.bias_add, add, sub, mul, maximum, minimum, divide_round | elementwise linalg.generic (broadcasting through the indexing maps) |
-| qint.rescale | elementwise linalg.generic whose body is the integer recipe of its `mode` in arith (64-bit multiply, rounding add, arithmetic shift, clamp, truncate; per-channel parameters as 1-D constant operands) |
+| qint.rescale | elementwise linalg.generic whose body is the integer recipe of its `mode` in arith (float modes: the product clamped before any float add, so no fused multiply-add can merge two roundings) (64-bit multiply, rounding add, arithmetic shift, clamp, truncate; per-channel parameters as 1-D constant operands) |
 | qint.table | elementwise linalg.generic reading the table with tensor.extract |
 | qint.pool_sum / pool_max | tensor.pad -> linalg.generic with window loops (a constant window-shaped operand gives their extents, as linalg's named pooling ops do) |
 | qint.reduce_sum / max / min | linalg.fill + reduction linalg.generic (+ tensor.expand_shape for keep_dims) |
-| qint.softmax | max, exp table (computed at compile time from the reference), sum, fixed-point reciprocal in arith, final rescale: five linalg.generic ops |
+| qint.scaled_add | elementwise linalg.generic: `(wrap32(bias + a * Ma + b * Mb) >> shift) + zp`, clamp (XNNPACK's add) |
+| qint.softmax | max, exp table (computed at compile time from the reference), sum, fixed-point reciprocal in arith, final rescale: five linalg.generic ops; float-table modes: max, f32 exp table read with tensor.extract, the row sum added in order (one generic per 32 row elements, each read through a constant-index map: a TVM reduction could reorder the float adds; rows above 1024 are refused), `1 / (sum * s_out)`, rounding |
 
 Every rounding step is spelled out in arith exactly as the reference
 (`qdialect.reference`) computes it, so L3 equals L2 bit for bit; anything the

@@ -1,0 +1,232 @@
+// REQUIRES: mlir-opt
+// RUN: %qd-opt %s -p qnn-lower-to-linalg | filecheck %s
+// RUN: %qd-opt %s -p qnn-lower-to-linalg | %mlir-opt --verify-each | filecheck %s --check-prefix=MLIR
+
+// qint.rescale -> one elementwise linalg.generic whose body is the integer recipe of its mode,
+// in i64 arith: centre (x - input_zp), left shift, wrap to 32 bits, apply the multiplier,
+// add output_zp, clamp, truncate.  Per-channel parameters are 1-D i64 constants read through
+// the map of the channel axis; equal parameters are literals in the body.
+
+// double_round = TFLite MultiplyByQuantizedMultiplier:
+//   RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(v << max(s, 0), M), max(-s, 0)).
+// (2^30, shift 2): left 2, right 0.  SRDHM: INT32_MIN * INT32_MIN saturates; otherwise
+// (a*b + (a*b >= 0 ? 2^30 : 1 - 2^30)) / 2^31 truncating.  RDBPOT: mask = 2^e - 1,
+// threshold = mask >> 1 (+1 if negative), add 1 when the remainder exceeds it.
+// CHECK-LABEL: func.func @double_round
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}} : tensor<2x3xi8>) outs(%{{.*}} : tensor<2x3xi8>)
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: i8, %{{.*}}: i8):
+// CHECK-NEXT:      %[[X64:.*]] = arith.extsi %[[X]] : i8 to i64
+// CHECK-NEXT:      %[[IZP:.*]] = arith.constant -3 : i64
+// CHECK-NEXT:      %[[V:.*]] = arith.subi %[[X64]], %[[IZP]] : i64
+// CHECK-NEXT:      %[[V32:.*]] = arith.trunci %[[V]] : i64 to i32
+// CHECK-NEXT:      %[[VW:.*]] = arith.extsi %[[V32]] : i32 to i64
+// CHECK-NEXT:      %[[LEFT:.*]] = arith.constant 2 : i64
+// CHECK-NEXT:      %[[SH:.*]] = arith.shli %[[VW]], %[[LEFT]] : i64
+// CHECK-NEXT:      %[[SH32:.*]] = arith.trunci %[[SH]] : i64 to i32
+// CHECK-NEXT:      %[[A:.*]] = arith.extsi %[[SH32]] : i32 to i64
+// CHECK-NEXT:      %[[M:.*]] = arith.constant 1073741824 : i64
+// CHECK-NEXT:      %[[MIN1:.*]] = arith.constant -2147483648 : i64
+// CHECK-NEXT:      %[[AMIN:.*]] = arith.cmpi eq, %[[A]], %[[MIN1]] : i64
+// CHECK-NEXT:      %[[MIN2:.*]] = arith.constant -2147483648 : i64
+// CHECK-NEXT:      %[[BMIN:.*]] = arith.cmpi eq, %[[M]], %[[MIN2]] : i64
+// CHECK-NEXT:      %[[OVF:.*]] = arith.andi %[[AMIN]], %[[BMIN]] : i1
+// CHECK-NEXT:      %[[AB:.*]] = arith.muli %[[A]], %[[M]] : i64
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:      %[[NONNEG:.*]] = arith.cmpi sge, %[[AB]], %[[ZERO]] : i64
+// CHECK-NEXT:      %[[POS:.*]] = arith.constant 1073741824 : i64
+// CHECK-NEXT:      %[[NEG:.*]] = arith.constant -1073741823 : i64
+// CHECK-NEXT:      %[[NUDGE:.*]] = arith.select %[[NONNEG]], %[[POS]], %[[NEG]] : i64
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[AB]], %[[NUDGE]] : i64
+// CHECK-NEXT:      %[[TWO31:.*]] = arith.constant 2147483648 : i64
+// CHECK-NEXT:      %[[Q:.*]] = arith.divsi %[[SUM]], %[[TWO31]] : i64
+// CHECK-NEXT:      %[[MAX32:.*]] = arith.constant 2147483647 : i64
+// CHECK-NEXT:      %[[HIGH:.*]] = arith.select %[[OVF]], %[[MAX32]], %[[Q]] : i64
+// CHECK-NEXT:      %[[E:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-NEXT:      %[[POW:.*]] = arith.shli %[[ONE]], %[[E]] : i64
+// CHECK-NEXT:      %[[ONE2:.*]] = arith.constant 1 : i64
+// CHECK-NEXT:      %[[MASK:.*]] = arith.subi %[[POW]], %[[ONE2]] : i64
+// CHECK-NEXT:      %[[REM:.*]] = arith.andi %[[HIGH]], %[[MASK]] : i64
+// CHECK-NEXT:      %[[ONE3:.*]] = arith.constant 1 : i64
+// CHECK-NEXT:      %[[HALF:.*]] = arith.shrsi %[[MASK]], %[[ONE3]] : i64
+// CHECK-NEXT:      %[[ZERO2:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:      %[[ISNEG:.*]] = arith.cmpi slt, %[[HIGH]], %[[ZERO2]] : i64
+// CHECK-NEXT:      %[[ISNEG64:.*]] = arith.extui %[[ISNEG]] : i1 to i64
+// CHECK-NEXT:      %[[THRESH:.*]] = arith.addi %[[HALF]], %[[ISNEG64]] : i64
+// CHECK-NEXT:      %[[FLOOR:.*]] = arith.shrsi %[[HIGH]], %[[E]] : i64
+// CHECK-NEXT:      %[[UP:.*]] = arith.cmpi sgt, %[[REM]], %[[THRESH]] : i64
+// CHECK-NEXT:      %[[UP64:.*]] = arith.extui %[[UP]] : i1 to i64
+// CHECK-NEXT:      %[[R:.*]] = arith.addi %[[FLOOR]], %[[UP64]] : i64
+// CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i64
+// CHECK-NEXT:      %[[RZ:.*]] = arith.addi %[[R]], %[[OZP]] : i64
+// CHECK-NEXT:      %[[LO:.*]] = arith.constant -100 : i64
+// CHECK-NEXT:      %[[C1:.*]] = arith.maxsi %[[RZ]], %[[LO]] : i64
+// CHECK-NEXT:      %[[HI:.*]] = arith.constant 100 : i64
+// CHECK-NEXT:      %[[C2:.*]] = arith.minsi %[[C1]], %[[HI]] : i64
+// CHECK-NEXT:      %[[OUT:.*]] = arith.trunci %[[C2]] : i64 to i8
+// CHECK-NEXT:      linalg.yield %[[OUT]] : i8
+// MLIR-LABEL:  func.func @double_round
+// MLIR:          arith.divsi
+func.func @double_round(%x: tensor<2x3xi8>) -> tensor<2x3xi8> {
+  %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 2>, input_zp = -3 : i64, output_zp = 5 : i64, clamp_min = -100 : i64, clamp_max = 100 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi8>
+  func.return %0 : tensor<2x3xi8>
+}
+
+// Per-channel: multipliers [1374389504, 1374389504, 2^30] and shifts [-7, 1, -6] become three
+// constants, left shifts max(s, 0) = [0, 1, 0] and right shifts max(-s, 0) = [7, 0, 6], each read
+// with the channel map (d3); the body uses the block arguments where the literals were.
+// CHECK-LABEL: func.func @double_round_per_channel
+// CHECK-NEXT:    %[[M:.*]] = arith.constant dense<[1374389504, 1374389504, 1073741824]> : tensor<3xi64>
+// CHECK-NEXT:    %[[L:.*]] = arith.constant dense<[0, 1, 0]> : tensor<3xi64>
+// CHECK-NEXT:    %[[RT:.*]] = arith.constant dense<[7, 0, 6]> : tensor<3xi64>
+// CHECK-NEXT:    tensor.empty() : tensor<1x2x2x3xi8>
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}}, %[[M]], %[[L]], %[[RT]] : tensor<1x2x2x3xi32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>)
+// CHECK-NEXT:    ^bb0(%{{.*}}: i32, %[[BM:.*]]: i64, %[[BL:.*]]: i64, %[[BR:.*]]: i64, %{{.*}}: i8):
+// CHECK:           arith.shli %{{.*}}, %[[BL]] : i64
+// CHECK:           arith.muli %{{.*}}, %[[BM]] : i64
+// CHECK:           arith.shli %{{.*}}, %[[BR]] : i64
+// CHECK:           arith.shrsi %{{.*}}, %[[BR]] : i64
+// MLIR-LABEL:  func.func @double_round_per_channel
+func.func @double_round_per_channel(%x: tensor<1x2x2x3xi32>) -> tensor<1x2x2x3xi8> {
+  %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1374389504, 1374389504, 1073741824>, shift = array<i64: -7, 1, -6>, output_zp = 5 : i64} : (tensor<1x2x2x3xi32>) -> tensor<1x2x2x3xi8>
+  func.return %0 : tensor<1x2x2x3xi8>
+}
+
+// single_round = TFLITE_SINGLE_ROUNDING: (v * M + 2^(total - 1)) >> total with total = 31 - s.
+// (1342177260, 3): total 28, rounding term 2^27 = 134217728.  u8 output: zero point 128, clamp
+// [0, 255], the low 8 bits kept.
+// CHECK-LABEL: func.func @single_round
+// CHECK:           %[[V:.*]] = arith.extsi %{{.*}} : i32 to i64
+// CHECK-NEXT:      %[[M:.*]] = arith.constant 1342177260 : i64
+// CHECK-NEXT:      %[[P:.*]] = arith.muli %[[V]], %[[M]] : i64
+// CHECK-NEXT:      %[[RND:.*]] = arith.constant 134217728 : i64
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[P]], %[[RND]] : i64
+// CHECK-NEXT:      %[[T:.*]] = arith.constant 28 : i64
+// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %[[S]], %[[T]] : i64
+// CHECK-NEXT:      %[[OZP:.*]] = arith.constant 128 : i64
+// CHECK-NEXT:      arith.addi %[[R]], %[[OZP]] : i64
+// CHECK-NEXT:      arith.constant 0 : i64
+// CHECK-NEXT:      arith.maxsi
+// CHECK-NEXT:      arith.constant 255 : i64
+// CHECK-NEXT:      arith.minsi
+// CHECK-NEXT:      arith.trunci %{{.*}} : i64 to i8
+// MLIR-LABEL:  func.func @single_round
+func.func @single_round(%x: tensor<4xi8>) -> tensor<4xi8> {
+  %0 = qint.rescale %x {mode = "single_round", multiplier = array<i64: 1342177260>, shift = array<i64: 3>, input_zp = -3 : i64, output_zp = 128 : i64, clamp_min = 0 : i64, clamp_max = 255 : i64} : (tensor<4xi8>) -> tensor<4xi8>
+  func.return %0 : tensor<4xi8>
+}
+
+// wide_round = TFLite's int64 MultiplyByQuantizedMultiplier: M cut to 16 bits,
+// (1374389504 + 2^15) >> 16 = 20972, total shift 15 - (-7) = 22, rounding 2^21; the result wrapped
+// to int32 before the clamp to i16.  A 64-bit input is not wrapped to 32 bits first.
+// CHECK-LABEL: func.func @wide_round
+// CHECK-NEXT:    tensor.empty
+// CHECK-NEXT:    linalg.generic
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: i64, %{{.*}}: i16):
+// CHECK-NEXT:      %[[M:.*]] = arith.constant 20972 : i64
+// CHECK-NEXT:      %[[P:.*]] = arith.muli %[[X]], %[[M]] : i64
+// CHECK-NEXT:      %[[RND:.*]] = arith.constant 2097152 : i64
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[P]], %[[RND]] : i64
+// CHECK-NEXT:      %[[T:.*]] = arith.constant 22 : i64
+// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %[[S]], %[[T]] : i64
+// CHECK-NEXT:      %[[R32:.*]] = arith.trunci %[[R]] : i64 to i32
+// CHECK-NEXT:      arith.extsi %[[R32]] : i32 to i64
+// CHECK-NEXT:      arith.constant -32768 : i64
+// CHECK-NEXT:      arith.maxsi
+// CHECK-NEXT:      arith.constant 32767 : i64
+// CHECK-NEXT:      arith.minsi
+// CHECK-NEXT:      arith.trunci %{{.*}} : i64 to i16
+// MLIR-LABEL:  func.func @wide_round
+func.func @wide_round(%x: tensor<4xi64>) -> tensor<4xi16> {
+  %0 = qint.rescale %x {mode = "wide_round", multiplier = array<i64: 1374389504>, shift = array<i64: -7>} : (tensor<4xi64>) -> tensor<4xi16>
+  func.return %0 : tensor<4xi16>
+}
+
+// float_even: rint(float32(v) * float32(scale)) with ties to even, spelled with fptosi (toward zero),
+// the fraction, and a parity test; the product is first clamped to +-2^62 so fptosi is defined.
+// CHECK-LABEL: func.func @float_even
+// CHECK:           %[[F:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK-NEXT:      %[[XF:.*]] = arith.sitofp %{{.*}} : i64 to f32
+// CHECK-NEXT:      %[[Y:.*]] = arith.mulf %[[XF]], %[[F]] : f32
+// CHECK-NEXT:      arith.constant -4.61168602e+18 : f32
+// CHECK-NEXT:      arith.constant 4.61168602e+18 : f32
+// CHECK-NEXT:      arith.maximumf
+// CHECK-NEXT:      %[[YC:.*]] = arith.minimumf
+// CHECK-NEXT:      %[[T:.*]] = arith.fptosi %[[YC]] : f32 to i64
+// CHECK-NEXT:      %[[TF:.*]] = arith.sitofp %[[T]] : i64 to f32
+// CHECK-NEXT:      %[[FRAC:.*]] = arith.subf %[[YC]], %[[TF]] : f32
+// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-NEXT:      %[[LOW:.*]] = arith.andi %[[T]], %[[ONE]] : i64
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:      %[[ODD:.*]] = arith.cmpi ne, %[[LOW]], %[[Z]] : i64
+// CHECK-NEXT:      %[[H:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-NEXT:      %[[MH:.*]] = arith.constant -5.000000e-01 : f32
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[FRAC]], %[[H]] : f32
+// CHECK-NEXT:      %[[EQ:.*]] = arith.cmpf oeq, %[[FRAC]], %[[H]] : f32
+// CHECK-NEXT:      %[[LT:.*]] = arith.cmpf olt, %[[FRAC]], %[[MH]] : f32
+// CHECK-NEXT:      %[[MEQ:.*]] = arith.cmpf oeq, %[[FRAC]], %[[MH]] : f32
+// CHECK-NEXT:      %[[TIEUP:.*]] = arith.andi %[[EQ]], %[[ODD]] : i1
+// CHECK-NEXT:      %[[UP:.*]] = arith.ori %[[GT]], %[[TIEUP]] : i1
+// CHECK-NEXT:      %[[TIEDN:.*]] = arith.andi %[[MEQ]], %[[ODD]] : i1
+// CHECK-NEXT:      %[[DN:.*]] = arith.ori %[[LT]], %[[TIEDN]] : i1
+// CHECK-NEXT:      %[[UP64:.*]] = arith.extui %[[UP]] : i1 to i64
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[T]], %[[UP64]] : i64
+// CHECK-NEXT:      %[[DN64:.*]] = arith.extui %[[DN]] : i1 to i64
+// CHECK-NEXT:      arith.subi %[[S]], %[[DN64]] : i64
+// MLIR-LABEL:  func.func @float_even
+func.func @float_even(%x: tensor<4xi32>) -> tensor<4xi8> {
+  %0 = qint.rescale %x {mode = "float_even", scale = array<f64: 0.25>, output_zp = 5 : i64} : (tensor<4xi32>) -> tensor<4xi8>
+  func.return %0 : tensor<4xi8>
+}
+
+// float_away: round(float64(v) * scale) with ties away from zero (TFLite's FC reference); per-channel
+// scales are an f64 constant read through (d1).
+// CHECK-LABEL: func.func @float_away
+// CHECK-NEXT:    %[[S:.*]] = arith.constant dense<[0.004999999888241291, 0.0099999997764825821]> : tensor<2xf64>
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[S]] : tensor<2x2xi32>, tensor<2xf64>)
+// CHECK-NEXT:    ^bb0(%{{.*}}: i32, %[[F:.*]]: f64, %{{.*}}: i8):
+// CHECK:           %[[XF:.*]] = arith.sitofp %{{.*}} : i64 to f64
+// CHECK-NEXT:      arith.mulf %[[XF]], %[[F]] : f64
+// CHECK:           %[[T:.*]] = arith.fptosi %{{.*}} : f64 to i64
+// CHECK:           %[[FRAC:.*]] = arith.subf
+// CHECK-NEXT:      %[[H:.*]] = arith.constant 5.000000e-01 : f64
+// CHECK-NEXT:      %[[MH:.*]] = arith.constant -5.000000e-01 : f64
+// CHECK-NEXT:      arith.cmpf oge, %[[FRAC]], %[[H]] : f64
+// CHECK-NEXT:      arith.extui
+// CHECK-NEXT:      arith.cmpf ole, %[[FRAC]], %[[MH]] : f64
+// MLIR-LABEL:  func.func @float_away
+func.func @float_away(%x: tensor<2x2xi32>) -> tensor<2x2xi8> {
+  %0 = qint.rescale %x {mode = "float_away", scale = array<f64: 0.004999999888241291, 0.0099999997764825821>, output_zp = 5 : i64} : (tensor<2x2xi32>) -> tensor<2x2xi8>
+  func.return %0 : tensor<2x2xi8>
+}
+
+// mode none with an unsigned input (u8 bits read with extui), zero point 128 and ADD's left shift 20,
+// wrapped to 32 bits; and a 64-bit sum that only gets its zero point and clamp.
+// CHECK-LABEL: func.func @none_unsigned_left_shift
+// CHECK:         ^bb0(%[[X:.*]]: i8, %{{.*}}: i32):
+// CHECK-NEXT:      %[[U:.*]] = arith.extui %[[X]] : i8 to i64
+// CHECK-NEXT:      %[[ZP:.*]] = arith.constant 128 : i64
+// CHECK-NEXT:      %[[V:.*]] = arith.subi %[[U]], %[[ZP]] : i64
+// CHECK-NEXT:      %[[LS:.*]] = arith.constant 20 : i64
+// CHECK-NEXT:      %[[SH:.*]] = arith.shli %[[V]], %[[LS]] : i64
+// CHECK-NEXT:      arith.trunci %[[SH]] : i64 to i32
+// CHECK:         ^bb0(%[[Y:.*]]: i64, %{{.*}}: i8):
+// CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i64
+// CHECK-NEXT:      arith.addi %[[Y]], %[[OZP]] : i64
+// MLIR-LABEL:  func.func @none_unsigned_left_shift
+func.func @none_unsigned_left_shift(%x: tensor<4xi8>, %y: tensor<4xi64>) -> (tensor<4xi32>, tensor<4xi8>) {
+  %0 = qint.rescale %x {mode = "none", input_zp = 128 : i64, left_shift = 20 : i64, input_unsigned = true} : (tensor<4xi8>) -> tensor<4xi32>
+  %1 = qint.rescale %y {mode = "none", output_zp = 5 : i64, clamp_min = -128 : i64, clamp_max = 127 : i64} : (tensor<4xi64>) -> tensor<4xi8>
+  func.return %0, %1 : tensor<4xi32>, tensor<4xi8>
+}
+
+// axis = 0: the shifts are read through (d0); the multipliers are equal, so a literal.
+// CHECK-LABEL: func.func @axis
+// CHECK-NEXT:    %[[L:.*]] = arith.constant dense<[2, 1]> : tensor<2xi64>
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>]
+// CHECK:           arith.constant 1073741824 : i64
+// MLIR-LABEL:  func.func @axis
+func.func @axis(%x: tensor<2x3xi8>) -> tensor<2x3xi8> {
+  %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1073741824, 1073741824>, shift = array<i64: 2, 1>, axis = 0 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi8>
+  func.return %0 : tensor<2x3xi8>
+}

@@ -1,0 +1,167 @@
+// REQUIRES: mlir-opt
+// RUN: %qd-opt %s -p qnn-lower-to-linalg | filecheck %s
+// RUN: %qd-opt %s -p qnn-lower-to-linalg | %mlir-opt --verify-each | filecheck %s --check-prefix=MLIR
+
+// Elementwise qint ops -> one elementwise linalg.generic each.  Broadcasting lives in the
+// indexing maps (a [3] operand of a 2x3 result reads (d1); a 2x1 one reads (d0, 0)); the body
+// works in i64 and truncates, which is the wrap the qint ops define.
+
+// CHECK-LABEL: func.func @binary
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<2x3xi32>, tensor<3xi32>)
+// CHECK:           %[[S:.*]] = arith.addi %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT:      arith.trunci %[[S]] : i64 to i32
+// CHECK:           %[[D:.*]] = arith.subi %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT:      arith.trunci %[[D]] : i64 to i32
+// mul: both zero points subtracted before the product.
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<2x1xi8>, tensor<2x3xi8>) outs(%{{.*}} : tensor<2x3xi32>)
+// CHECK-NEXT:    ^bb0(%[[A:.*]]: i8, %[[B:.*]]: i8, %{{.*}}: i32):
+// CHECK-NEXT:      %[[A64:.*]] = arith.extsi %[[A]] : i8 to i64
+// CHECK-NEXT:      %[[B64:.*]] = arith.extsi %[[B]] : i8 to i64
+// CHECK-NEXT:      %[[LZP:.*]] = arith.constant -3 : i64
+// CHECK-NEXT:      %[[AC:.*]] = arith.subi %[[A64]], %[[LZP]] : i64
+// CHECK-NEXT:      %[[RZP:.*]] = arith.constant 1 : i64
+// CHECK-NEXT:      %[[BC:.*]] = arith.subi %[[B64]], %[[RZP]] : i64
+// CHECK-NEXT:      %[[P:.*]] = arith.muli %[[AC]], %[[BC]] : i64
+// CHECK-NEXT:      arith.trunci %[[P]] : i64 to i32
+// CHECK:           arith.maxsi %{{.*}}, %{{.*}} : i64
+// CHECK:           arith.minsi %{{.*}}, %{{.*}} : i64
+// MLIR-LABEL:  func.func @binary
+// MLIR-COUNT-5:  linalg.generic
+func.func @binary(%a: tensor<2x3xi32>, %b: tensor<3xi32>, %c: tensor<2x1xi8>, %d: tensor<2x3xi8>) -> (tensor<2x3xi32>, tensor<2x3xi32>, tensor<2x3xi32>, tensor<2x3xi8>, tensor<2x3xi8>) {
+  %0 = qint.add %a, %b : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  %1 = qint.sub %a, %b : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  %2 = qint.mul %c, %d {lhs_zp = -3 : i64, rhs_zp = 1 : i64} : (tensor<2x1xi8>, tensor<2x3xi8>) -> tensor<2x3xi32>
+  %3 = qint.maximum %c, %d : (tensor<2x1xi8>, tensor<2x3xi8>) -> tensor<2x3xi8>
+  %4 = qint.minimum %c, %d : (tensor<2x1xi8>, tensor<2x3xi8>) -> tensor<2x3xi8>
+  func.return %0, %1, %2, %3, %4 : tensor<2x3xi32>, tensor<2x3xi32>, tensor<2x3xi32>, tensor<2x3xi8>, tensor<2x3xi8>
+}
+
+// scaled_add (XNNPACK's add): wrap32(lhs * 8192 + rhs * 2048 + bias) >> 15, + output_zp, clamp.
+// CHECK-LABEL: func.func @scaled_add
+// CHECK:         ^bb0(%[[A:.*]]: i8, %[[B:.*]]: i8, %{{.*}}: i8):
+// CHECK-NEXT:      %[[A64:.*]] = arith.extsi %[[A]] : i8 to i64
+// CHECK-NEXT:      %[[MA:.*]] = arith.constant 8192 : i64
+// CHECK-NEXT:      %[[PA:.*]] = arith.muli %[[A64]], %[[MA]] : i64
+// CHECK-NEXT:      %[[B64:.*]] = arith.extsi %[[B]] : i8 to i64
+// CHECK-NEXT:      %[[MB:.*]] = arith.constant 2048 : i64
+// CHECK-NEXT:      %[[PB:.*]] = arith.muli %[[B64]], %[[MB]] : i64
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[PA]], %[[PB]] : i64
+// CHECK-NEXT:      %[[BIAS:.*]] = arith.constant 26624 : i64
+// CHECK-NEXT:      %[[T:.*]] = arith.addi %[[S]], %[[BIAS]] : i64
+// CHECK-NEXT:      %[[T32:.*]] = arith.trunci %[[T]] : i64 to i32
+// CHECK-NEXT:      %[[W:.*]] = arith.extsi %[[T32]] : i32 to i64
+// CHECK-NEXT:      %[[SH:.*]] = arith.constant 15 : i64
+// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %[[W]], %[[SH]] : i64
+// CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i64
+// CHECK-NEXT:      arith.addi %[[R]], %[[OZP]] : i64
+// CHECK-NEXT:      arith.constant -100 : i64
+// CHECK-NEXT:      arith.maxsi
+// CHECK-NEXT:      arith.constant 100 : i64
+// CHECK-NEXT:      arith.minsi
+// MLIR-LABEL:  func.func @scaled_add
+func.func @scaled_add(%a: tensor<2x3xi8>, %b: tensor<3xi8>) -> tensor<2x3xi8> {
+  %0 = qint.scaled_add %a, %b {lhs_multiplier = 8192 : i64, rhs_multiplier = 2048 : i64, bias = 26624 : i64, shift = 15 : i64, output_zp = 5 : i64, clamp_min = -100 : i64, clamp_max = 100 : i64} : (tensor<2x3xi8>, tensor<3xi8>) -> tensor<2x3xi8>
+  func.return %0 : tensor<2x3xi8>
+}
+
+// qint.table: tensor.extract at x - type_min (x + 128 for i8, x + 32768 for i16), or at the
+// unsigned value (extui) for u8 bits.
+// CHECK-LABEL: func.func @tables(
+// CHECK-SAME:    %{{[^:]*}}: tensor<4xi8>, %[[T:[^:]*]]: tensor<256xi8>, %{{[^:]*}}: tensor<4xi16>, %[[T16:[^:]*]]: tensor<65536xi16>)
+// CHECK:         ^bb0(%[[X:.*]]: i8, %{{.*}}: i8):
+// CHECK-NEXT:      %[[X64:.*]] = arith.extsi %[[X]] : i8 to i64
+// CHECK-NEXT:      %[[OFF:.*]] = arith.constant 128 : i64
+// CHECK-NEXT:      %[[I:.*]] = arith.addi %[[X64]], %[[OFF]] : i64
+// CHECK-NEXT:      %[[IDX:.*]] = arith.index_cast %[[I]] : i64 to index
+// CHECK-NEXT:      tensor.extract %[[T]][%[[IDX]]] : tensor<256xi8>
+// CHECK:         ^bb0(%[[U:.*]]: i8, %{{.*}}: i8):
+// CHECK-NEXT:      %[[U64:.*]] = arith.extui %[[U]] : i8 to i64
+// CHECK-NEXT:      %[[UIDX:.*]] = arith.index_cast %[[U64]] : i64 to index
+// CHECK-NEXT:      tensor.extract %[[T]][%[[UIDX]]] : tensor<256xi8>
+// CHECK:         ^bb0(%[[H:.*]]: i16, %{{.*}}: i16):
+// CHECK-NEXT:      %[[H64:.*]] = arith.extsi %[[H]] : i16 to i64
+// CHECK-NEXT:      %[[OFF16:.*]] = arith.constant 32768 : i64
+// CHECK-NEXT:      %[[I16:.*]] = arith.addi %[[H64]], %[[OFF16]] : i64
+// CHECK-NEXT:      %[[IDX16:.*]] = arith.index_cast %[[I16]] : i64 to index
+// CHECK-NEXT:      tensor.extract %[[T16]][%[[IDX16]]] : tensor<65536xi16>
+// MLIR-LABEL:  func.func @tables
+// MLIR:          tensor.extract
+func.func @tables(%x: tensor<4xi8>, %t: tensor<256xi8>, %h: tensor<4xi16>, %t16: tensor<65536xi16>) -> (tensor<4xi8>, tensor<4xi8>, tensor<4xi16>) {
+  %0 = qint.table %x, %t : (tensor<4xi8>, tensor<256xi8>) -> tensor<4xi8>
+  %1 = qint.table %x, %t {unsigned = true} : (tensor<4xi8>, tensor<256xi8>) -> tensor<4xi8>
+  %2 = qint.table %h, %t16 : (tensor<4xi16>, tensor<65536xi16>) -> tensor<4xi16>
+  func.return %0, %1, %2 : tensor<4xi8>, tensor<4xi8>, tensor<4xi16>
+}
+
+// divide_round: away = sign(x) * ((|x| + d / 2) / d) (TFLite's average pool); half_up =
+// floor((2x + d) / 2d); half_even = floor division, then up when 2 * remainder > d or it ties
+// and the quotient is odd.  The [1, 3, 3, 1] counts broadcast with (d0, d1, d2, 0).
+// CHECK-LABEL: func.func @divide
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>]
+// CHECK-NEXT:    ^bb0(%[[S:.*]]: i32, %[[N:.*]]: i32, %{{.*}}: i32):
+// CHECK-NEXT:      %[[X:.*]] = arith.extsi %[[S]] : i32 to i64
+// CHECK-NEXT:      %[[D:.*]] = arith.extsi %[[N]] : i32 to i64
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:      %[[NEG:.*]] = arith.cmpi slt, %[[X]], %[[Z]] : i64
+// CHECK-NEXT:      %[[Z2:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:      %[[MX:.*]] = arith.subi %[[Z2]], %[[X]] : i64
+// CHECK-NEXT:      %[[ABS:.*]] = arith.select %[[NEG]], %[[MX]], %[[X]] : i64
+// CHECK-NEXT:      %[[TWO:.*]] = arith.constant 2 : i64
+// CHECK-NEXT:      %[[HALF:.*]] = arith.divsi %[[D]], %[[TWO]] : i64
+// CHECK-NEXT:      %[[NUM:.*]] = arith.addi %[[ABS]], %[[HALF]] : i64
+// CHECK-NEXT:      %[[MAG:.*]] = arith.divsi %[[NUM]], %[[D]] : i64
+// CHECK-NEXT:      %[[Z3:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:      %[[POS:.*]] = arith.cmpi sgt, %[[X]], %[[Z3]] : i64
+// CHECK-NEXT:      %[[Z4:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:      %[[NMAG:.*]] = arith.subi %[[Z4]], %[[MAG]] : i64
+// CHECK-NEXT:      arith.select %[[POS]], %[[MAG]], %[[NMAG]] : i64
+// CHECK:         ^bb0(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32):
+// CHECK-NEXT:      %[[X2:.*]] = arith.extsi
+// CHECK-NEXT:      %[[D2:.*]] = arith.extsi
+// CHECK-NEXT:      arith.constant 2 : i64
+// CHECK-NEXT:      %[[TX:.*]] = arith.muli %[[X2]], %{{.*}} : i64
+// CHECK-NEXT:      %[[NUM2:.*]] = arith.addi %[[TX]], %[[D2]] : i64
+// CHECK-NEXT:      arith.constant 2 : i64
+// CHECK-NEXT:      %[[TD:.*]] = arith.muli %[[D2]], %{{.*}} : i64
+// CHECK-NEXT:      arith.floordivsi %[[NUM2]], %[[TD]] : i64
+// CHECK:         ^bb0(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32):
+// CHECK-NEXT:      %[[X3:.*]] = arith.extsi
+// CHECK-NEXT:      %[[D3:.*]] = arith.extsi
+// CHECK-NEXT:      %[[Q:.*]] = arith.floordivsi %[[X3]], %[[D3]] : i64
+// CHECK-NEXT:      %[[QD:.*]] = arith.muli %[[Q]], %[[D3]] : i64
+// CHECK-NEXT:      %[[REM:.*]] = arith.subi %[[X3]], %[[QD]] : i64
+// CHECK-NEXT:      arith.constant 2 : i64
+// CHECK-NEXT:      %[[TWICE:.*]] = arith.muli %[[REM]], %{{.*}} : i64
+// CHECK-NEXT:      arith.constant 1 : i64
+// CHECK-NEXT:      %[[LOW:.*]] = arith.andi %[[Q]], %{{.*}} : i64
+// CHECK-NEXT:      arith.constant 0 : i64
+// CHECK-NEXT:      %[[ODD:.*]] = arith.cmpi ne, %[[LOW]], %{{.*}} : i64
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpi sgt, %[[TWICE]], %[[D3]] : i64
+// CHECK-NEXT:      %[[EQ:.*]] = arith.cmpi eq, %[[TWICE]], %[[D3]] : i64
+// CHECK-NEXT:      %[[TIE:.*]] = arith.andi %[[EQ]], %[[ODD]] : i1
+// CHECK-NEXT:      %[[UP:.*]] = arith.ori %[[GT]], %[[TIE]] : i1
+// CHECK-NEXT:      %[[UP64:.*]] = arith.extui %[[UP]] : i1 to i64
+// CHECK-NEXT:      arith.addi %[[Q]], %[[UP64]] : i64
+// MLIR-LABEL:  func.func @divide
+func.func @divide(%s: tensor<1x3x3x2xi32>, %n: tensor<1x3x3x1xi32>) -> (tensor<1x3x3x2xi32>, tensor<1x3x3x2xi32>, tensor<1x3x3x2xi32>) {
+  %0 = qint.divide_round %s, %n {rounding = "away"} : (tensor<1x3x3x2xi32>, tensor<1x3x3x1xi32>) -> tensor<1x3x3x2xi32>
+  %1 = qint.divide_round %s, %n {rounding = "half_up"} : (tensor<1x3x3x2xi32>, tensor<1x3x3x1xi32>) -> tensor<1x3x3x2xi32>
+  %2 = qint.divide_round %s, %n {rounding = "half_even"} : (tensor<1x3x3x2xi32>, tensor<1x3x3x1xi32>) -> tensor<1x3x3x2xi32>
+  func.return %0, %1, %2 : tensor<1x3x3x2xi32>, tensor<1x3x3x2xi32>, tensor<1x3x3x2xi32>
+}
+
+// float_even with an offset (XNNPACK's reduce: zero points folded into o): rint(float32(v) * f + o),
+// the product clamped to +-2^62 before the add so no fused multiply-add can change the rounding.
+// CHECK-LABEL: func.func @offset
+// CHECK:           %[[Y:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:      arith.constant -4.61168602e+18 : f32
+// CHECK-NEXT:      arith.constant 4.61168602e+18 : f32
+// CHECK-NEXT:      %[[Y1:.*]] = arith.maximumf %[[Y]], %{{.*}} : f32
+// CHECK-NEXT:      %[[Y2:.*]] = arith.minimumf %[[Y1]], %{{.*}} : f32
+// CHECK-NEXT:      %[[O:.*]] = arith.constant 5.500000e+00 : f32
+// CHECK-NEXT:      arith.addf %[[Y2]], %[[O]] : f32
+// MLIR-LABEL:  func.func @offset
+func.func @offset(%x: tensor<4xi32>) -> tensor<4xi8> {
+  %0 = qint.rescale %x {mode = "float_even", scale = array<f64: 0.25>, offset = array<f64: 5.5>} : (tensor<4xi32>) -> tensor<4xi8>
+  func.return %0 : tensor<4xi8>
+}

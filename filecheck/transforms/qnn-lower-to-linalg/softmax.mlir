@@ -81,3 +81,30 @@ func.func @softmax16(%h: tensor<2x5xi16>) -> tensor<2x5xi16> {
   %0 = qint.softmax %h {input_multiplier = 1759191844 : i64, input_shift = 3 : i64} : (tensor<2x5xi16>) -> tensor<2x5xi16>
   func.return %0 : tensor<2x5xi16>
 }
+
+// The float-table recipe (LiteRT's optimized 8-bit kernel; mode float_even or float_away): a float32
+// table of exp(-0.5 * k) (entry 0: 1.0 = 0x3F800000, entry 1: exp(-0.5) = 0x3F1B4598), the row sum
+// added left to right through constant-index maps (d0, 0), (d0, 1), (d0, 2) so no reordering can
+// change it, 1 / (sum * output_scale), and product * that rounded (ties to even here), + zero point.
+// CHECK-LABEL: func.func @softmax_float
+// CHECK-NEXT:    %[[T:.*]] = arith.constant dense<"0x0000803F98451B3F{{[0-9A-F]*}}"> : tensor<256xf32>
+// CHECK:         %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]}
+// CHECK:         %[[E:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[MAX]] : tensor<2x3xi8>, tensor<2xi8>) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK:           tensor.extract %[[T]][%{{.*}}] : tensor<256xf32>
+// CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, 0)>, affine_map<(d0) -> (d0, 1)>, affine_map<(d0) -> (d0, 2)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%[[E]], %[[E]], %[[E]] : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)
+// CHECK-NEXT:    ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32, %[[C:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[AB:.*]] = arith.addf %[[A]], %[[B]] : f32
+// CHECK-NEXT:      arith.addf %[[AB]], %[[C]] : f32
+// CHECK:         %[[INV:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<2xf32>)
+// CHECK:           %[[S:.*]] = arith.constant 3.906250e-03 : f32
+// CHECK-NEXT:      %[[D:.*]] = arith.mulf %{{.*}}, %[[S]] : f32
+// CHECK-NEXT:      arith.divf %{{.*}}, %[[D]] : f32
+// CHECK:         linalg.generic {{.*}} ins(%[[E]], %[[INV]] : tensor<2x3xf32>, tensor<2xf32>) outs(%{{.*}} : tensor<2x3xi8>)
+// CHECK:           arith.cmpf oeq
+// CHECK:           arith.constant -128 : i64
+// MLIR-LABEL:  func.func @softmax_float
+// MLIR-COUNT-5:  linalg.generic
+func.func @softmax_float(%a: tensor<2x3xi8>) -> tensor<2x3xi8> {
+  %0 = qint.softmax %a {mode = "float_even", input_scale = array<f64: 5.000000e-01>, beta = array<f64: 1.000000e+00>, output_scale = array<f64: 3.906250e-03>, output_zp = -128 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi8>
+  func.return %0 : tensor<2x3xi8>
+}

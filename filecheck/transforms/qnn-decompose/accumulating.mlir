@@ -136,3 +136,17 @@ func.func @conv_knobs(%x: tensor<1x4x4x3x!x>) -> (tensor<1x2x2x2x!y>, tensor<1x2
   %4 = qnn.conv2d %x, %w, %b {strides = array<i64: 2, 2>, rounding = "litert"} : (tensor<1x4x4x3x!x>, tensor<2x2x2x3x!w>, tensor<2x!b>) -> tensor<1x2x2x2x!y>
   func.return %0, %1, %2, %3, %4 : tensor<1x2x2x2x!y>, tensor<1x2x2x2x!y>, tensor<1x2x2x2x!y>, tensor<1x2x2x2x!y>, tensor<1x2x2x2x!y>
 }
+
+// 16x8 (int16 activations, int8 weights, i64 bias): TFLite's default accumulator is i64 and its
+// requantization the int64 MultiplyByQuantizedMultiplier (wide_round).  0.001 * 0.5 / 0.002 = 0.25
+// -> (2^30, -1); 0.001 * 0.25 / 0.002 = 0.125 -> (2^30, -2); the clamp is the i16 range.
+// CHECK-LABEL: func.func @conv16x8(%{{.*}}: tensor<1x2x2x2xi16>) -> tensor<1x2x2x2xi16>
+// CHECK:         %[[ACC:.*]] = qint.conv2d %{{.*}}, %{{.*}} {input_zp = 0 : i64, weight_zp = 0 : i64, {{.*}} : (tensor<1x2x2x2xi16>, tensor<2x1x1x2xi8>) -> tensor<1x2x2x2xi64>
+// CHECK-NEXT:    %[[SUM:.*]] = qint.bias_add %[[ACC]], %{{.*}} : (tensor<1x2x2x2xi64>, tensor<2xi64>) -> tensor<1x2x2x2xi64>
+// CHECK-NEXT:    qint.rescale %[[SUM]] {mode = "wide_round", multiplier = array<i64: 1073741824, 1073741824>, shift = array<i64: -1, -2>, clamp_min = -32768 : i64, clamp_max = 32767 : i64} : (tensor<1x2x2x2xi64>) -> tensor<1x2x2x2xi16>
+func.func @conv16x8(%x: tensor<1x2x2x2x!quant.uniform<i16:f32, 0.001>>) -> tensor<1x2x2x2x!quant.uniform<i16:f32, 0.002>> {
+  %w = qnn.constant dense<"0x01020304"> : tensor<2x1x1x2x!quant.uniform<i8<-127:127>:f32:0, {0.5, 0.25}>>
+  %b = arith.constant dense<[100, -50]> : tensor<2xi64>
+  %c = qnn.conv2d %x, %w, %b : (tensor<1x2x2x2x!quant.uniform<i16:f32, 0.001>>, tensor<2x1x1x2x!quant.uniform<i8<-127:127>:f32:0, {0.5, 0.25}>>, tensor<2xi64>) -> tensor<1x2x2x2x!quant.uniform<i16:f32, 0.002>>
+  func.return %c : tensor<1x2x2x2x!quant.uniform<i16:f32, 0.002>>
+}

@@ -709,14 +709,20 @@ def lower_softmax(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
         recip = reciprocal(e, total)
         lo, hi = signed_min(out_w), signed_max(out_w)
 
-        def final(s, a, b, t, rcp, _o):
+        # the final shift per row (num_bits_over_unit + 31 - out_bits) in a stage of its own:
+        # in one body with the rest it makes TVM's arithmetic analyzer crawl
+        rows = identity(rank - 1)
+        exponent = e.generic([total], [rows], int_tensor(shape[:-1], 32), rows,
+                             lambda s, t, _o: s.trunc(s.sub(act._ACCUM_INTEGER_BITS + 31 - out_w,
+                                                            s.clz32(s.ext(t))), 32))
+
+        def final(s, a, b, ex, rcp, _o):
             k = diff_index(s, a, b)
-            nbou = s.sub(act._ACCUM_INTEGER_BITS, s.clz32(s.ext(t)))
-            value = s.rdbpot(s.srdhm(s.ext(rcp), s.lookup(exp_table, k)), s.add(nbou, 31 - out_w))
+            value = s.rdbpot(s.srdhm(s.ext(rcp), s.lookup(exp_table, k)), s.ext(ex))
             value = s.clamp(s.add(value, lo), lo, hi)
             return s.trunc(s.select(s.cmp("sle", k, -diff_min), value, lo), out_w)
 
-        return e.generic([x, mx, total, recip], [ident, row, row, row], out_t, ident, final)
+        return e.generic([x, mx, exponent, recip], [ident, row, row, row], out_t, ident, final)
     # 16-bit: TFLite's LUT recipe
     from qdialect.interp_qint import softmax16_luts
 

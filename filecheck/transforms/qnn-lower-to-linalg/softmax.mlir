@@ -12,8 +12,9 @@
 //  3. per element: the Q12.19 contribution via tensor.extract; 4. the row sum;
 //  5. GetReciprocal: one generic per step (half denominator, initial 48/17 - 32/17 x, three
 //     Newton-Raphson steps, the final doubling): six generics on the row;
-//  6. the final generic: num_bits_over_unit = 12 - clz(sum), RDBPOT(SRDHM(recip, exp[k]),
-//     num_bits_over_unit + 31 - 8), + -128, clamp, and -128 where k > -diff_min = 31.
+//  6. per row, the final exponent num_bits_over_unit + 31 - 8 = (12 - clz(sum)) + 23 = 35 - clz(sum);
+//  7. the final generic: RDBPOT(SRDHM(recip, exp[k]), exponent), + -128, clamp, and -128 where
+//     k > -diff_min = 31.
 // CHECK-LABEL: func.func @softmax8
 // CHECK-NEXT:    %[[LO:.*]] = arith.constant -128 : i8
 // CHECK-NEXT:    tensor.empty() : tensor<2xi8>
@@ -37,12 +38,13 @@
 // CHECK:         %[[X2:.*]] = linalg.generic {{.*}} ins(%[[HD]], %[[X1]] : tensor<2xi32>, tensor<2xi32>)
 // CHECK:         %[[X3:.*]] = linalg.generic {{.*}} ins(%[[HD]], %[[X2]] : tensor<2xi32>, tensor<2xi32>)
 // CHECK:         %[[RCP:.*]] = linalg.generic {{.*}} ins(%[[X3]] : tensor<2xi32>)
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[MAX]], %[[SUM]], %[[RCP]] : tensor<2x5xi8>, tensor<2xi8>, tensor<2xi32>, tensor<2xi32>) outs(%{{.*}} : tensor<2x5xi8>)
-// CHECK:           %[[TWELVE:.*]] = arith.constant 12 : i64
-// CHECK-NEXT:      %[[NBOU:.*]] = arith.subi %[[TWELVE]], %{{.*}} : i64
+// CHECK:         %[[EXPO:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%[[SUM]] : tensor<2xi32>)
+// CHECK:           %[[C35:.*]] = arith.constant 35 : i64
+// CHECK-NEXT:      arith.subi %[[C35]], %{{.*}} : i64
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[MAX]], %[[EXPO]], %[[RCP]] : tensor<2x5xi8>, tensor<2xi8>, tensor<2xi32>, tensor<2xi32>) outs(%{{.*}} : tensor<2x5xi8>)
+// CHECK-NEXT:    ^bb0(%{{.*}}: i8, %{{.*}}: i8, %[[EX:.*]]: i32, %{{.*}}: i32, %{{.*}}: i8):
 // CHECK:           tensor.extract %[[EXP]][%{{.*}}] : tensor<256xi32>
-// CHECK:           %[[TW3:.*]] = arith.constant 23 : i64
-// CHECK-NEXT:      %[[E:.*]] = arith.addi %[[NBOU]], %[[TW3]] : i64
+// CHECK:           %[[E:.*]] = arith.extsi %[[EX]] : i32 to i64
 // CHECK:           arith.shrsi %{{.*}}, %[[E]] : i64
 // CHECK:           %[[TMIN:.*]] = arith.constant -128 : i64
 // CHECK-NEXT:      arith.addi %{{.*}}, %[[TMIN]] : i64
@@ -51,7 +53,7 @@
 // CHECK-NEXT:      %[[LOW:.*]] = arith.constant -128 : i64
 // CHECK-NEXT:      arith.select %[[OK]], %{{.*}}, %[[LOW]] : i64
 // MLIR-LABEL:  func.func @softmax8
-// MLIR-COUNT-10: linalg.generic
+// MLIR-COUNT-11: linalg.generic
 func.func @softmax8(%x: tensor<2x5xi8>) -> tensor<2x5xi8> {
   %0 = qint.softmax %x {input_multiplier = 1073741824 : i64, input_shift = 26 : i64, diff_min = -31 : i64} : (tensor<2x5xi8>) -> tensor<2x5xi8>
   func.return %0 : tensor<2x5xi8>

@@ -77,14 +77,3 @@ func.func @no_decomposition(%y: tensor<1x4x4x2x!a>, %i: tensor<3xi32>) -> (tenso
   %1 = qnn.resize_nearest_neighbor %y : (tensor<1x4x4x2x!a>) -> tensor<1x8x8x2x!a>
   func.return %0, %1 : tensor<1x3x4x2x!a>, tensor<1x8x8x2x!a>
 }
-// -----
-// float graph edges (quant.qcast / quant.dcast) have no integer form at L2
-// CHECK: error: qnn-decompose cannot lower: quant.dcast, quant.qcast (no decomposition)
-!a = !quant.uniform<i8:f32, 0.5:-3>
-!o = !quant.uniform<i8:f32, 0.25:5>
-func.func @float_edges(%f: tensor<4xf32>) -> tensor<4xf32> {
-  %q = quant.qcast %f : tensor<4xf32> to tensor<4x!a>
-  %m = qnn.maximum %q, %q : (tensor<4x!a>, tensor<4x!a>) -> tensor<4x!a>
-  %d = quant.dcast %m : tensor<4x!a> to tensor<4xf32>
-  func.return %d : tensor<4xf32>
-}

@@ -933,6 +933,8 @@ class QnnDecomposePass(ModulePass):
     name = "qnn-decompose"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        import transforms.float_edges  # noqa: F401 - registers quant.qcast / dcast and float qnn.quantize
+
         failures: list[str] = []
         PatternRewriteWalker(
             GreedyRewritePatternApplier([DecomposeQnnOp(failures), FoldStorageCastPair(), ConvertCallToStorage()]),

@@ -4,7 +4,9 @@ For each model of `models/zoo` (the quantized ones, not `*_float`): the
 imported L1, the module after `qnn-canonicalize`, the L2 module after
 `qnn-decompose` and the L3 module after `qnn-lower-to-linalg` run on the
 reference interpreter to identical integers on a few seeded inputs, and the
-L3 text is accepted by MLIR 22's own `mlir-opt --verify-each`.  Unsigned
+L3 text is accepted by MLIR 22's own `mlir-opt --verify-each`; as a second
+execution oracle, `mlir-opt` lowers the L3 to LLVM and `mlir-runner` runs it
+to the same integers.  Unsigned
 storage (u8) travels as i8 bits from L2 on, so those arrays are compared
 bit for bit.  `qd-opt -p qnn-to-l3` is the same pipeline under one name.
 
@@ -16,6 +18,7 @@ passes without the outside check.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from functools import lru_cache
@@ -153,6 +156,66 @@ def test_every_rounding_profile_lowers_bit_exact(name, profile):
             assert diff == 0, f"{name} under {profile}, output {k} seed {seed}: {diff} of {want.size} differ"
     proc = subprocess.run([_mlir_opt(), "--verify-each"], input=str(l3), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{name} under {profile}: mlir-opt rejects the L3 text:\n{proc.stderr[-3000:]}"
+
+
+# ----- a second execution oracle: MLIR's own LLVM lowering and mlir-runner ------------------------
+
+LLVM_DIR = Path(MLIR_OPT).parent.parent
+TO_LLVM = ["--convert-elementwise-to-linalg", "--one-shot-bufferize=bufferize-function-boundaries",
+           "--convert-linalg-to-loops", "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf",
+           "--convert-cf-to-llvm", "--convert-arith-to-llvm", "--convert-index-to-llvm",
+           "--finalize-memref-to-llvm", "--convert-func-to-llvm", "--reconcile-unrealized-casts"]
+
+
+def _runner_program(l3, inputs: list[np.ndarray]) -> str:
+    """The L3 module plus `@run_main`: the inputs as constants, a call, each result printed as i32."""
+    fn = next(op for op in l3.walk() if op.name == "func.func")
+    args, results = fn.body.block.args, fn.function_type.outputs.data
+    lines = ["func.func private @printMemrefI32(memref<*xi32>)", "func.func @run_main() {"]
+    for i, (arg, x) in enumerate(zip(args, inputs)):
+        el = arg.type.element_type
+        values = ", ".join(str(int(v)) for v in np.asarray(x).ravel())
+        dims = ", ".join(str(k) for k in range(x.ndim))
+        lines.append(f"  %flat{i} = arith.constant dense<[{values}]> : tensor<{x.size}x{el}>")
+        lines.append(f"  %in{i} = tensor.expand_shape %flat{i} [[{dims}]] output_shape {list(x.shape)} : "
+                     f"tensor<{x.size}x{el}> into {arg.type}")
+    operands = ", ".join(f"%in{i}" for i in range(len(args)))
+    lines.append(f"  %r:{len(results)} = func.call @{fn.sym_name.data}({operands}) : "
+                 f"({', '.join(str(a.type) for a in args)}) -> ({', '.join(str(r) for r in results)})")
+    for k, r in enumerate(results):
+        t32 = "tensor<" + "x".join(str(d) for d in r.get_shape()) + "xi32>"
+        value = f"%r#{k}"
+        if str(r.element_type) != "i32":
+            lines.append(f"  %wide{k} = arith.extsi {value} : {r} to {t32}")
+            value = f"%wide{k}"
+        lines.append(f"  %any{k} = tensor.cast {value} : {t32} to tensor<*xi32>")
+        lines.append(f"  %buf{k} = bufferization.to_buffer %any{k} : tensor<*xi32> to memref<*xi32>")
+        lines.append(f"  func.call @printMemrefI32(%buf{k}) : (memref<*xi32>) -> ()")
+    lines += ["  func.return", "}"]
+    return str(l3).rstrip().rstrip("}") + "\n" + "\n".join(lines) + "\n}\n"
+
+
+@pytest.mark.parametrize("name", ZOO_MODELS)
+def test_l3_runs_the_same_under_mlir_runner(name):
+    """mlir-opt lowers the L3 to LLVM, mlir-runner executes it: the same integers as the interpreter."""
+    runner = LLVM_DIR / "bin" / "mlir-runner"
+    libs = [LLVM_DIR / "lib" / "libmlir_runner_utils.so.22.1", LLVM_DIR / "lib" / "libmlir_c_runner_utils.so.22.1"]
+    for tool in (runner, *libs):
+        assert tool.exists(), f"{tool} is missing: install mlir-22-tools (it brings libmlir-22)"
+    l1, _, _, l3 = layers(name)
+    inputs = _as(random_inputs(l1, 0), _entry_dtypes(l3))
+    want = np.concatenate([np.asarray(o).astype(np.int64).ravel() for o in run_module(l3, inputs)])
+    llvm = subprocess.run([_mlir_opt(), *TO_LLVM], input=_runner_program(l3, inputs), capture_output=True,
+                          text=True, timeout=300)
+    assert llvm.returncode == 0, llvm.stderr[-3000:]
+    run = subprocess.run([str(runner), "-e", "run_main", "-entry-point-result=void",
+                          "-shared-libs=" + ",".join(str(p) for p in libs)],
+                         input=llvm.stdout, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = np.array([int(v) for block in run.stdout.split("Unranked Memref")[1:]
+                    for v in re.findall(r"-?\d+", block.split("data =", 1)[1])], np.int64)
+    assert got.shape == want.shape, f"{name}: mlir-runner printed {got.size} values, expected {want.size}"
+    assert int(np.count_nonzero(got != want)) == 0, f"{name}: mlir-runner and the interpreter differ"
 
 
 def _tool(name: str) -> str:

@@ -941,7 +941,11 @@ class QnnDecomposePass(ModulePass):
             apply_recursively=True,
         ).rewrite_module(op)
         if failures:
-            raise PassFailedException("qnn-decompose cannot lower: " + "; ".join(dict.fromkeys(failures)))
+            # name every op at once: the refused ones and those with no decomposition at all
+            missing = sorted({o.name for o in op.walk()
+                              if o.dialect_name() == "qnn" and type(o) not in DECOMPOSITIONS})
+            raise PassFailedException("qnn-decompose cannot lower: " + "; ".join(
+                [*dict.fromkeys(failures), *(f"{name} (no decomposition)" for name in missing)]))
         for fn in op.walk():
             if isinstance(fn, func.FuncOp):
                 convert_signature(fn)

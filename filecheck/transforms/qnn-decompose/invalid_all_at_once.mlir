@@ -1,9 +1,6 @@
 // RUN: not %qd-opt %s -p qnn-decompose 2>&1 | filecheck %s
-// XFAIL: *
-// Known bug (qnn-decompose, transforms/decompose.py QnnDecomposePass.apply): the pass promises
-// to name every op it cannot lower at once, but when some op's decomposition is refused it raises
-// before looking for ops that have no decomposition at all, so qnn.gather is not named here.
-// Remove the XFAIL line when both are reported in one diagnostic.
+// qnn-decompose names every op it cannot lower in one diagnostic: the refused decompositions
+// (qnn.add under half_even) and the ops that have none (qnn.gather).
 
 // CHECK: error: qnn-decompose cannot lower:
 // CHECK-SAME: qnn.add: qnn.add with rounding 'half_even'

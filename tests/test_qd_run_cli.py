@@ -59,16 +59,20 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
     assert proc.returncode == 2 and "zero point 300 is outside i8" in proc.stderr
 
 
-def test_explicit_tvm_backend_without_pipeline_is_refused(tmp_path):
-    import importlib.util
-
-    if importlib.util.find_spec("transforms.pipelines") is not None:
-        pytest.skip("the lowering pipeline exists; tests/tvm_bridge covers the tvm backend")
-    rng = np.random.default_rng(5)
-    mlir = tmp_path / "m.mlir"
-    mlir.write_text(str(_qnn_module(*_graph(rng))))
-    proc = _run(mlir, "--backend", "tvm")
-    assert proc.returncode == 2 and "the TVM backend needs the lowering pipeline" in proc.stderr
+def test_explicit_tvm_backend_names_what_it_cannot_lower(tmp_path):
+    """--backend tvm on a module the lowering refuses: exit 2, one line naming the op."""
+    mlir = tmp_path / "gather.mlir"
+    mlir.write_text(
+        "func.func @main(%a: tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>, %i: tensor<1xi32>)"
+        " -> tensor<1x3x!quant.uniform<i8:f32, 0.5:-3>> {\n"
+        "  %0 = qnn.gather %a, %i {axis = 0 : i64} : (tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>, tensor<1xi32>)"
+        " -> tensor<1x3x!quant.uniform<i8:f32, 0.5:-3>>\n"
+        "  func.return %0 : tensor<1x3x!quant.uniform<i8:f32, 0.5:-3>>\n}\n")
+    proc = _run(mlir, "--backend", "tvm", "--compare", "none")
+    assert proc.returncode == 2, proc.stdout
+    errors = [ln for ln in proc.stderr.splitlines() if not ln.startswith("  .. ")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr
+    assert "qnn-decompose cannot lower: qnn.gather (no decomposition)" in errors[0]
 
 
 def test_no_arguments_runs_the_bundled_example():

@@ -1,12 +1,13 @@
 """The fuzzers' short mode, in CI: zero tracebacks, hangs or memory blow-ups.
 
-- IR: 2,500 cases of `python -m tests.fuzz.ir` (mutated L0..L3 text and
+- IR: 2,100 cases of `python -m tests.fuzz.ir` (at least 2,000 run; a few generated graphs
+  the builder refuses do not count) (mutated L0..L3 text and
   generated graphs into `qd-opt`, `qd-opt -p qnn-overflow-check` and
   `qd-run --backend interp`);
 - models: 1,000 mutated zoo `.tflite` files (`python -m tests.fuzz.models
   --corpus zoo`: `qd-import`, the printed module read back, `qd-run
-  --backend interp`), 500 mutated one-operator models of the importer's
-  tests (every operator's conversion) and 500 mutated float zoo models (the
+  --backend interp`), 300 mutated one-operator models of the importer's
+  tests (every operator's conversion) and 300 mutated float zoo models (the
   float importer and the interpreter).
 
 Each harness runs in its own process (it sets an address-space limit and a
@@ -68,7 +69,7 @@ def _mostly_pinned(report: dict, pin_file: str) -> None:
 
 @pytest.mark.fuzz
 def test_ir_fuzz_short(tmp_path):
-    report = _fuzz(tmp_path, "tests.fuzz.ir", "--cases", "2500")
+    report = _fuzz(tmp_path, "tests.fuzz.ir", "--cases", "2100")
     _no_findings(report, 2000)
     _mostly_pinned(report, "ir.jsonl")
     # the cases reach past the parser: valid modules ran on the interpreter and through the pass
@@ -86,15 +87,15 @@ def test_model_fuzz_short_zoo(tmp_path):
 
 @pytest.mark.fuzz
 def test_model_fuzz_short_one_op_models(tmp_path):
-    report = _fuzz(tmp_path, "tests.fuzz.models", "--cases", "500", "--corpus", "ops")
-    _no_findings(report, 500)
+    report = _fuzz(tmp_path, "tests.fuzz.models", "--cases", "300", "--corpus", "ops")
+    _no_findings(report, 300)
     _mostly_pinned(report, "models.jsonl")
 
 
 @pytest.mark.fuzz
 def test_model_fuzz_short_float_models(tmp_path):
     """The zoo's float models through the float importer (qd-import --float, qd-quantize's input)."""
-    report = _fuzz(tmp_path, "tests.fuzz.models", "--cases", "500", "--corpus", "float")
-    _no_findings(report, 500)
-    assert report["outcomes"].get("float: ran", 0) > 20, report["text"]
+    report = _fuzz(tmp_path, "tests.fuzz.models", "--cases", "300", "--corpus", "float")
+    _no_findings(report, 300)
+    assert report["outcomes"].get("float: ran", 0) > 10, report["text"]
     _mostly_pinned(report, "models.jsonl")

@@ -413,3 +413,17 @@ def test_qint_window_attributes_are_checked():
   func.return %y : tensor<1x8x8x2xi32>
 }"""
     assert one_error(text) == "stdin:2:3: error: qint.conv2d: attribute 'strides' must be 2 integers >= 1, got [0, 1]"
+
+
+def test_hard_swish_with_a_huge_reluish_exponent(ctx):
+    """Input scale 2e17: the reluish multiplier's exponent is ~64 and `x * (1 << (e - 1))` overflowed
+    int64 (OverflowError: internal error in qnn-decompose) [IR fuzzer].  TFLite's shift saturates.
+    By hand: |x| real <= 2.6e19 against an output scale of 1.3e36 rounds to 0: every output is the
+    zero point -128."""
+    text = """func.func @main(%0: tensor<2x3x!quant.uniform<i8:f32, 2.0596936574763008e+17>>) -> tensor<2x3x!quant.uniform<i8:f32, 1.2967404877459418e+36:-128>> {
+  %1 = qnn.hard_swish %0 : (tensor<2x3x!quant.uniform<i8:f32, 2.0596936574763008e+17>>) -> tensor<2x3x!quant.uniform<i8:f32, 1.2967404877459418e+36:-128>>
+  func.return %1 : tensor<2x3x!quant.uniform<i8:f32, 1.2967404877459418e+36:-128>>
+}"""
+    (out,) = run_module(parse_module(ctx, text), [np.array([[-128, -1, 0], [1, 50, 127]], np.int8)])
+    np.testing.assert_array_equal(out, np.full((2, 3), -128))
+    assert opt(text, "-p", "qnn-decompose").rc == 0

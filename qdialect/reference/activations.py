@@ -954,8 +954,8 @@ def hard_swish(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> 
     hires = wrap_int16(v * 128)
     preshift = _srdhm16(hires, om)
     reluish = hires
-    if re > 0:
-        reluish = np.clip(reluish * (1 << (re - 1)), -32768, 32767)
+    if re > 0:  # a saturating shift: past 16 bits any nonzero value saturates (and int64 would overflow)
+        reluish = np.clip(reluish * (1 << min(re - 1, 16)), -32768, 32767)
     reluish = _srdhm16(reluish, rm)
     if re > 0:
         reluish = np.clip(reluish * 2, -32768, 32767)

@@ -427,3 +427,18 @@ def test_hard_swish_with_a_huge_reluish_exponent(ctx):
     (out,) = run_module(parse_module(ctx, text), [np.array([[-128, -1, 0], [1, 50, 127]], np.int8)])
     np.testing.assert_array_equal(out, np.full((2, 3), -128))
     assert opt(text, "-p", "qnn-decompose").rc == 0
+
+
+def test_pool_with_a_gigantic_window_is_refused_before_padding(ctx):
+    """A mutated AVERAGE_POOL window of 3 x 4194307 with matching SAME padding verifies; the reference
+    padded the input to 113M elements and looped over 12.6M taps (45 s, ~1 GB) [model fuzzer]."""
+    q = "!quant.uniform<i8:f32, 0.05:-3>"
+    text = (f"func.func @main(%x: tensor<1x7x7x3x{q}>) -> tensor<1x4x4x3x{q}> {{\n"
+            f"  %y = qnn.avg_pool2d %x {{kernel = array<i64: 3, 4194307>, strides = array<i64: 2, 2>, "
+            f"padding = array<i64: 1, 1, 2097153, 2097153>}} : (tensor<1x7x7x3x{q}>) -> tensor<1x4x4x3x{q}>\n"
+            f"  func.return %y : tensor<1x4x4x3x{q}>\n}}")
+    t0 = time.perf_counter()
+    with pytest.raises(InterpreterError, match=r"^qnn.avg_pool2d: the padded input has 113246451 elements, "
+                                               r"more than the reference's scratch limit of 67108864$"):
+        run_module(parse_module(ctx, text), [np.zeros((1, 7, 7, 3), np.int8)])
+    assert time.perf_counter() - t0 < 5

@@ -61,6 +61,10 @@ def _requantize_values(v: np.ndarray, in_q: QParams, out_q: QParams, rounding: s
     return _rescale(v - int(in_q.zero_point), rounding=r, real_double=real) + int(out_q.zero_point)
 
 
+MAX_SCRATCH_ELEMENTS = 1 << 26
+"""Largest padded input (elements) the pooling reference builds."""
+
+
 def _windows(x: np.ndarray, filt, strides, padding, fill):
     """Yield (window_values, valid_mask) per filter tap over the padded input:
     arrays of shape [N, OH, OW, C]."""
@@ -72,12 +76,17 @@ def _windows(x: np.ndarray, filt, strides, padding, fill):
     ow = (w + pl + pr - fw) // sw + 1
     if oh <= 0 or ow <= 0:
         raise ValueError("pooling output would be empty")
+    padded = n * (h + pt + max(pb, 0)) * (w + pl + max(pr, 0)) * c
+    if padded > MAX_SCRATCH_ELEMENTS:  # a huge window padded to match
+        raise ValueError(f"the padded input has {padded} elements, more than the reference's scratch limit "
+                         f"of {MAX_SCRATCH_ELEMENTS}")
     xp = np.pad(x, ((0, 0), (pt, max(pb, 0)), (pl, max(pr, 0)), (0, 0)), constant_values=fill)
     valid = np.pad(
         np.ones((1, h, w, 1), dtype=bool), ((0, 0), (pt, max(pb, 0)), (pl, max(pr, 0)), (0, 0))
     )
-    for ky in range(fh):
-        for kx in range(fw):
+    # only taps that reach an input row / column for some output position contribute
+    for ky in range(max(0, pt - sh * (oh - 1)), min(fh, pt + h)):
+        for kx in range(max(0, pl - sw * (ow - 1)), min(fw, pl + w)):
             sl = (slice(None), slice(ky, ky + sh * (oh - 1) + 1, sh), slice(kx, kx + sw * (ow - 1) + 1, sw))
             yield xp[sl], valid[sl]
 

@@ -51,6 +51,8 @@ def dtype_of(t) -> str:
         t = t.element_type
     if isinstance(t, IntegerType):
         w = t.width.data
+        if 1 < w < 8:
+            return "int8"  # sub-byte integers (int4 weights) live sign-extended in int8
         return "bool" if w == 1 else f"int{w}"
     if isinstance(t, IndexType):
         return "int64"
@@ -105,6 +107,9 @@ def _scalar_rules():
     def unsigned_ext(op, a):
         src = dtype_of(op.operands[0].type)
         dst = dtype_of(op.results[0].type)
+        width = op.operands[0].type.width.data
+        if 1 < width < 8:
+            return tirx.bitwise_and(tirx.Cast(dst, a[0]), tirx.const((1 << width) - 1, dst))
         return tirx.Cast(dst, tirx.Cast(src.replace("int", "uint"), a[0]))
 
     def cmp(op, a):
@@ -170,10 +175,37 @@ def _scalar_rules():
 _RULES: dict | None = None
 
 
+_UNSIGNED_OPS = ("arith.shrui", "arith.divui", "arith.remui", "arith.uitofp", "arith.ceildivui")
+
+
+def sub_byte_rule(rule: Callable) -> Callable:
+    """Wrap a scalar rule so that an integer result narrower than 8 bits (held in int8)
+    wraps at its own width, as MLIR's iN arithmetic does."""
+
+    def wrapped(op, a):
+        from tvm import tirx
+
+        res = op.results[0].type
+        if isinstance(res, IntegerType) and 1 < res.width.data < 8:
+            if op.name in _UNSIGNED_OPS:
+                raise TranslationError(f"{op.name} on i{res.width.data} is not supported")
+            k = 8 - res.width.data
+            v = rule(op, a)
+            return tirx.shift_right(tirx.shift_left(v, tirx.const(k, "int8")), tirx.const(k, "int8"))
+        for v in op.operands:
+            t = v.type.element_type if isinstance(v.type, TensorType) else v.type
+            if isinstance(t, IntegerType) and 1 < t.width.data < 8 and (
+                    op.name in _UNSIGNED_OPS or (isinstance(op, arith.CmpiOp) and op.predicate.value.data > 5)):
+                raise TranslationError(f"{op.name} reading i{t.width.data} as unsigned is not supported")
+        return rule(op, a)
+
+    return wrapped
+
+
 def scalar_rules() -> dict[type, Callable]:
     global _RULES
     if _RULES is None:
-        _RULES = {k: v for k, v in _scalar_rules().items() if k is not None}
+        _RULES = {k: sub_byte_rule(v) for k, v in _scalar_rules().items() if k is not None}
     return _RULES
 
 

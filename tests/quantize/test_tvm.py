@@ -2,8 +2,7 @@
 
 Integer I/O (int8, mixed i8/i16), the default float edges (quant.qcast /
 quant.dcast, lowered by transforms/float_edges.py) and the README strategy
-(with cnn_small's softmax) must be bit-exact.  int4 weight constants do not
-reach TVM intact yet: that case is an xfail naming the bridge's error.
+(with cnn_small's softmax) and int4 weights must be bit-exact.
 """
 
 from __future__ import annotations
@@ -118,10 +117,10 @@ def heldout(tmp_path, name: str, n: int = 2):
     return inputs
 
 
-@pytest.mark.parametrize("scheme, known_gap", [("int8", False), ("int4-weights", True)])
+@pytest.mark.parametrize("scheme, known_gap", [("int8", False), ("int4-weights", False)])
 def test_int_io_bit_exact_on_tvm(scheme, known_gap, tmp_path):
     """mlp_act quantized with --int-io: the TVM build computes the interpreter's integers (int4 weight
-    constants do not reach TVM intact yet: an xfail naming the bridge's error)."""
+    constants travel sign-extended in int8)."""
     interp_vs_tvm(quantize(tmp_path, "mlp_act", "--int-io", "--scheme", scheme), tmp_path, known_gap=known_gap)
 
 

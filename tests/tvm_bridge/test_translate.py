@@ -80,3 +80,32 @@ def test_func_call_becomes_a_relax_function_call():
     (out,) = model(a, b)
     # max - min = |a - b| (wrapping in i8: 100 - (-100) = 200 -> -56)
     assert out.tolist() == [2, 4, 0, -56]
+
+
+
+SUB_BYTE = """
+#m = affine_map<(d0) -> (d0)>
+func.func @main(%x: tensor<3xi8>) -> tensor<3xi32> {
+  %e = tensor.empty() : tensor<3xi32>
+  %r = linalg.generic {indexing_maps = [#m, #m], iterator_types = ["parallel"]}
+      ins(%x : tensor<3xi8>) outs(%e : tensor<3xi32>) {
+  ^bb0(%a: i8, %o: i32):
+    %a4 = arith.trunci %a : i8 to i4
+    %c3 = arith.constant 3 : i4
+    %sum = arith.addi %a4, %c3 : i4
+    %w = arith.EXT %sum : i4 to i32
+    linalg.yield %w : i32
+  } -> tensor<3xi32>
+  func.return %r : tensor<3xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("ext, expected", [("extsi", [-6, -5, 3]), ("extui", [10, 11, 3])])
+def test_sub_byte_integers_wrap_at_their_width(ext, expected):
+    """i4 values travel in int8; arithmetic on i4 wraps at 4 bits as MLIR's does and extui reads
+    the 4 bits as unsigned.  By hand: 7 + 3 = 10 = 0b1010 -> -6 signed, 10 unsigned;
+    -8 + 3 = -5 = 0b1011 -> 11 unsigned; 0 + 3 = 3."""
+    model = compile_module(_parse(SUB_BYTE.replace("EXT", ext)))
+    (out,) = model(np.array([7, -8, 0], np.int8))
+    np.testing.assert_array_equal(out, expected)

@@ -164,13 +164,27 @@ for i in range(int(data["n"])):
     interp.invoke()
     for k, d in enumerate(outs):
         results[f"s{i}_{k}"] = interp.get_tensor(d["index"]).copy()
+bench = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+if bench:  # median latency of `bench` invokes on the first sample, after a warm-up
+    import time
+    for j, d in enumerate(ins):
+        interp.set_tensor(d["index"], data[f"s0_{j}"].astype(d["dtype"]))
+    interp.invoke()
+    times = []
+    for _ in range(bench):
+        t0 = time.perf_counter()
+        interp.invoke()
+        times.append(time.perf_counter() - t0)
+    results["latency"] = np.array(float(np.median(times)))
 np.savez(out_path, n=len(outs), **results)
 """
 
 
-def litert_run(model: bytes, samples: list[list[np.ndarray]], reference: bool, threads: int = 1):
+def litert_run(model: bytes, samples: list[list[np.ndarray]], reference: bool, threads: int = 1,
+               bench: int = 0, timing: dict | None = None):
     """LiteRT's outputs for each sample, computed in a child process: LiteRT aborts the process
-    (a failed CHECK) on models it cannot prepare, e.g. ADD whose output multiplier is not below 1."""
+    (a failed CHECK) on models it cannot prepare, e.g. ADD whose output multiplier is not below 1.
+    With `bench` > 0, `timing["latency"]` receives the median seconds of that many invokes."""
     import signal
     import subprocess
     import tempfile
@@ -183,7 +197,8 @@ def litert_run(model: bytes, samples: list[list[np.ndarray]], reference: bool, t
         arrays = {f"s{i}_{j}": a for i, sample in enumerate(samples) for j, a in enumerate(sample)}
         np.savez(in_path, n=len(samples), **arrays)
         proc = subprocess.run(
-            [sys.executable, "-c", _LITERT_CHILD, model_path, in_path, out_path, "1" if reference else "0", str(threads)],
+            [sys.executable, "-c", _LITERT_CHILD, model_path, in_path, out_path, "1" if reference else "0", str(threads),
+             str(bench)],
             capture_output=True, text=True,
         )
         if proc.returncode < 0:
@@ -195,6 +210,8 @@ def litert_run(model: bytes, samples: list[list[np.ndarray]], reference: bool, t
             raise BadInput(f"LiteRT refuses this model: {lines[-1] if lines else f'exit status {proc.returncode}'}")
         out = np.load(out_path)
         n_out = int(out["n"])
+        if timing is not None and "latency" in out.files:
+            timing["latency"] = float(out["latency"])
         return [[out[f"s{i}_{k}"] for k in range(n_out)] for i in range(len(samples))]
 
 
@@ -391,6 +408,15 @@ def _run(args) -> int:
         print(f"stage      {name:<18} {secs * 1000:9.1f} ms")
     if latency is not None:
         print(f"latency    {latency * 1000:.3f} ms/run ({args.backend}, median of {args.bench})")
+        if path.suffix == ".tflite":
+            try:
+                timing: dict = {}
+                litert_run(path.read_bytes(), samples[:1], reference=False, bench=args.bench, timing=timing)
+                peer = timing["latency"]
+                print(f"latency    {peer * 1000:.3f} ms/run (LiteRT default, XNNPACK, 1 thread); "
+                      f"ours / LiteRT = {latency / peer:.2f}")
+            except BadInput as e:
+                print(f"latency    LiteRT default: n/a ({e})")
     if mismatches is not None:
         total = sum(m for m, _, _ in mismatches)
         for k, (m, n, d) in enumerate(mismatches):

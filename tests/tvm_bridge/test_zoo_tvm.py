@@ -60,11 +60,13 @@ def test_zoo_model_through_tvm_bit_exact(name, profile):
 
 
 def test_qd_run_defaults_to_tvm_and_is_bit_exact(capsys):
-    rc = qd_run([str(ZOO / "mlp_act.tflite"), "--samples", "2"])
+    rc = qd_run([str(ZOO / "mlp_act.tflite"), "--samples", "2", "--bench", "3"])
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert "backend    tvm" in out.out
     assert "BIT-EXACT vs LiteRT litert-ref" in out.out
+    assert "ms/run (tvm, median of 3)" in out.out
+    assert "(LiteRT default, XNNPACK, 1 thread); ours / LiteRT = " in out.out
 
 
 def test_exported_library_runs_the_same(tmp_path):

@@ -16,6 +16,10 @@
   hexadecimal bit pattern (`array<f64: 0x7FF0000000000000>`), but its parser
   only took float literals there, so printed output did not parse back.  Float
   dense arrays now also take hexadecimal bit patterns (as `mlir-opt` does).
+- Integer types wider than MLIR's limit (2^24 - 1 bits) are refused (an
+  attribute of type `i641073741824` asked for its 641-million-bit range), and
+  dense arrays of integers wider than 64 bits are a parse error (xDSL has no
+  byte format for them).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import struct
 
 from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, Float16Type, Float32Type, Float64Type, IntegerType
 from xdsl.parser.attribute_parser import AttrParser
+from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.mlir_lexer import MLIRLexer
 
@@ -96,10 +101,14 @@ def _parse_builtin_densearray_attr(self):
     element_type = self.parse_attribute()
     if not isinstance(element_type, IntegerType) and type(element_type) not in (*_HEX_FLOAT_FORMATS, BFloat16Type):
         return _parse_builtin_densearray_attr.original_tail(self, element_type, pos)
+    if isinstance(element_type, IntegerType) and element_type.width.data > 64:
+        self.raise_error(f"dense array element type {element_type} is wider than 64 bits", pos, self.pos)
     if self.parse_optional_punctuation(">"):
         return DenseArrayBase.from_list(element_type, [])
     self.parse_characters(":", " in dense array")
     if isinstance(element_type, IntegerType):
+        if element_type.width.data > 64:  # xDSL has no byte format for them (NotImplementedError)
+            self.raise_error(f"dense array element type {element_type} is wider than 64 bits", pos, self.pos)
         values = self.parse_comma_separated_list(
             self.Delimiter.NONE, lambda: self._parse_typed_integer(element_type, allow_boolean=True))
     else:
@@ -115,3 +124,19 @@ def _other_element_type(self, element_type, pos):
 
 _parse_builtin_densearray_attr.original_tail = _other_element_type
 AttrParser._parse_builtin_densearray_attr = _parse_builtin_densearray_attr
+
+
+MAX_INTEGER_WIDTH = (1 << 24) - 1
+"""MLIR's IntegerType::kMaxWidth.  xDSL took any width, and an integer attribute of type
+`i641073741824` computed its value range as a 641-million-bit integer (MemoryError)."""
+
+_verify_integer_type = IntegerType.verify
+
+
+def _verify_integer_width(self) -> None:
+    _verify_integer_type(self)
+    if self.width.data > MAX_INTEGER_WIDTH:
+        raise VerifyException(f"integer width {self.width.data} is larger than MLIR's limit of {MAX_INTEGER_WIDTH}")
+
+
+IntegerType.verify = _verify_integer_width

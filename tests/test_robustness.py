@@ -442,3 +442,13 @@ def test_pool_with_a_gigantic_window_is_refused_before_padding(ctx):
                                                r"more than the reference's scratch limit of 67108864$"):
         run_module(parse_module(ctx, text), [np.zeros((1, 7, 7, 3), np.int8)])
     assert time.perf_counter() - t0 < 5
+
+
+def test_integer_types_past_mlirs_width_limit():
+    """`1073741824 : i641073741824` made xDSL compute a 641-million-bit value range (MemoryError);
+    `array<i641>` had no byte format (NotImplementedError) [IR fuzzer]."""
+    line = one_error("func.func @f() attributes {a = 1 : i641073741824} { func.return }")
+    assert line.endswith("error: integer width 641073741824 is larger than MLIR's limit of 16777215")
+    line = one_error("func.func @f() attributes {a = array<i641>} { func.return }")
+    assert line.endswith("error: dense array element type i641 is wider than 64 bits")
+    assert opt("func.func @f() attributes {a = 5 : i17, b = array<i1: true>} { func.return }").rc == 0

@@ -54,4 +54,4 @@ class ConvertCallToStorage(RewritePattern):
             back = StorageCastOp(new, old.type)
             new_ops.append(back)
             results.append(back.result)
-        rewriter.replace_op(op, new_ops, results)
+        rewriter.replace(op, new_ops, results)

@@ -46,7 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, func, linalg, tensor
+from xdsl.dialects import arith, func, tensor
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BytesAttr,
@@ -864,7 +865,7 @@ class DecomposeQnnOp(RewritePattern):
             return
         outs = out if isinstance(out, list) else [out]
         results = [e.quantized(v, r.type) for v, r in zip(outs, op.results)]
-        rewriter.replace_op(op, e.ops, results)
+        rewriter.replace(op, e.ops, results)
 
 
 class FoldStorageCastPair(RewritePattern):
@@ -874,7 +875,7 @@ class FoldStorageCastPair(RewritePattern):
     def match_and_rewrite(self, op: StorageCastOp, rewriter: PatternRewriter, /):
         src = op.input.owner
         if isinstance(src, StorageCastOp) and src.input.type == op.result.type:
-            rewriter.replace_op(op, [], [src.input])
+            rewriter.replace(op, [], [src.input])
 
 
 def convert_signature(fn: func.FuncOp, rewriter: PatternRewriter | None = None) -> None:

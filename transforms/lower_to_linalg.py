@@ -894,7 +894,7 @@ class LowerQIntOp(RewritePattern):
         except Unsupported as err:
             self.failures.append(f"{op.name}: {err}")
             return
-        rewriter.replace_op(op, e.ops, [out])
+        rewriter.replace(op, e.ops, [out])
 
 
 @dataclass(frozen=True)

@@ -316,16 +316,12 @@ def signed_max(width: int) -> int:
 
 
 def _constant_values(value: SSAValue) -> np.ndarray | None:
+    """The values of a dense `arith.constant` (decoded by the interpreter's own handler), else None."""
     owner = value.owner
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
-        from qdialect.interp_standard import element_dtype
+        from qdialect.interpreter import _arith_constant
 
-        t = value.type
-        w = t.element_type.width.data
-        raw = np.frombuffer(owner.value.data.data, dtype=np.dtype(f"int{max(8, w)}"))
-        if raw.size == 1 and int(np.prod(t.get_shape())) != 1:
-            raw = np.broadcast_to(raw, t.get_shape())
-        return raw.reshape(t.get_shape()).astype(element_dtype(t))
+        return _arith_constant(None, owner, [])
     return None
 
 

@@ -265,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _ArgumentParser(prog="qd-run", description=__doc__.split("\n\n")[0])
     p.add_argument("model", nargs="?", help=".tflite or .mlir (default: the bundled example)")
     p.add_argument("--backend", choices=["tvm", "interp"], default=None,
-                   help="default: tvm once the bridge exists; until then interp")
+                   help="default: tvm (the interpreter, said on stderr, when the lowering refuses an op)")
     p.add_argument("--input", type=Path)
     p.add_argument("--output", type=Path)
     p.add_argument("--rounding", default=None, help="override every op's rounding profile")

@@ -68,6 +68,27 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 # ----- scalar arith inside a linalg body -------------------------------------------------------
 
 
+_TEMPLATES: dict[tuple, tuple] = {}
+
+
+def make_op(key: tuple, build: Callable[..., Operation], operands: Sequence[SSAValue] = ()) -> Operation:
+    """The op `build(*operands)` makes, when that op depends only on `key` and the operand
+    types: built once on placeholder operands, then copied through `Operation.create`.
+    (xDSL's typed constructors convert and check every argument and attribute on each
+    call, 3-7x the cost; a rescale body is about 50 ops.)"""
+    types = tuple(v.type for v in operands)
+    template = _TEMPLATES.get((key, types))
+    if template is None:
+        proto = build(*Block(arg_types=types).args)
+        template = (type(proto), tuple(r.type for r in proto.results), dict(proto.properties),
+                    dict(proto.attributes))
+        proto.drop_all_references()
+        _TEMPLATES[(key, types)] = template
+    cls, result_types, properties, attributes = template
+    return cls.create(operands=operands, result_types=result_types, properties=dict(properties),
+                      attributes=dict(attributes))
+
+
 class Scalar:
     """Builds arith ops on scalars into a block; Python ints become i64 constants."""
 
@@ -78,10 +99,16 @@ class Scalar:
         self.block.add_op(op)
         return op.results[0]
 
+    def make(self, key: tuple, build: Callable[..., Operation], *operands: SSAValue) -> SSAValue:
+        return self.emit(make_op(key, build, operands))
+
     def const(self, value, t=I64) -> SSAValue:
         if isinstance(t, IntegerType):
-            return self.emit(arith.ConstantOp(IntegerAttr(int(value), t), t))
-        return self.emit(arith.ConstantOp(FloatAttr(float(value), t), t))
+            value = int(value)
+            return self.make(("constant", value, t), lambda: arith.ConstantOp(IntegerAttr(value, t), t))
+        value = float(value)
+        # keyed by the exact bits: 0.0 and -0.0 are equal as Python floats
+        return self.make(("constant", value.hex(), t), lambda: arith.ConstantOp(FloatAttr(value, t), t))
 
     def v(self, x, t=I64) -> SSAValue:
         return x if isinstance(x, SSAValue) else self.const(x, t)
@@ -89,7 +116,7 @@ class Scalar:
     def _bin(self, cls, a, b):
         a = self.v(a)
         b = self.v(b, a.type)
-        return self.emit(cls(a, b))
+        return self.make((cls,), cls, a, b)
 
     def add(self, a, b):
         return self._bin(arith.AddiOp, a, b)
@@ -123,22 +150,21 @@ class Scalar:
 
     def cmp(self, pred: str, a, b):
         a = self.v(a)
-        return self.emit(arith.CmpiOp(a, self.v(b, a.type), pred))
+        return self.make((arith.CmpiOp, pred), lambda x, y: arith.CmpiOp(x, y, pred), a, self.v(b, a.type))
 
     def select(self, c, a, b):
         a = self.v(a)
-        return self.emit(arith.SelectOp(c, a, self.v(b, a.type)))
+        return self.make((arith.SelectOp,), arith.SelectOp, c, a, self.v(b, a.type))
 
     def bool_to_int(self, c):
-        return self.emit(arith.ExtUIOp(c, I64))
+        return self.make((arith.ExtUIOp, 64), lambda x: arith.ExtUIOp(x, I64), c)
 
     def ext(self, x: SSAValue, width: int = 64, unsigned: bool = False) -> SSAValue:
         w = x.type.width.data
         if w == width:
             return x
-        if w > width:
-            return self.emit(arith.TruncIOp(x, IntegerType(width)))
-        return self.emit((arith.ExtUIOp if unsigned else arith.ExtSIOp)(x, IntegerType(width)))
+        cls = arith.TruncIOp if w > width else arith.ExtUIOp if unsigned else arith.ExtSIOp
+        return self.make((cls, width), lambda v: cls(v, IntegerType(width)), x)
 
     def trunc(self, x: SSAValue, width: int) -> SSAValue:
         return self.ext(x, width)
@@ -157,7 +183,7 @@ class Scalar:
     def srdhm(self, a, b):
         """SaturatingRoundingDoublingHighMul (b is never INT32_MIN here, or a is not)."""
         a, b = self.v(a), self.v(b)
-        overflow = self.emit(arith.AndIOp(self.cmp("eq", a, INT32_MIN), self.cmp("eq", b, INT32_MIN)))
+        overflow = self.band(self.cmp("eq", a, INT32_MIN), self.cmp("eq", b, INT32_MIN))
         prod = self.mul(a, b)
         nudge = self.select(self.cmp("sge", prod, 0), 1 << 30, 1 - (1 << 30))
         q = self.divsi(self.add(prod, nudge), 1 << 31)

@@ -248,6 +248,9 @@ class Translator:
 
     def __init__(self, module: ModuleOp):
         self.module = module
+        # structural key of a TE computation -> (GlobalVar of its PrimFunc, output type):
+        # repeated layers build and lower their TE once and call the same PrimFunc
+        self.prim_funcs: dict[tuple, tuple] = {}
 
     def entry(self, name: str | None) -> func.FuncOp:
         funcs = [op for op in self.module.walk() if isinstance(op, func.FuncOp)]
@@ -345,6 +348,22 @@ class Translator:
             raise TranslationError(f"the TVM bridge cannot translate {op.name}")
         handler(self, op)
 
+    def emit_te(self, key: tuple, fte: Callable, *tensors):
+        """`BlockBuilder.emit_te(fte, *tensors)`, but a computation whose structural `key`
+        was seen before calls the PrimFunc built then instead of building a new one.
+
+        `key` must determine the PrimFunc completely: every shape, dtype, attribute and
+        constant `fte` reads (the relax tensors are only its arguments)."""
+        from tvm import relax
+
+        hit = self.prim_funcs.get(key)
+        if hit is None:
+            call = self.bb.call_te(fte, *tensors)
+            self.prim_funcs[key] = (call.args[0], list(call.ty_args))
+            return self.bb.emit(call)
+        gvar, out_type = hit
+        return self.bb.emit(relax.call_tir(gvar, list(tensors), out_type))
+
     # -- elementwise arith on whole tensors --
     def elementwise_arith(self, op: Operation):
         from tvm import te
@@ -361,7 +380,9 @@ class Translator:
         def fte(*tensors):
             return te.compute(shape, lambda *i: rule(op, [t(*i) for t in tensors]), name=op.name.replace(".", "_"))
 
-        self.env[op.results[0]] = self.bb.emit_te(fte, *ins)
+        key = ("arith", _body_op_key(op, {v: ("operand", i) for i, v in enumerate(op.operands)}),
+               tuple(v.type for v in op.operands))
+        self.env[op.results[0]] = self.emit_te(key, fte, *ins)
 
 
 _OP_HANDLERS: dict[type, Callable] = {}
@@ -542,7 +563,18 @@ def _generic(tr: Translator, op: linalg.GenericOp):
 
         return te.compute(out_shape, body_fn, name="generic")
 
-    result = tr.bb.emit_te(fcompute, *tensor_inputs)
+    # everything fcompute reads, by structure: SSA values as positions, constants by value
+    numbering: dict[SSAValue, tuple] = {arg: ("arg", i) for i, arg in enumerate(body.args)}
+    numbering.update((v, ("captured", k)) for k, v in enumerate(captured))
+    body_key = []
+    for k, bop in enumerate(body.ops):
+        body_key.append(_body_op_key(bop, numbering))
+        numbering.update((r, ("result", k, i)) for i, r in enumerate(bop.results))
+    key = ("generic", op.indexing_maps, op.iterator_types, tuple(v.type for v in operands),
+           tuple(v.type for v in captured),
+           tuple((kind, _scalar_key(ref[0]), ref[1]) if kind == "scalar" else (kind, ref) for kind, ref in input_kinds),
+           init_tensor is not None, _scalar_key(init_const), tuple(body_key))
+    result = tr.emit_te(key, fcompute, *tensor_inputs)
     if separate_init:
         from tvm import relax
 
@@ -552,6 +584,22 @@ def _generic(tr: Translator, op: linalg.GenericOp):
                    arith.MinimumfOp: relax.op.minimum}[type(combiner)]
         result = tr.bb.emit(combine(result, init))
     tr.env[op.results[0]] = result
+
+
+def _scalar_key(value):
+    """A constant in a PrimFunc cache key: floats by their exact bits, so 0.0 and -0.0 differ."""
+    return value.hex() if isinstance(value, float) else value
+
+
+def _body_op_key(op: Operation, numbering: dict) -> tuple:
+    """Structural key of one op: class, operands (by `numbering`, else by identity), result
+    types, properties and attributes; a scalar constant by its value."""
+    if isinstance(op, arith.ConstantOp) and not isinstance(op.value, DenseIntOrFPElementsAttr):
+        c, dt = scalar_constant(op)
+        return (arith.ConstantOp, _scalar_key(c), dt, op.results[0].type)
+    return (type(op), tuple(numbering.get(v) or ("outside", id(v)) for v in op.operands),
+            tuple(r.type for r in op.results),
+            tuple(sorted(op.properties.items())), tuple(sorted(op.attributes.items())))
 
 
 def _is_identity(combiner: Operation, value, dtype: str) -> bool:
@@ -671,7 +719,8 @@ def _insert_slice(tr: Translator, op):
 
         return te.compute(shape, body, name="insert_slice")
 
-    tr.env[op.results[0]] = tr.bb.emit_te(fte, tr.tensor(op.source), tr.tensor(op.dest))
+    key = ("insert_slice", op.source.type, op.dest.type, tuple(offsets), tuple(sizes), tuple(strides))
+    tr.env[op.results[0]] = tr.emit_te(key, fte, tr.tensor(op.source), tr.tensor(op.dest))
 
 
 @handles(tensor.ConcatOp)
@@ -712,7 +761,8 @@ def _pad(tr: Translator, op):
 
         return te.compute(shape, body, name="pad")
 
-    tr.env[op.results[0]] = tr.bb.emit_te(fte, tr.tensor(op.source))
+    key = ("pad", op.source.type, op.results[0].type, tuple(low), tuple(high), _scalar_key(pad_value))
+    tr.env[op.results[0]] = tr.emit_te(key, fte, tr.tensor(op.source))
 
 
 def _named_elementwise(combine):
@@ -725,7 +775,8 @@ def _named_elementwise(combine):
         def fte(*tensors):
             return te.compute(shape, lambda *i: combine(*[t(*i) for t in tensors]), name=op.name.replace(".", "_"))
 
-        tr.env[op.results[0]] = tr.bb.emit_te(fte, *ins)
+        key = ("named", type(op), tuple(v.type for v in op.inputs), op.results[0].type)
+        tr.env[op.results[0]] = tr.emit_te(key, fte, *ins)
 
     return handler
 

@@ -109,3 +109,54 @@ def test_sub_byte_integers_wrap_at_their_width(ext, expected):
     model = compile_module(_parse(SUB_BYTE.replace("EXT", ext)))
     (out,) = model(np.array([7, -8, 0], np.int8))
     np.testing.assert_array_equal(out, expected)
+
+
+_REPEATED = """
+#id = affine_map<(d0) -> (d0)>
+func.func @main(%x: tensor<8xi32>) -> (tensor<8xi32>, tensor<8xi32>, tensor<8xi32>) {
+  %e = tensor.empty() : tensor<8xi32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<8xi32>) outs(%e : tensor<8xi32>) {
+  ^bb0(%v: i32, %o: i32):
+    %c = arith.constant 3 : i32
+    %s = arith.muli %v, %c : i32
+    %t = arith.addi %s, %v : i32
+    linalg.yield %t : i32
+  } -> tensor<8xi32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<8xi32>) outs(%e : tensor<8xi32>) {
+  ^bb0(%v: i32, %o: i32):
+    %c = arith.constant 3 : i32
+    %s = arith.muli %v, %c : i32
+    %t = arith.addi %s, %v : i32
+    linalg.yield %t : i32
+  } -> tensor<8xi32>
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%b : tensor<8xi32>) outs(%e : tensor<8xi32>) {
+  ^bb0(%v: i32, %o: i32):
+    %c = arith.constant 5 : i32
+    %s = arith.muli %v, %c : i32
+    %t = arith.addi %s, %v : i32
+    linalg.yield %t : i32
+  } -> tensor<8xi32>
+  func.return %a, %b, %d : tensor<8xi32>, tensor<8xi32>, tensor<8xi32>
+}
+"""
+
+
+def test_structurally_identical_generics_share_one_prim_func():
+    import tvm
+
+    from tvm_bridge.translate import Translator
+
+    translator = Translator(_parse(_REPEATED))
+    mod, n_outputs = translator.translate()
+    prim_funcs = [f for f in mod.functions.values() if isinstance(f, tvm.tirx.PrimFunc)]
+    # %a and %b (x * 3 + x) are one PrimFunc; %d differs only in its constant 5: a second one
+    assert len(translator.prim_funcs) == 2
+    assert len(prim_funcs) == 2
+    x = np.arange(-4, 4, dtype=np.int32)
+    a, b, d = compile_module(_parse(_REPEATED))(x)
+    assert np.array_equal(a, x * 4)
+    assert np.array_equal(b, x * 16)
+    assert np.array_equal(d, x * 96)

@@ -106,6 +106,22 @@ def test_per_axis_length_checked_with_location():
         parse_module(_ctx(), text, "t.mlir")
 
 
+
+def test_a_repeated_type_spelling_parses_to_the_same_type():
+    # the parser looks a spelling up once it has parsed it; a different one is parsed
+    t = "!quant.uniform<i8<-127:127>:f32:0, {0.5:1, 0.25:-2}>"
+    u = t.replace("0.25", "0.125")
+    text = f"func.func @f(%a: tensor<2x{t}>, %b: tensor<2x{t}>, %c: tensor<2x{u}>) {{\n  func.return\n}}\n"
+    f = next(iter(parse_module(_ctx(), text, "t.mlir").ops))
+    a, b, c = (arg.type.element_type for arg in f.body.block.args)
+    assert a == b and str(a) == t
+    assert str(c) == u
+    # an invalid type is reported each time it is read, never remembered
+    bad = "func.func @f(%a: tensor<2x!quant.uniform<i8:f32, 0.5:300>>) {\n  func.return\n}\n"
+    for _ in range(2):
+        with pytest.raises(Exception, match="300"):
+            parse_module(_ctx(), bad, "t.mlir")
+
 _scales = st.floats(min_value=1e-30, max_value=1e30, allow_nan=False, allow_infinity=False)
 
 

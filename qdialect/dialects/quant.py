@@ -60,6 +60,22 @@ _EXPRESSED_LIMITS = {
 }
 _STORAGE_RE = re.compile(r"^([iu])([0-9]+)$")
 
+# the parameters of `!quant.uniform<...>` by the exact spelling of `<...>`
+_PARSED_PARAMETERS: dict[str, tuple] = {}
+
+
+def _angle_bracket_end(text: str, start: int, limit: int = 1 << 16) -> int | None:
+    """The index just past the `>` closing the `<` at `start` (None if there is none
+    on that line within `limit` characters)."""
+    if not text.startswith("<", start):
+        return None
+    end = text.find(">", start)
+    while end != -1 and text.count("<", start, end + 1) > text.count(">", start, end + 1):
+        end = text.find(">", end + 1)
+    if end == -1 or end - start > limit or text.find("\n", start, end) != -1:
+        return None
+    return end + 1
+
 
 def expressed_name(t: Attribute) -> str | None:
     for name, cls in EXPRESSED_TYPES.items():
@@ -280,6 +296,25 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        # A model's text repeats each type (every op signature spells its operand types
+        # out, per-axis ones with every scale): a spelling parsed once is looked up.
+        text = parser.lexer.input.content
+        start = parser.pos
+        end = _angle_bracket_end(text, start) if isinstance(text, str) else None
+        if end is not None:
+            params = _PARSED_PARAMETERS.get(text[start:end])
+            if params is not None:
+                parser._resume_from(end)
+                return params
+        params = cls._parse_parameters(parser)
+        if end is not None and parser.pos >= end and not text[end:parser.pos].strip():
+            if len(_PARSED_PARAMETERS) >= 4096:
+                _PARSED_PARAMETERS.clear()
+            _PARSED_PARAMETERS[text[start:end]] = params
+        return params
+
+    @classmethod
+    def _parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
             pos = parser.pos
             ident = parser.parse_optional_identifier()

@@ -9,7 +9,9 @@ qnn-canonicalize, qnn-decompose, qnn-lower-to-linalg, Relax translation (the
 last Python stage before TVM's own C++ build, which is timed separately and
 only up to `--tvm-build-up-to` blocks).  Prints seconds per stage and
 milliseconds per op; the Python part should grow linearly (flat ms/op) and
-stay under 1 ms per op.  Not a test: a benchmark to read.
+stay under 1 ms per op.  TVM is imported (about a second, once per process)
+before anything is timed.  With `--repeat N` every chain is compiled N times and
+each stage's median is printed.  Not a test: a benchmark to read.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def main(argv=None) -> int:
     p.add_argument("--blocks", default="10,100,1000")
     p.add_argument("--tvm-build-up-to", type=int, default=10,
                    help="also time tvm.compile for chains up to this many blocks")
+    p.add_argument("--repeat", type=int, default=1, help="compile each chain this many times; print medians")
     args = p.parse_args(argv)
 
     from qdialect.diagnostics import parse_module
@@ -61,24 +64,31 @@ def main(argv=None) -> int:
     from transforms.opt import QdOptMain
     from tvm_bridge.translate import translate
 
+    import tvm  # noqa: F401  (importing TVM takes about a second: once per process, not per op)
+    from tvm import relax, te, tirx  # noqa: F401
+
     ctx = QdOptMain(args=[]).ctx
     stages = ["parse", "qnn-canonicalize", "qnn-decompose", "qnn-lower-to-linalg", "relax translation"]
     print(f"{'blocks':>7} {'L1 ops':>7} | " + " | ".join(f"{s:>19}" for s in stages)
           + f" | {'python total':>12} | {'ms/L1 op':>8} | {'tvm.compile':>11}")
     for n in (int(b) for b in args.blocks.split(",")):
         text = chain(n)
-        times = []
-        t0 = time.perf_counter()
-        module = parse_module(ctx, text)
-        times.append(time.perf_counter() - t0)
-        n_ops = count_ops(module)
-        for p_ in (QnnCanonicalizePass(), QnnDecomposePass(), QnnLowerToLinalgPass()):
+        runs = []
+        for _ in range(max(1, args.repeat)):
+            times = []
             t0 = time.perf_counter()
-            p_.apply(ctx, module)
+            module = parse_module(ctx, text)
             times.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        mod, _ = translate(module)
-        times.append(time.perf_counter() - t0)
+            n_ops = count_ops(module)
+            for p_ in (QnnCanonicalizePass(), QnnDecomposePass(), QnnLowerToLinalgPass()):
+                t0 = time.perf_counter()
+                p_.apply(ctx, module)
+                times.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            mod, _ = translate(module)
+            times.append(time.perf_counter() - t0)
+            runs.append(times)
+        times = [float(np.median(stage)) for stage in zip(*runs)]
         build = "-"
         if n <= args.tvm_build_up_to:
             import tvm

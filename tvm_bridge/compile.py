@@ -42,6 +42,34 @@ def as_target(target):
     raise TranslationError(f"target {target!r} is not a TVM target, dict or string")
 
 
+def pipeline(target, schedule: bool = True):
+    """The Relax pipeline our builds use: TVM's CPU pipeline (legalize, fuse
+    elementwise chains into their producers, lower to the VM) with our CPU
+    schedules applied to every fused kernel between fusion and lowering.
+
+    TVM's `tvm.compile` default for CPU does not fuse at all (it legalizes and
+    lowers); every rescale epilogue would be its own kernel with its own buffer.
+    """
+    import tvm
+    from tvm import relax
+    from tvm.relax.backend.cpu_generic import pipeline as cpu
+
+    passes = cpu.library_dispatch_passes(target) + cpu.legalize_passes(target)
+    if schedule:
+        from tvm_bridge.schedule import schedule_pass
+
+        passes.append(schedule_pass(target))
+    passes += cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target)
+
+    @tvm.transform.module_pass(opt_level=0, name="QdialectCPUPipeline")
+    def _pipeline(mod, _ctx):
+        with target:
+            return tvm.transform.Sequential(passes)(mod)
+
+    del relax
+    return _pipeline
+
+
 class CompiledModel:
     """A compiled Relax `main`: call it with numpy arrays, get a list of numpy arrays."""
 
@@ -78,7 +106,7 @@ def compile_module(module, target=None, entry: str | None = None) -> CompiledMod
 
     mod, n_outputs = translate(module, entry)
     tgt = as_target(target)
-    executable = tvm.compile(mod, target=tgt)
+    executable = tvm.compile(mod, target=tgt, relax_pipeline=pipeline(tgt))
     return CompiledModel(executable, n_outputs, tgt)
 
 

@@ -645,8 +645,11 @@ def _conv_nhwc_fhwc(tr: Translator, op):
         # mixed widths (16x8): widen both; same-width int8 operands stay int8 with an int32
         # accumulator (linalg's sign-extending semantics), which TVM compiles 2-3x faster
         x, w = relax.op.astype(x, out_dtype), relax.op.astype(w, out_dtype)
+    # HWIO: output channels contiguous, so the schedule's SIMD loop over output
+    # channels reads weight vectors (a constant transpose is folded at build time)
+    w = relax.op.permute_dims(w, [1, 2, 3, 0])
     conv = relax.op.nn.conv2d(x, w, strides=strides, dilation=dilations, data_layout="NHWC",
-                              kernel_layout="OHWI", out_dtype=out_dtype)
+                              kernel_layout="HWIO", out_dtype=out_dtype)
     _add_init(tr, op, tr.bb.emit(conv))
 
 

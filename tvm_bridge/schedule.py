@@ -1,0 +1,292 @@
+"""CPU schedules for the kernels the TVM bridge emits.
+
+TVM 0.27's CPU pipeline leaves every PrimFunc as written: serial loops in the
+order TE produced them, every intermediate of a fused kernel materialised in
+its own buffer.  For the kernels our lowering produces that is 5-10x slower
+than it needs to be.  This pass applies one schedule to every fused PrimFunc,
+built only from TVM's own TIR schedule primitives (`tvm.s_tir.Schedule`):
+
+1. **Inline** every elementwise intermediate (zero-point corrections, bias,
+   the rescale chain, copies) into its consumer, so a fused
+   `conv -> rescale -> clamp` kernel is one accumulation block plus one
+   epilogue block.
+2. **Accumulation blocks** (conv, depthwise, pooling, reductions): the
+   innermost spatial loop with extent > 1 (the channel axis in NHWC) becomes
+   the innermost loop, split into SIMD-width pieces and vectorized; the
+   spatial loop before it is register-blocked (unrolled) so each weight
+   vector is reused across neighbouring output pixels; the reduction loops
+   sit between the two tiles, and the init is hoisted out of the reduction.
+   Weights must be laid out with channels last (the bridge emits `HWIO`
+   convolution weights for this).
+3. **The epilogue** (rescale, activation clamp, the next layer's padding) is
+   computed at the channel tile of the accumulation, right after its
+   reduction finishes, while the accumulators are still in cache.
+4. **Elementwise kernels**: loops fused, split to the SIMD width, vectorized.
+
+Schedules do not change what is computed (integer arithmetic is exact and TVM
+proves every transformation legal), so bit-exactness is untouched; the zoo
+tests on TVM check it anyway.  A kernel whose shape the rules do not fit is
+left unscheduled rather than rejected: any schedule error falls back to the
+unscheduled function.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: set QDIALECT_NO_SCHEDULE=1 to build without these schedules (A/B measurements)
+DISABLE_ENV = "QDIALECT_NO_SCHEDULE"
+
+
+def _vector_bits(target) -> int:
+    from tvm.target.codegen import llvm_get_vector_width
+
+    try:
+        bits = int(llvm_get_vector_width(target))
+    except Exception:  # noqa: BLE001 - a target without an llvm vector width
+        bits = 0
+    return bits if bits > 0 else 128
+
+
+def _extent(sch, loop) -> int | None:
+    from tvm import tirx
+
+    ext = sch.get(loop).extent
+    return int(ext.value) if isinstance(ext, tirx.IntImm) else None
+
+
+def _is_reduction(sch, block) -> bool:
+    return any(int(iv.iter_type) == 2 for iv in sch.get(block).iter_vars)
+
+
+def _dtype_bits(sch, block) -> int:
+    writes = sch.get(block).writes
+    return writes[0].source.dtype.bits if writes else 32
+
+
+def _largest_divisor(n: int, candidates) -> int | None:
+    for c in candidates:
+        if c <= n and n % c == 0:
+            return c
+    return None
+
+
+def _loop_kinds(sch, block, loops) -> list[str] | None:
+    """'S'/'R' per loop when every block iter is bound to exactly one loop, in order."""
+    stmt = sch.get(block)
+    realize = sch.get_sref(block)  # noqa: F841 - keeps the sref alive while we look
+    kinds = []
+    loop_vars = [sch.get(lp).loop_var for lp in loops]
+    binding = {}
+    from tvm import tirx
+
+    br = sch.get(block)
+    # the SBlockRealize's iter_values are not reachable from the SBlock; recover the
+    # binding from the loops' extents and the iter vars' domains instead
+    if len(stmt.iter_vars) != len(loops):
+        return None
+    for iv, lp in zip(stmt.iter_vars, loops):
+        ext = _extent(sch, lp)
+        dom = iv.dom.extent
+        if not isinstance(dom, tirx.IntImm) or ext is None or int(dom.value) != ext:
+            return None
+        kinds.append("R" if int(iv.iter_type) == 2 else "S")
+    del loop_vars, binding, br
+    return kinds
+
+
+def _expr_size(stmt) -> int:
+    """Size of a block body in characters of its printed form (TVM 0.27's Python API
+    has no TIR visitor; the text is a faithful proxy for the expression tree)."""
+    return len(str(stmt))
+
+
+def _loads_of(stmt, buffer) -> int:
+    import re
+
+    return len(re.findall(rf"(?<![\w.]){re.escape(buffer.name)}\[", str(stmt)))
+
+
+#: inlining copies the producer's expression into every load of it; a rescale reads
+#: its input three times, so chains of rescales would grow exponentially
+INLINE_BUDGET = 6000
+
+
+def _inline_is_cheap(sch, block) -> bool:
+    stmt = sch.get(block)
+    if not stmt.writes:
+        return False
+    buf = stmt.writes[0].source
+    size = _expr_size(stmt.body)
+    for consumer in sch.get_consumers(block):
+        c = sch.get(consumer)
+        if _loads_of(c.body, buf) * size + _expr_size(c.body) > INLINE_BUDGET:
+            return False
+    return True
+
+
+def _inline_elementwise(sch, root) -> None:
+    """compute_inline every non-output spatial block that TVM lets us inline (repeat to a fixpoint)."""
+    changed = True
+    while changed:
+        changed = False
+        outputs = {sch.get(b).name_hint for b in sch.get_output_blocks(root)}
+        for block in sch.get_child_blocks(root):
+            if sch.get(block).name_hint in outputs or _is_reduction(sch, block):
+                continue
+            if not _inline_is_cheap(sch, block):
+                continue
+            try:
+                sch.compute_inline(block)
+                changed = True
+                break
+            except Exception:  # noqa: BLE001 - not inlinable (e.g. read with a different layout)
+                continue
+
+
+def _vectorize_spatial(sch, block, lanes_bits: int) -> None:
+    """Vectorize a spatial block's innermost loops.
+
+    Only the shortest suffix of loops whose extents multiply to at least one
+    vector is fused (fusing everything would turn each lane's index into a
+    div/mod chain and the loads into gathers); it is split to a divisor of the
+    SIMD width and the inner piece vectorized."""
+    loops = sch.get_loops(block)
+    if not loops:
+        return
+    exts = [_extent(sch, lp) for lp in loops]
+    if any(e is None for e in exts):
+        return
+    lanes = max(lanes_bits // max(_dtype_bits(sch, block), 8), 4)
+    k, total = len(loops), 1
+    while k > 0 and total < lanes:
+        k -= 1
+        total *= exts[k]
+    suffix = loops[k:]
+    fused = sch.fuse(*suffix) if len(suffix) > 1 else suffix[0]
+    v = _largest_divisor(total, [lanes, lanes // 2, lanes // 4])
+    if v is None or v < 2:
+        return
+    if v == total:
+        sch.vectorize(fused)
+        return
+    _, inner = sch.split(fused, factors=[None, v])
+    sch.vectorize(inner)
+
+
+def _schedule_accumulation(sch, block, root, lanes_bits: int) -> bool:
+    loops = sch.get_loops(block)
+    kinds = _loop_kinds(sch, block, loops)
+    if kinds is None or "R" not in kinds:
+        return False
+    n_s = kinds.index("R")
+    if any(k != "R" for k in kinds[n_s:]) or n_s == 0:
+        return False
+    s_loops, r_loops = loops[:n_s], loops[n_s:]
+    exts = [_extent(sch, lp) for lp in s_loops]
+    # the channel loop: innermost spatial loop with extent > 1
+    ci = max((i for i, e in enumerate(exts) if e > 1), default=None)
+    if ci is None:
+        return False
+    lanes = max(lanes_bits // _dtype_bits(sch, block), 4)
+    v = _largest_divisor(exts[ci], [lanes, lanes // 2, lanes // 4])
+    if v is None or v < 2:
+        return False
+    c_out, c_in = sch.split(s_loops[ci], factors=[None, v])
+    # register blocking on the spatial loop before the channel loop (output columns)
+    wi = max((i for i in range(ci) if exts[i] > 1), default=None)
+    t = None
+    if wi is not None:
+        t = _largest_divisor(exts[wi], [4, 3, 2])
+    rest = [lp for i, lp in enumerate(s_loops) if i not in (ci, wi)]
+    if t is not None and t > 1:
+        w_out, w_in = sch.split(s_loops[wi], factors=[None, t])
+        outer = rest + [w_out, c_out]
+        sch.reorder(*outer, *r_loops, w_in, c_in)
+        sch.unroll(w_in)
+    else:
+        w_in = None
+        outer = [lp for i, lp in enumerate(s_loops) if i != ci] + [c_out]
+        sch.reorder(*outer, *r_loops, c_in)
+    sch.vectorize(c_in)
+    # epilogue consumers at the channel tile
+    anchor = outer[-1]
+    for consumer in sch.get_consumers(block):
+        try:
+            sch.reverse_compute_at(consumer, anchor, preserve_unit_loops=True)
+            inner = sch.get_loops(consumer)[len(sch.get_loops(block)) - len(r_loops) - (2 if w_in is not None else 1):]
+            if inner:
+                cl = inner[-1]
+                if _extent(sch, cl) is not None and _extent(sch, cl) > 1:
+                    sch.vectorize(cl)
+        except Exception:  # noqa: BLE001 - e.g. a reshape between: schedule it on its own
+            _vectorize_spatial(sch, consumer, lanes_bits)
+    init = sch.decompose_reduction(block, r_loops[0])
+    init_loops = sch.get_loops(init)
+    if init_loops and _extent(sch, init_loops[-1]) == v:
+        sch.vectorize(init_loops[-1])
+    return True
+
+
+def schedule_func(func, target):
+    """A scheduled copy of one PrimFunc, or None to leave it as written."""
+    from tvm import s_tir
+
+    lanes_bits = _vector_bits(target)
+    sch = s_tir.Schedule(func)
+    root = sch.get_sblock("root")
+    _inline_elementwise(sch, root)
+    blocks = list(sch.get_child_blocks(root))
+    done = set()
+    for block in blocks:
+        name = sch.get(block).name_hint
+        if name in done:
+            continue
+        if _is_reduction(sch, block):
+            state = sch.copy() if hasattr(sch, "copy") else None
+            try:
+                if _schedule_accumulation(sch, block, root, lanes_bits):
+                    done.add(name)
+                    for c in sch.get_consumers(block):
+                        done.add(sch.get(c).name_hint)
+            except Exception:  # noqa: BLE001 - leave this block as written
+                if state is not None:
+                    sch = state
+                    root = sch.get_sblock("root")
+    for block in sch.get_child_blocks(root):
+        name = sch.get(block).name_hint
+        if name in done or _is_reduction(sch, block):
+            continue
+        if len(sch.get_loops(block)) == 0:
+            continue
+        try:
+            _vectorize_spatial(sch, block, lanes_bits)
+        except Exception:  # noqa: BLE001
+            pass
+    return sch
+
+
+def schedule_pass(target):
+    """Module pass: schedule every PrimFunc not yet marked `tirx.is_scheduled`."""
+    import tvm
+    from tvm import tirx
+
+    @tvm.transform.module_pass(opt_level=0, name="QdialectScheduleCPU")
+    def _schedule(mod, _ctx):
+        if os.environ.get(DISABLE_ENV):
+            return mod
+        updated = {}
+        for gv, f in mod.functions_items():
+            if not isinstance(f, tirx.PrimFunc) or ("tirx.is_scheduled" in f.attrs and f.attrs["tirx.is_scheduled"]):
+                continue
+            try:
+                sch = schedule_func(f, target)
+            except Exception:  # noqa: BLE001 - an unforeseen shape: keep the function as written
+                continue
+            if sch is not None:
+                updated[gv] = sch.mod["main"].with_attr("tirx.is_scheduled", True)
+        for gv, f in updated.items():
+            mod[gv] = f
+        return mod
+
+    return _schedule

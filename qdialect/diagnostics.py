@@ -17,6 +17,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from xdsl.utils.lexer import Span
 
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
+from qdialect import cyclic_gc
 from qdialect.dialects.quant import quantized_tensor_problems
 
 
@@ -50,6 +51,7 @@ class LocatingParser(Parser):
         return op
 
 
+@cyclic_gc.paused()
 def parse_module(
     ctx: Context, text: str | bytes, name: str = "<input>", *, verify: bool = True,
     line_offset: int = 0,

@@ -55,6 +55,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from qdialect import cyclic_gc
 from qdialect.dialects import qnn
 from qdialect.dialects.quant import UniformQuantizedType
 from qdialect.interpreter import Interpreter
@@ -386,6 +387,7 @@ class QnnCanonicalizePass(ModulePass):
 
     name = "qnn-canonicalize"
 
+    @cyclic_gc.paused()
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
             GreedyRewritePatternApplier([cls() for cls in CANONICALIZATION_PATTERNS]),

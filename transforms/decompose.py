@@ -69,6 +69,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import PassFailedException
 
+from qdialect import cyclic_gc
 from qdialect.dialects import qint, qnn
 from transforms.call_signatures import ConvertCallToStorage
 from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, quantized_element_type
@@ -933,6 +934,7 @@ class QnnDecomposePass(ModulePass):
 
     name = "qnn-decompose"
 
+    @cyclic_gc.paused()
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         import transforms.float_edges  # noqa: F401 - registers quant.qcast / dcast and float qnn.quantize
 

@@ -21,6 +21,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from qdialect import cyclic_gc
 from qdialect.dialects.quant import quantized_element_type
 
 L3_DIALECTS = frozenset({"builtin", "func", "arith", "linalg", "tensor"})
@@ -64,6 +65,7 @@ def l3_passes(module: ModuleOp) -> list[ModulePass]:
     return passes
 
 
+@cyclic_gc.paused()
 def lower_to_l3(module: ModuleOp, ctx: Context | None = None,
                 timings: list[tuple[str, float]] | None = None,
                 progress: Callable[[str], None] | None = None) -> ModuleOp:

@@ -54,6 +54,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
+from qdialect import cyclic_gc
 from qdialect.dialects import nn, qnn
 from qdialect.dialects.qnn import FLOAT, make_attr
 from qdialect.dialects.quant import (
@@ -575,6 +576,7 @@ class QnnRaisePass(ModulePass):
 
     remarks: bool = True
 
+    @cyclic_gc.paused()
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         report = raise_fake_quant(op)
         if self.remarks:

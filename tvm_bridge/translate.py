@@ -41,6 +41,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
 
+from qdialect import cyclic_gc
+
 
 class TranslationError(Exception):
     """An L3 construct the bridge cannot translate; the message names the op."""
@@ -799,6 +801,7 @@ def _register_named_elementwise():
             _OP_HANDLERS[getattr(linalg, name)] = _named_elementwise(combine)
 
 
+@cyclic_gc.paused()
 def translate(module: ModuleOp, entry: str | None = None):
     """(tvm IRModule with Relax `main`, number of outputs)."""
     if linalg.AddOp not in _OP_HANDLERS:

@@ -4,8 +4,9 @@
 
 Measured in the same run, with warm-up, median of `--runs`:
 - ours: import -> qnn-decompose -> qnn-lower-to-linalg -> Relax -> tvm.compile
-  (host CPU), `tflite` rounding (bit-exact with BUILTIN_REF) and `litert`
-  rounding (bit-exact with LiteRT's default path);
+  with our scheduled CPU pipeline (host CPU, one TVM thread; `ours_tflite_2`
+  is the same build on two), `tflite` rounding (bit-exact with BUILTIN_REF) and
+  `litert` rounding (bit-exact with LiteRT's default path);
 - LiteRT default interpreter (XNNPACK) and BUILTIN_REF, at 1 and 2 threads;
 - TVM's own Relax TFLite frontend (`tvm.relax.frontend.tflite`, which
   dequantizes to float) where it imports the model.
@@ -39,6 +40,14 @@ def median_ms(fn, runs: int, warmup: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1000
+
+
+def set_tvm_threads(n: int) -> None:
+    """TVM's CPU thread pool size (our kernels parallelize only above
+    tvm_bridge.schedule.PARALLEL_MIN_WORK multiply-accumulates)."""
+    import tvm
+
+    tvm.get_global_func("runtime.config_threadpool")(1, n)
 
 
 def litert(model: bytes, reference: bool, threads: int):
@@ -121,6 +130,7 @@ def main(argv=None) -> int:
         q.stem for q in ZOO.glob("*.tflite") if not q.stem.endswith("_float")
     )
     have_ours = importlib.util.find_spec("transforms.pipelines") is not None
+    set_tvm_threads(1)
     rows = []
     for name in names:
         path = ZOO / f"{name}.tflite"
@@ -141,6 +151,10 @@ def main(argv=None) -> int:
                 try:
                     run, compile_s = ours(path, rounding, args.target)
                     row[f"ours_{rounding}"] = median_ms(lambda: run(sample), args.runs, args.warmup)
+                    if rounding == "tflite":
+                        set_tvm_threads(2)
+                        row["ours_tflite_2"] = median_ms(lambda: run(sample), args.runs, args.warmup)
+                        set_tvm_threads(1)
                     row[f"ours_{rounding}_mismatch"] = mismatches(run(sample), expected)
                     row[f"ours_{rounding}_compile_s"] = compile_s
                 except Exception as e:  # noqa: BLE001 - report and go on to the next model
@@ -159,7 +173,8 @@ def main(argv=None) -> int:
         return f"{v:8.3f}" if isinstance(v, float) else f"{str(v):>8}"
 
     print("latency, ms (median); ratio = x / LiteRT default 1 thread; mismatches vs the matching LiteRT path")
-    header = ["model", "litert_1", "litert_2", "ref_1", "ref_2", "ours_tflite", "ours_litert", "tvm_frontend"]
+    header = ["model", "litert_1", "litert_2", "ref_1", "ref_2", "ours_tflite", "ours_tflite_2", "ours_litert",
+              "tvm_frontend"]
     print(" | ".join(f"{h:>20}" if i == 0 else f"{h:>12}" for i, h in enumerate(header)))
     for row in rows:
         cells = [f"{row['model']:>20}"]

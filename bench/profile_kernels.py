@@ -29,6 +29,7 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--no-schedule", action="store_true", help="TVM's default pipeline without our schedules")
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--threads", type=int, default=1, help="TVM worker threads (default 1)")
     args = p.parse_args(argv)
 
     import tvm
@@ -47,8 +48,10 @@ def main(argv=None) -> int:
     if args.rounding != "tflite":
         set_rounding(module, args.rounding)
     pipelines.lower_to_l3(module)
-    mod, _ = translate(module)
     target = qc.host_target()
+    from tvm_bridge.vnni import target_has_vnni
+
+    mod, _ = translate(module, vnni=target_has_vnni(target))
     t0 = time.perf_counter()
     kwargs = {}
     if not args.no_schedule and hasattr(qc, "pipeline"):
@@ -56,6 +59,8 @@ def main(argv=None) -> int:
     ex = tvm.compile(mod, target=target, **kwargs)
     print(f"compile: {time.perf_counter() - t0:.1f} s")
     dev = tvm.cpu()
+    if args.threads:
+        tvm.get_global_func("runtime.config_threadpool")(1, args.threads)
     vm = relax.VirtualMachine(ex, dev)
     arrays = [x.view(f"int{x.dtype.itemsize * 8}") if x.dtype.kind == "u" else x for x in sample]
     args_t = [tvm.runtime.tensor(a, dev) for a in arrays]

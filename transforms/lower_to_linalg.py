@@ -55,6 +55,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import PassFailedException
 
+from qdialect import cyclic_gc
 from qdialect.dialects import qint
 from qdialect.reference import activations as act
 from qdialect.reference.rescale import multiply_by_quantized_multiplier, multiply_single_rounding
@@ -89,11 +90,50 @@ def make_op(key: tuple, build: Callable[..., Operation], operands: Sequence[SSAV
                       attributes=dict(attributes))
 
 
+def _signed_bits(value: int) -> int:
+    """The fewest bits of a two's-complement integer holding `value`."""
+    return (value if value >= 0 else ~value).bit_length() + 1
+
+
+def _wrap_signed(value: int, width: int) -> int:
+    half = 1 << (width - 1)
+    return ((value + half) & ((1 << width) - 1)) - half
+
+
+# exact integer folds of two constants (shifts only by 0 .. width-1, where arith defines them)
+_FOLDS: dict[type, Callable[[int, int, int], int | None]] = {
+    arith.AddiOp: lambda a, b, w: a + b,
+    arith.SubiOp: lambda a, b, w: a - b,
+    arith.MuliOp: lambda a, b, w: a * b,
+    arith.ShLIOp: lambda a, b, w: a << b if 0 <= b < w else None,
+    arith.ShRSIOp: lambda a, b, w: a >> b if 0 <= b < w else None,
+    arith.AndIOp: lambda a, b, w: a & b,
+    arith.MaxSIOp: lambda a, b, w: max(a, b),
+    arith.MinSIOp: lambda a, b, w: min(a, b),
+}
+# x op identity = x
+_RIGHT_IDENTITY = {arith.AddiOp: 0, arith.SubiOp: 0, arith.MuliOp: 1, arith.ShLIOp: 0, arith.ShRSIOp: 0}
+_LEFT_IDENTITY = {arith.AddiOp: 0, arith.MuliOp: 1}
+
+
 class Scalar:
-    """Builds arith ops on scalars into a block; Python ints become i64 constants."""
+    """Builds arith ops on scalars into a block; Python ints become i64 constants.
+
+    It folds as it builds, each fold exact on every input: one `arith.constant`
+    per value and type in a block; an integer op on two constants is their
+    constant; x + 0, x - 0, 0 + x, x * 1, 1 * x, x << 0 and x >> 0 are x; the
+    truncation of an extension back to the original width is the original value;
+    and wrapping to w bits a value that already fits w signed bits is the value
+    itself.  What fits is known from how a value was made (sign extension from iN,
+    add / sub / mul / shift by a constant without 64-bit overflow), never guessed.
+    """
 
     def __init__(self, block: Block):
         self.block = block
+        self.constants: dict[tuple, SSAValue] = {}  # (value, type) -> its arith.constant
+        self.known: dict[SSAValue, int] = {}  # integer constants' values
+        self.bits: dict[SSAValue, int] = {}  # values known to fit this many signed bits
+        self.extended: dict[SSAValue, SSAValue] = {}  # ext result -> the value extended
 
     def emit(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -105,18 +145,62 @@ class Scalar:
     def const(self, value, t=I64) -> SSAValue:
         if isinstance(t, IntegerType):
             value = int(value)
-            return self.make(("constant", value, t), lambda: arith.ConstantOp(IntegerAttr(value, t), t))
-        value = float(value)
-        # keyed by the exact bits: 0.0 and -0.0 are equal as Python floats
-        return self.make(("constant", value.hex(), t), lambda: arith.ConstantOp(FloatAttr(value, t), t))
+            key = (value, t)
+        else:
+            value = float(value)
+            key = (value.hex(), t)  # by the exact bits: 0.0 and -0.0 are equal as Python floats
+        shared = self.constants.get(key)
+        if shared is not None:
+            return shared
+        if isinstance(t, IntegerType):
+            r = self.make(("constant", value, t), lambda: arith.ConstantOp(IntegerAttr(value, t), t))
+            if _signed_bits(value) <= t.width.data:
+                self.known[r] = value
+                self.bits[r] = _signed_bits(value)
+        else:
+            r = self.make(("constant", value.hex(), t), lambda: arith.ConstantOp(FloatAttr(value, t), t))
+        self.constants[key] = r
+        return r
 
     def v(self, x, t=I64) -> SSAValue:
         return x if isinstance(x, SSAValue) else self.const(x, t)
 
+    def _value(self, x) -> int | None:
+        return x if isinstance(x, int) else self.known.get(x)
+
+    def fits(self, x: SSAValue) -> int:
+        """How many signed bits hold every value `x` can take."""
+        return self.bits.get(x, x.type.width.data)
+
     def _bin(self, cls, a, b):
+        ka, kb = self._value(a), self._value(b)
+        t = a.type if isinstance(a, SSAValue) else b.type if isinstance(b, SSAValue) else I64
+        if isinstance(t, IntegerType):
+            width = t.width.data
+            if ka is not None and kb is not None and cls in _FOLDS:
+                folded = _FOLDS[cls](ka, kb, width)
+                if folded is not None:
+                    return self.const(_wrap_signed(folded, width), t)
+            if isinstance(a, SSAValue) and kb is not None and _RIGHT_IDENTITY.get(cls) == kb:
+                return a
+            if isinstance(b, SSAValue) and ka is not None and _LEFT_IDENTITY.get(cls) == ka:
+                return b
         a = self.v(a)
         b = self.v(b, a.type)
-        return self.make((cls,), cls, a, b)
+        r = self.make((cls,), cls, a, b)
+        if isinstance(r.type, IntegerType):
+            bits = None
+            if cls in (arith.AddiOp, arith.SubiOp):
+                bits = max(self.fits(a), self.fits(b)) + 1
+            elif cls is arith.MuliOp:
+                bits = self.fits(a) + self.fits(b)
+            elif cls is arith.ShLIOp and kb is not None and kb >= 0:
+                bits = self.fits(a) + kb
+            elif cls in (arith.MaxSIOp, arith.MinSIOp):
+                bits = max(self.fits(a), self.fits(b))
+            if bits is not None and bits < r.type.width.data:
+                self.bits[r] = bits
+        return r
 
     def add(self, a, b):
         return self._bin(arith.AddiOp, a, b)
@@ -163,15 +247,25 @@ class Scalar:
         w = x.type.width.data
         if w == width:
             return x
+        if w > width:
+            source = self.extended.get(x)
+            if source is not None and source.type.width.data == width:
+                return source
         cls = arith.TruncIOp if w > width else arith.ExtUIOp if unsigned else arith.ExtSIOp
-        return self.make((cls, width), lambda v: cls(v, IntegerType(width)), x)
+        r = self.make((cls, width), lambda v: cls(v, IntegerType(width)), x)
+        if w < width:
+            self.extended[r] = x
+            bits = w + 1 if unsigned else self.fits(x)
+            if bits < width:
+                self.bits[r] = bits
+        return r
 
     def trunc(self, x: SSAValue, width: int) -> SSAValue:
         return self.ext(x, width)
 
     def wrap(self, x: SSAValue, width: int) -> SSAValue:
         """Two's-complement wrap of an i64 value to `width` bits, kept in i64."""
-        if width >= 64:
+        if width >= 64 or self.fits(x) <= width:
             return x
         return self.ext(self.trunc(x, width), 64)
 
@@ -180,22 +274,32 @@ class Scalar:
 
     # gemmlowp / TFLite fixed point on int32 values held in i64
 
-    def srdhm(self, a, b):
-        """SaturatingRoundingDoublingHighMul (b is never INT32_MIN here, or a is not)."""
+    def srdhm(self, a, b, b_never_min: bool = False):
+        """SaturatingRoundingDoublingHighMul of int32 values held in i64.
+
+        gemmlowp's form, trunc((a*b + nudge) / 2^31) with nudge = 2^30 for a
+        non-negative product and 1 - 2^30 otherwise, equals floor((a*b + 2^30) / 2^31)
+        for every product (for a negative one, trunc(n / 2^31) = ceil(n / 2^31) =
+        floor((n + 2^31 - 1) / 2^31) with n = a*b + 1 - 2^30), so it is one add and one
+        arithmetic shift.  The only saturating case is a = b = INT32_MIN; with
+        `b_never_min` (a constant multiplier without INT32_MIN) its check is left out."""
         a, b = self.v(a), self.v(b)
+        q = self.shr(self.add(self.mul(a, b), 1 << 30), 31)
+        if b_never_min:
+            return q
         overflow = self.band(self.cmp("eq", a, INT32_MIN), self.cmp("eq", b, INT32_MIN))
-        prod = self.mul(a, b)
-        nudge = self.select(self.cmp("sge", prod, 0), 1 << 30, 1 - (1 << 30))
-        q = self.divsi(self.add(prod, nudge), 1 << 31)
         return self.select(overflow, INT32_MAX, q)
 
     def rdbpot(self, x, exponent):
-        """RoundingDivideByPOT with an i64 exponent (constant or value)."""
+        """RoundingDivideByPOT (round half away from zero) with an i64 exponent >= 0.
+
+        gemmlowp adds 1 when the remainder exceeds mask/2 (+1 for negative x); that is
+        (x + bias) >> e with bias = 2^(e-1) - [x < 0] for e >= 1 and 0 for e = 0,
+        i.e. bias = ((2^e - 1) + [x >= 0]) >> 1."""
         e = self.v(exponent)
         mask = self.sub(self.shl(1, e), 1)
-        remainder = self.band(x, mask)
-        threshold = self.add(self.shr(mask, 1), self.bool_to_int(self.cmp("slt", x, 0)))
-        return self.add(self.shr(x, e), self.bool_to_int(self.cmp("sgt", remainder, threshold)))
+        bias = self.shr(self.add(mask, self.bool_to_int(self.cmp("sge", x, 0))), 1)
+        return self.shr(self.add(x, bias), e)
 
     def sat_shift_left(self, x, exponent: int):
         if exponent == 0:
@@ -304,6 +408,13 @@ class Lowering(Emitter):
         s = Scalar(block)
         y = body(s, *block.args)
         block.add_op(YieldOp(y))
+        # values the folds made unneeded (constants they read, an extension a truncation undid)
+        dead = block.last_op.prev_op
+        while dead is not None:
+            earlier = dead.prev_op
+            if not any(r.uses for r in dead.results):
+                block.erase_op(dead)
+            dead = earlier
         op = GenericOp(list(inputs), [out], Region(block), [*maps, out_map],
                        [getattr(IteratorTypeAttr, it)() for it in iterators], [out_type])
         return self.add(op)
@@ -415,6 +526,13 @@ def lower_depthwise(e: Lowering, op: qint.DepthwiseConv2DOp) -> SSAValue:
         raise Unsupported(f"input zero point {izp} does not fit the i{x_bits} input")
     xp = e.pad(x, [0, pt, pl, 0], [0, pb, pr, 0], izp)
     body = _zp_product(izp, wzp, acc_w)
+    if mult == 1:
+        # loops (n, y, x, c, ky, kx), the (1, KH, KW, C) weights read in place: the result
+        # is the NHWC output itself, so the rescale that follows fuses with it in TVM
+        maps = [amap(6, [dim(0), dim(1) * sh + dim(4) * dh, dim(2) * sw + dim(5) * dw, dim(3)]),
+                amap(6, [AffineExpr.constant(0), dim(4), dim(5), dim(3)])]
+        return e.generic([xp, w], maps, op.results[0].type, amap(6, [dim(i) for i in range(4)]), body,
+                         iterators=["parallel"] * 4 + ["reduction"] * 2, init=0)
     # loops (n, y, x, c, m, ky, kx)
     w4 = e.reshape(w, (kh, kw, c, mult))
     maps = [amap(7, [dim(0), dim(1) * sh + dim(5) * dh, dim(2) * sw + dim(6) * dw, dim(3)]),
@@ -538,7 +656,7 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
         if mode == "double_round":
             left = p(1)
             shifted = v if isinstance(left, int) and left == 0 else s.wrap(s.shl(v, left), 32)
-            r = s.rdbpot(s.srdhm(shifted, p(0)), p(2))
+            r = s.rdbpot(s.srdhm(shifted, p(0), b_never_min=bool((m != -(1 << 31)).all())), p(2))
         elif mode == "single_round":
             r = s.shr(s.add(s.mul(v, p(0)), p(2)), p(1))
         elif mode == "wide_round":
@@ -925,6 +1043,7 @@ class QnnLowerToLinalgPass(ModulePass):
 
     name = "qnn-lower-to-linalg"
 
+    @cyclic_gc.paused()
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         failures: list[str] = []
         PatternRewriteWalker(GreedyRewritePatternApplier([LowerQIntOp(failures)]),

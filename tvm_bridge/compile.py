@@ -104,8 +104,10 @@ def compile_module(module, target=None, entry: str | None = None) -> CompiledMod
     """Translate an L3 module to Relax and build it with `tvm.compile`."""
     import tvm
 
-    mod, n_outputs = translate(module, entry)
+    from tvm_bridge.vnni import target_has_vnni
+
     tgt = as_target(target)
+    mod, n_outputs = translate(module, entry, vnni=target_has_vnni(tgt))
     executable = tvm.compile(mod, target=tgt, relax_pipeline=pipeline(tgt))
     return CompiledModel(executable, n_outputs, tgt)
 

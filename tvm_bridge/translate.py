@@ -643,6 +643,15 @@ def _conv_nhwc_fhwc(tr: Translator, op):
     strides = list(op.strides.get_values()) if getattr(op, "strides", None) is not None else [1, 1]
     dilations = list(op.dilations.get_values()) if getattr(op, "dilations", None) is not None else [1, 1]
     x, w = (tr.tensor(v) for v in op.inputs)
+    if getattr(tr, "vnni", False):
+        from tvm_bridge import vnni
+
+        weights = w.value.numpy() if isinstance(w, tvm_constant_type()) else None
+        if vnni.applicable(list(op.inputs[0].type.get_shape()), weights, dtype_of(op.inputs[0].type),
+                           dtype_of(op.inputs[1].type), out_dtype):
+            _add_init(tr, op, vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
+                                               strides, dilations))
+            return
     if dtype_of(op.inputs[0].type) != dtype_of(op.inputs[1].type):
         # mixed widths (16x8): widen both; same-width int8 operands stay int8 with an int32
         # accumulator (linalg's sign-extending semantics), which TVM compiles 2-3x faster
@@ -802,8 +811,19 @@ def _register_named_elementwise():
 
 
 @cyclic_gc.paused()
-def translate(module: ModuleOp, entry: str | None = None):
-    """(tvm IRModule with Relax `main`, number of outputs)."""
+def translate(module: ModuleOp, entry: str | None = None, vnni: bool = False):
+    """(tvm IRModule with Relax `main`, number of outputs).
+
+    `vnni`: int8 convolutions with constant weights use the AVX-512 VNNI form of
+    tvm_bridge/vnni.py (only for a target that has it; compile_module decides)."""
     if linalg.AddOp not in _OP_HANDLERS:
         _register_named_elementwise()
-    return Translator(module).translate(entry)
+    tr = Translator(module)
+    tr.vnni = vnni
+    return tr.translate(entry)
+
+
+def tvm_constant_type():
+    import tvm
+
+    return tvm.ir.expr.Constant

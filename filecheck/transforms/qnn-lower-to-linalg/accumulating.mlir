@@ -78,6 +78,20 @@ func.func @depthwise(%x: tensor<1x3x3x2xi8>) -> tensor<1x2x2x4xi32> {
   func.return %0 : tensor<1x2x2x4xi32>
 }
 
+// Depthwise with M = 1, stride 2: no reshapes; the generic runs over (n, y, x, c, ky, kx) straight
+// into the NHWC result, reading input row 2y + ky, column 2x + kx, and the [1, KH, KW, C] weights
+// in place at (0, ky, kx, c).
+// CHECK-LABEL: func.func @depthwise_m1
+// CHECK-NOT:     tensor.expand_shape
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, ((d1 * 2) + d4), ((d2 * 2) + d5), d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (0, d4, d5, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<1x5x5x2xi8>, tensor<1x3x3x2xi8>) outs(%{{.*}} : tensor<1x2x2x2xi32>)
+// CHECK-NOT:     tensor.collapse_shape
+// CHECK:         func.return
+// MLIR-LABEL:  func.func @depthwise_m1
+func.func @depthwise_m1(%x: tensor<1x5x5x2xi8>, %w: tensor<1x3x3x2xi8>) -> tensor<1x2x2x2xi32> {
+  %0 = qint.depthwise_conv2d %x, %w {input_zp = 0 : i64, weight_zp = 0 : i64, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>} : (tensor<1x5x5x2xi8>, tensor<1x3x3x2xi8>) -> tensor<1x2x2x2xi32>
+  func.return %0 : tensor<1x2x2x2xi32>
+}
+
 // fully_connected: a reduction generic over (b, o, k) with both zero points; bias_add broadcasts the
 // [O] bias through the map (d0, d1) -> (d1), sign-extended to the i64 accumulator.
 // CHECK-LABEL: func.func @fc

@@ -9,54 +9,34 @@
 
 // double_round = TFLite MultiplyByQuantizedMultiplier:
 //   RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(v << max(s, 0), M), max(-s, 0)).
-// (2^30, shift 2): left 2, right 0.  SRDHM: INT32_MIN * INT32_MIN saturates; otherwise
-// (a*b + (a*b >= 0 ? 2^30 : 1 - 2^30)) / 2^31 truncating.  RDBPOT: mask = 2^e - 1,
-// threshold = mask >> 1 (+1 if negative), add 1 when the remainder exceeds it.
+// (2^30, shift 2): left 2, right 0.  SRDHM: gemmlowp's trunc((a*b + nudge) / 2^31) with
+// nudge = 2^30 or 1 - 2^30 by the product's sign is floor((a*b + 2^30) / 2^31) for every
+// product, so: add 2^30, shift right 31.  Multipliers are in [0, 2^31) (the verifier
+// says so), so the one saturating case (both INT32_MIN) cannot happen and has no check.  RDBPOT (round half away):
+// (x + bias) >> e with bias = ((2^e - 1) + [x >= 0]) >> 1, i.e. 2^(e-1) - [x < 0], 0 for e = 0.
+// The body builder folds exactly: x - (-3) of an i8 fits 9 bits and << 2 then 11, so neither
+// wrap to 32 bits is written; 2^30 is both the multiplier and SRDHM's rounding term, one
+// constant; with e = 0 the mask 2^0 - 1 is the constant 0 (so bias = [x >= 0] >> 1) and the
+// final >> 0 is left out.
 // CHECK-LABEL: func.func @double_round
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}} : tensor<2x3xi8>) outs(%{{.*}} : tensor<2x3xi8>)
 // CHECK-NEXT:    ^bb0(%[[X:.*]]: i8, %{{.*}}: i8):
 // CHECK-NEXT:      %[[X64:.*]] = arith.extsi %[[X]] : i8 to i64
 // CHECK-NEXT:      %[[IZP:.*]] = arith.constant -3 : i64
 // CHECK-NEXT:      %[[V:.*]] = arith.subi %[[X64]], %[[IZP]] : i64
-// CHECK-NEXT:      %[[V32:.*]] = arith.trunci %[[V]] : i64 to i32
-// CHECK-NEXT:      %[[VW:.*]] = arith.extsi %[[V32]] : i32 to i64
 // CHECK-NEXT:      %[[LEFT:.*]] = arith.constant 2 : i64
-// CHECK-NEXT:      %[[SH:.*]] = arith.shli %[[VW]], %[[LEFT]] : i64
-// CHECK-NEXT:      %[[SH32:.*]] = arith.trunci %[[SH]] : i64 to i32
-// CHECK-NEXT:      %[[A:.*]] = arith.extsi %[[SH32]] : i32 to i64
+// CHECK-NEXT:      %[[A:.*]] = arith.shli %[[V]], %[[LEFT]] : i64
 // CHECK-NEXT:      %[[M:.*]] = arith.constant 1073741824 : i64
-// CHECK-NEXT:      %[[MIN1:.*]] = arith.constant -2147483648 : i64
-// CHECK-NEXT:      %[[AMIN:.*]] = arith.cmpi eq, %[[A]], %[[MIN1]] : i64
-// CHECK-NEXT:      %[[MIN2:.*]] = arith.constant -2147483648 : i64
-// CHECK-NEXT:      %[[BMIN:.*]] = arith.cmpi eq, %[[M]], %[[MIN2]] : i64
-// CHECK-NEXT:      %[[OVF:.*]] = arith.andi %[[AMIN]], %[[BMIN]] : i1
 // CHECK-NEXT:      %[[AB:.*]] = arith.muli %[[A]], %[[M]] : i64
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[AB]], %[[M]] : i64
+// CHECK-NEXT:      %[[C31:.*]] = arith.constant 31 : i64
+// CHECK-NEXT:      %[[HIGH:.*]] = arith.shrsi %[[SUM]], %[[C31]] : i64
 // CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:      %[[NONNEG:.*]] = arith.cmpi sge, %[[AB]], %[[ZERO]] : i64
-// CHECK-NEXT:      %[[POS:.*]] = arith.constant 1073741824 : i64
-// CHECK-NEXT:      %[[NEG:.*]] = arith.constant -1073741823 : i64
-// CHECK-NEXT:      %[[NUDGE:.*]] = arith.select %[[NONNEG]], %[[POS]], %[[NEG]] : i64
-// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[AB]], %[[NUDGE]] : i64
-// CHECK-NEXT:      %[[TWO31:.*]] = arith.constant 2147483648 : i64
-// CHECK-NEXT:      %[[Q:.*]] = arith.divsi %[[SUM]], %[[TWO31]] : i64
-// CHECK-NEXT:      %[[MAX32:.*]] = arith.constant 2147483647 : i64
-// CHECK-NEXT:      %[[HIGH:.*]] = arith.select %[[OVF]], %[[MAX32]], %[[Q]] : i64
-// CHECK-NEXT:      %[[E:.*]] = arith.constant 0 : i64
 // CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1 : i64
-// CHECK-NEXT:      %[[POW:.*]] = arith.shli %[[ONE]], %[[E]] : i64
-// CHECK-NEXT:      %[[ONE2:.*]] = arith.constant 1 : i64
-// CHECK-NEXT:      %[[MASK:.*]] = arith.subi %[[POW]], %[[ONE2]] : i64
-// CHECK-NEXT:      %[[REM:.*]] = arith.andi %[[HIGH]], %[[MASK]] : i64
-// CHECK-NEXT:      %[[ONE3:.*]] = arith.constant 1 : i64
-// CHECK-NEXT:      %[[HALF:.*]] = arith.shrsi %[[MASK]], %[[ONE3]] : i64
-// CHECK-NEXT:      %[[ZERO2:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:      %[[ISNEG:.*]] = arith.cmpi slt, %[[HIGH]], %[[ZERO2]] : i64
-// CHECK-NEXT:      %[[ISNEG64:.*]] = arith.extui %[[ISNEG]] : i1 to i64
-// CHECK-NEXT:      %[[THRESH:.*]] = arith.addi %[[HALF]], %[[ISNEG64]] : i64
-// CHECK-NEXT:      %[[FLOOR:.*]] = arith.shrsi %[[HIGH]], %[[E]] : i64
-// CHECK-NEXT:      %[[UP:.*]] = arith.cmpi sgt, %[[REM]], %[[THRESH]] : i64
-// CHECK-NEXT:      %[[UP64:.*]] = arith.extui %[[UP]] : i1 to i64
-// CHECK-NEXT:      %[[R:.*]] = arith.addi %[[FLOOR]], %[[UP64]] : i64
+// CHECK-NEXT:      %[[NONNEG:.*]] = arith.cmpi sge, %[[HIGH]], %[[ZERO]] : i64
+// CHECK-NEXT:      %[[NONNEG64:.*]] = arith.extui %[[NONNEG]] : i1 to i64
+// CHECK-NEXT:      %[[BIAS:.*]] = arith.shrsi %[[NONNEG64]], %[[ONE]] : i64
+// CHECK-NEXT:      %[[R:.*]] = arith.addi %[[HIGH]], %[[BIAS]] : i64
 // CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i64
 // CHECK-NEXT:      %[[RZ:.*]] = arith.addi %[[R]], %[[OZP]] : i64
 // CHECK-NEXT:      %[[LO:.*]] = arith.constant -100 : i64
@@ -66,7 +46,7 @@
 // CHECK-NEXT:      %[[OUT:.*]] = arith.trunci %[[C2]] : i64 to i8
 // CHECK-NEXT:      linalg.yield %[[OUT]] : i8
 // MLIR-LABEL:  func.func @double_round
-// MLIR:          arith.divsi
+// MLIR:          arith.shrsi
 func.func @double_round(%x: tensor<2x3xi8>) -> tensor<2x3xi8> {
   %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 2>, input_zp = -3 : i64, output_zp = 5 : i64, clamp_min = -100 : i64, clamp_max = 100 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi8>
   func.return %0 : tensor<2x3xi8>
@@ -94,9 +74,10 @@ func.func @double_round_per_channel(%x: tensor<1x2x2x3xi32>) -> tensor<1x2x2x3xi
 
 // single_round = TFLITE_SINGLE_ROUNDING: (v * M + 2^(total - 1)) >> total with total = 31 - s.
 // (1342177260, 3): total 28, rounding term 2^27 = 134217728.  u8 output: zero point 128, clamp
-// [0, 255], the low 8 bits kept.
+// [0, 255], the low 8 bits kept.  The centred i8 input x + 3 fits 9 bits: no wrap to 32 bits.
 // CHECK-LABEL: func.func @single_round
-// CHECK:           %[[V:.*]] = arith.extsi %{{.*}} : i32 to i64
+// CHECK:           %[[IZP:.*]] = arith.constant -3 : i64
+// CHECK-NEXT:      %[[V:.*]] = arith.subi %{{.*}}, %[[IZP]] : i64
 // CHECK-NEXT:      %[[M:.*]] = arith.constant 1342177260 : i64
 // CHECK-NEXT:      %[[P:.*]] = arith.muli %[[V]], %[[M]] : i64
 // CHECK-NEXT:      %[[RND:.*]] = arith.constant 134217728 : i64
@@ -200,8 +181,9 @@ func.func @float_away(%x: tensor<2x2xi32>) -> tensor<2x2xi8> {
   func.return %0 : tensor<2x2xi8>
 }
 
-// mode none with an unsigned input (u8 bits read with extui), zero point 128 and ADD's left shift 20,
-// wrapped to 32 bits; and a 64-bit sum that only gets its zero point and clamp.
+// mode none with an unsigned input (u8 bits read with extui), zero point 128 and ADD's left shift 20
+// ((x - 128) << 20 lies in [-2^27, 2^27), so the wrap to 32 bits changes nothing and is not
+// written; the clamp to i32 follows); and a 64-bit sum that only gets its zero point and clamp.
 // CHECK-LABEL: func.func @none_unsigned_left_shift
 // CHECK:         ^bb0(%[[X:.*]]: i8, %{{.*}}: i32):
 // CHECK-NEXT:      %[[U:.*]] = arith.extui %[[X]] : i8 to i64
@@ -209,7 +191,8 @@ func.func @float_away(%x: tensor<2x2xi32>) -> tensor<2x2xi8> {
 // CHECK-NEXT:      %[[V:.*]] = arith.subi %[[U]], %[[ZP]] : i64
 // CHECK-NEXT:      %[[LS:.*]] = arith.constant 20 : i64
 // CHECK-NEXT:      %[[SH:.*]] = arith.shli %[[V]], %[[LS]] : i64
-// CHECK-NEXT:      arith.trunci %[[SH]] : i64 to i32
+// CHECK-NEXT:      %[[MIN:.*]] = arith.constant -2147483648 : i64
+// CHECK-NEXT:      arith.maxsi %[[SH]], %[[MIN]] : i64
 // CHECK:         ^bb0(%[[Y:.*]]: i64, %{{.*}}: i8):
 // CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i64
 // CHECK-NEXT:      arith.addi %[[Y]], %[[OZP]] : i64
@@ -230,3 +213,4 @@ func.func @axis(%x: tensor<2x3xi8>) -> tensor<2x3xi8> {
   %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1073741824, 1073741824>, shift = array<i64: 2, 1>, axis = 0 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi8>
   func.return %0 : tensor<2x3xi8>
 }
+

@@ -1,0 +1,117 @@
+"""The CPU schedules (tvm_bridge/schedule.py) change no result.
+
+Differential test per kernel: every fused PrimFunc of a zoo model is built twice,
+as TVM's fusion wrote it and as our schedule rewrote it, and both run on the
+arguments the kernel really receives when the model runs (captured through the
+VM's instrument hook on two seeded inputs), outputs compared element by
+element.  The unscheduled kernels are the reference here; they are in turn
+checked against LiteRT end to end by test_zoo_tvm.py.  Per kernel, this points
+at the kernel a schedule broke (a schedule that left a pad's border unwritten
+was the first such bug).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm")
+
+ZOO = Path(__file__).resolve().parents[2] / "models" / "zoo"
+
+
+def fused_module(name: str, rounding: str):
+    from tvm.relax.backend.cpu_generic import pipeline as cpu
+
+    from qdialect.dialects.qnn import set_rounding
+    from transforms import pipelines
+    from tvm_bridge.compile import host_target
+    from tvm_bridge.run_cli import load_module
+    from tvm_bridge.translate import translate
+
+    module = load_module(ZOO / f"{name}.tflite", 1)
+    if rounding != "tflite":
+        set_rounding(module, rounding)
+    pipelines.lower_to_l3(module)
+    mod, _ = translate(module)
+    target = host_target()
+    with target:
+        mod = tvm.transform.Sequential(cpu.library_dispatch_passes(target) + cpu.legalize_passes(target))(mod)
+    return mod, target
+
+
+def captured_calls(mod, target, name: str, seeds=(0, 1)):
+    """{PrimFunc name: [argument arrays of each call, outputs included]} from running the
+    model, built without our schedules, on seeded inputs: the values every kernel really
+    sees (random operands would break invariants between them, such as a softmax's
+    row maximum indexing its exp table)."""
+    from tvm import relax
+
+    from tvm_bridge.compile import pipeline
+    from tvm_bridge.run_cli import _entry_signature, load_module, make_inputs
+
+    ex = tvm.compile(mod, target=target, relax_pipeline=pipeline(target, schedule=False))
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    calls: dict[str, list] = {}
+    names = {gv.name_hint for gv in mod.get_global_vars()}
+
+    def instrument(fn, symbol, before, ret, *args):
+        symbol = str(symbol)
+        if before and symbol in names:
+            calls.setdefault(symbol, []).append([a.numpy() for a in args if hasattr(a, "numpy")])
+        return 0
+
+    vm.set_instrument(instrument)
+    module = load_module(ZOO / f"{name}.tflite", 1)
+    _, in_values, _ = _entry_signature(module)
+    for seed in seeds:
+        xs = make_inputs(in_values, seed)
+        xs = [x.view(f"int{x.dtype.itemsize * 8}") if x.dtype.kind == "u" else x for x in xs]
+        vm["main"](*[tvm.runtime.tensor(x) for x in xs])
+    return calls
+
+
+@pytest.mark.parametrize("name,rounding", [("mobilenetv2_tiny", "tflite"), ("mobilenetv2_tiny", "litert"),
+                                           ("cnn_small", "tflite"), ("ds_cnn_kws", "tflite"),
+                                           ("mlp_act", "litert")])
+def test_scheduled_kernels_compute_what_the_unscheduled_ones_do(name, rounding):
+    from tvm_bridge.schedule import schedule_func
+
+    mod, target = fused_module(name, rounding)
+    checked, differing = 0, []
+    for fname, arg_sets in sorted(captured_calls(mod, target, name).items()):
+        func = mod[fname]
+        built = [tvm.compile(tvm.IRModule({"k": variant.with_attr("global_symbol", "k")}), target=target)["k"]
+                 for variant in (func, schedule_func(func, target).mod["main"])]
+        for args in arg_sets:
+            results = []
+            for kernel in built:
+                tensors = [tvm.runtime.tensor(np.ascontiguousarray(a)) for a in args[:-1]]
+                out = tvm.runtime.tensor(np.zeros_like(args[-1]))
+                kernel(*tensors, out)
+                results.append(out.numpy())
+            checked += 1
+            bad = int(np.count_nonzero(results[0] != results[1]))
+            if bad:
+                differing.append(f"{fname}: {bad} of {results[0].size}")
+    assert checked >= 5
+    assert not differing, f"{name} ({rounding}): scheduled kernels differ: " + "; ".join(differing)
+
+
+def test_every_convolution_of_mobilenet_is_tiled():
+    """A schedule error falls back to the unscheduled kernel silently (correct but
+    slow); this pins that the convolutions and depthwise convolutions really are tiled."""
+    from tvm_bridge.schedule import schedule_func
+
+    mod, target = fused_module("mobilenetv2_tiny", "tflite")
+    outcomes = []
+    for gv, func in mod.functions_items():
+        if isinstance(func, tvm.tirx.PrimFunc):
+            schedule_func(func, target, outcomes)
+    tiled = [name for name, outcome in outcomes if outcome.startswith("tiled")]
+    conv_blocks = [name for name, _ in outcomes if name.startswith("conv2d")]
+    assert conv_blocks and all(name in tiled for name in conv_blocks)
+    # 17 convolutions and depthwise convolutions; the few left are the final pooling/FC/softmax
+    assert len(tiled) >= 20, outcomes

@@ -1,0 +1,105 @@
+"""The AVX-512 VNNI convolution kernel (tvm_bridge/vnni.py) against numpy.
+
+Reference: int64 numpy convolution of the same int8 tensors (linalg's
+sign-extended products, accumulated exactly, then wrapped to int32), so the
+kernel's u8 activation trick and its 128 * sum(w) correction are checked for
+every element.  Shapes cover strides, dilations, several channel blocks, every
+register-tile width (4, 3, 2, 1 output columns) and extreme values (all -128
+activations with all -128/127 weights, where the uint8 bias matters most).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm")
+
+
+def host_has_vnni() -> bool:
+    from tvm_bridge.compile import host_target
+    from tvm_bridge.vnni import target_has_vnni
+
+    return target_has_vnni(host_target())
+
+
+def reference(x, w, strides, dilations):
+    _, h, wd, _ = x.shape
+    k, kh, kw, _ = w.shape
+    sh, sw = strides
+    dh, dw = dilations
+    oh = (h - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((1, oh, ow, k), np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[0, i * dh: i * dh + (oh - 1) * sh + 1: sh, j * dw: j * dw + (ow - 1) * sw + 1: sw]
+            out[0] += np.einsum("hwc,kc->hwk", patch.astype(np.int64), w[:, i, j, :].astype(np.int64))
+    return ((out + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+
+
+def run_kernel(x, w, strides, dilations):
+    from tvm import relax
+
+    from tvm_bridge.compile import host_target
+    from tvm_bridge.vnni import emit_conv2d
+
+    bb = relax.BlockBuilder()
+    xv = relax.Var("x", relax.TensorType(list(x.shape), "int8"))
+    with bb.function("main", [xv]):
+        with bb.dataflow():
+            out = bb.emit_output(emit_conv2d(bb, xv, list(x.shape), w, strides, dilations))
+        bb.emit_func_output(out)
+    target = host_target()
+    ex = tvm.compile(bb.get(), target=target)
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    return vm["main"](tvm.runtime.tensor(x)).numpy()
+
+
+CASES = [
+    # (H, W, C, K, KH, KW, strides, dilations)
+    (10, 10, 16, 32, 3, 3, (1, 1), (1, 1)),   # 8 output columns: tiles of 4
+    (9, 9, 8, 16, 3, 3, (1, 1), (1, 1)),      # 7 columns: tiles of 1
+    (11, 11, 4, 48, 3, 3, (2, 2), (1, 1)),    # stride 2, 5 columns, 3 channel blocks
+    (8, 8, 12, 16, 1, 1, (1, 1), (1, 1)),     # 1x1 (pointwise)
+    (12, 12, 8, 16, 3, 3, (1, 1), (2, 2)),    # dilation 2, 8 columns
+    (7, 9, 4, 16, 2, 3, (1, 2), (1, 1)),      # uneven kernel and strides, 3 columns
+    (8, 8, 8, 32, 1, 1, (1, 1), (1, 1)),      # 8 columns, 2 blocks
+    (6, 8, 4, 16, 1, 3, (1, 1), (1, 1)),      # 6 columns: tiles of 3
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}-k{c[3]}-{c[4]}x{c[5]}-s{c[6][0]}{c[6][1]}-d{c[7][0]}"
+                                             for c in CASES])
+def test_vnni_convolution_equals_the_int64_reference(case):
+    if not host_has_vnni():
+        pytest.skip("this CPU has no AVX-512 VNNI (the bridge then never emits the kernel)")
+    h, w, c, k, kh, kw, strides, dilations = case
+    rng = np.random.default_rng(sum(case[:6]))
+    x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
+    wt = rng.integers(-128, 128, (k, kh, kw, c)).astype(np.int8)
+    got = run_kernel(x, wt, strides, dilations)
+    np.testing.assert_array_equal(got, reference(x, wt, strides, dilations))
+
+
+@pytest.mark.parametrize("wval", [-128, 127])
+def test_vnni_extremes(wval):
+    if not host_has_vnni():
+        pytest.skip("this CPU has no AVX-512 VNNI (the bridge then never emits the kernel)")
+    x = np.full((1, 6, 6, 16), -128, np.int8)
+    x[0, ::2, ::3] = 127
+    wt = np.full((16, 3, 3, 16), wval, np.int8)
+    got = run_kernel(x, wt, (1, 1), (1, 1))
+    np.testing.assert_array_equal(got, reference(x, wt, (1, 1), (1, 1)))
+
+
+def test_vnni_applicability():
+    from tvm_bridge.vnni import applicable
+
+    w = np.zeros((16, 3, 3, 8), np.int8)
+    assert applicable([1, 8, 8, 8], w, "int8", "int8", "int32")
+    assert not applicable([1, 8, 8, 8], None, "int8", "int8", "int32")            # weights not constant
+    assert not applicable([1, 8, 8, 6], np.zeros((16, 3, 3, 6), np.int8), "int8", "int8", "int32")  # C % 4
+    assert not applicable([1, 8, 8, 8], np.zeros((8, 3, 3, 8), np.int8), "int8", "int8", "int32")   # K % 16
+    assert not applicable([1, 8, 8, 8], w, "int16", "int8", "int32")             # 16x8
+    assert not applicable([2, 8, 8, 8], w, "int8", "int8", "int32")              # batch 2

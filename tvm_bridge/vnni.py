@@ -1,0 +1,104 @@
+"""int8 convolutions on AVX-512 VNNI (`vpdpbusd`) through TVM's own tensor intrinsic.
+
+`vpdpbusd` multiplies unsigned 8-bit activations with signed 8-bit weights,
+four at a time, and adds the four products to a 32-bit lane, without
+saturation.  Our convolutions are int8 x int8, so the activations travel as
+`x + 128` in uint8 (exact: -128..127 -> 0..255) and the accumulator is
+corrected by `128 * sum(weights of that output channel)`, a per-channel
+constant computed at translation time:
+
+    sum (x + 128) * w = sum x * w + 128 * sum w
+
+The weights (constants) are packed once, at translation time, into
+`[KH, KW, C/4, K/16, 16 x 4]`: for one kernel tap and four input channels, the
+64 bytes one `vpdpbusd` reads for 16 output channels.  The kernel is a TIR
+PrimFunc (written in TVMScript, specialised to the shapes, compiled by TVM's
+LLVM backend) whose inner statement is the `llvm.x86.avx512.vpdpbusd.512` call
+of TVM's own `dot_16x4_vnni` intrinsic (`tvm.s_tir.tensor_intrin.x86`), written
+out rather than tensorized: `Schedule.tensorize` crashes (segfault) in TVM 0.27
+even on the smallest example.  Each step computes 4 neighbouring output
+columns x 16 output channels in registers.
+
+Used for int8 x int8 -> int32 `linalg.conv_2d_nhwc_fhwc` with constant weights
+when the target has `avx512vnni`, C % 4 == 0 and K % 16 == 0; every other
+convolution takes the generic path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_KERNEL = """
+# from tvm.script import tirx as T
+@T.prim_func(private=True, s_tir=True)
+def vnni_conv2d(X: T.Buffer((1, {H}, {W}, {C}), "int8"), WP: T.Buffer(({KH}, {KW}, {C4}, {K16}, 64), "int8"),
+                CORR: T.Buffer(({K},), "int32"), Y: T.Buffer((1, {OH}, {OW}, {K}), "int32")):
+    T.func_attr({{"tirx.noalias": True, "tirx.is_scheduled": True}})
+    XU = T.alloc_buffer(({H}, {W}, {C}), "uint8")
+    ACC = T.alloc_buffer(({TT}, 16), "int32", scope="local")
+    for h, w in T.grid({H}, {W}):
+        for c in T.vectorized({C}):
+            XU[h, w, c] = T.Cast("uint8", T.Cast("int32", X[0, h, w, c]) + 128)
+    for y, xo, ko in T.grid({OH}, {OWT}, {K16}):
+        for t in T.unroll({TT}):
+            ACC[t, T.ramp(0, 1, 16)] = T.Broadcast(0, 16)
+        for rh, rw, rc in T.grid({KH}, {KW}, {C4}):
+            for t in T.unroll({TT}):
+                ACC[t, T.ramp(0, 1, 16)] = T.call_llvm_pure_intrin(
+                    T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.512"),
+                    ACC.vload([t, 0], "int32x16"),
+                    T.reinterpret(T.Broadcast(T.reinterpret(
+                        XU.vload([y * {SH} + rh * {DH}, (xo * {TT} + t) * {SW} + rw * {DW}, rc * 4], "uint8x4"),
+                        dtype="int32"), 16), dtype="int8x64"),
+                    WP.vload([rh, rw, rc, ko, 0], "int8x64"),
+                    dtype="int32x16")
+        for t in T.unroll({TT}):
+            Y[0, y, xo * {TT} + t, T.ramp(ko * 16, 1, 16)] = (
+                ACC.vload([t, 0], "int32x16") - CORR.vload([ko * 16], "int32x16"))
+"""
+
+
+def target_has_vnni(target) -> bool:
+    try:
+        from tvm.target.codegen import target_has_features
+
+        return bool(target_has_features("avx512vnni", target))
+    except Exception:  # noqa: BLE001 - not an llvm target
+        return False
+
+
+def applicable(x_shape, weights: np.ndarray | None, x_dtype: str, w_dtype: str, out_dtype: str) -> bool:
+    """int8 x int8 -> int32, one image, constant weights, C % 4 == 0 and K % 16 == 0.
+
+    No range condition: `vpdpbusd` adds without saturating, so the kernel computes
+    sum((x + 128) * w) - 128 * sum(w) modulo 2^32, which is linalg's wrapping i32
+    accumulation exactly, overflow or not."""
+    if weights is None or (x_dtype, w_dtype, out_dtype) != ("int8", "int8", "int32") or x_shape[0] != 1:
+        return False
+    k, _, _, c = weights.shape
+    return c % 4 == 0 and k % 16 == 0
+
+
+def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations):
+    """Emit the VNNI convolution of relax tensor `x` (NHWC int8, already padded, shape
+    `x_shape`) with constant OHWI int8 `weights`; returns the NHWC int32 result."""
+    import tvm
+    from tvm import relax
+
+    k, kh, kw, c = weights.shape
+    _, h, w, _ = x_shape
+    sh, sw = strides
+    dh, dw = dilations
+    oh = (h - dh * (kh - 1) - 1) // sh + 1
+    ow = (w - dw * (kw - 1) - 1) // sw + 1
+    tt = next(t for t in (4, 3, 2, 1) if ow % t == 0)
+    packed = np.ascontiguousarray(
+        weights.reshape(k // 16, 16, kh, kw, c // 4, 4).transpose(2, 3, 4, 0, 1, 5).reshape(kh, kw, c // 4, k // 16, 64))
+    correction = (128 * weights.astype(np.int64).sum(axis=(1, 2, 3))).astype(np.int64)
+    correction = ((correction + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)  # modulo 2^32, as the kernel
+    text = _KERNEL.format(H=h, W=w, C=c, K=k, KH=kh, KW=kw, C4=c // 4, K16=k // 16, OH=oh, OW=ow, TT=tt,
+                          OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw)
+    prim_func = tvm.script.from_source(text)
+    gvar = bb.add_func(prim_func, "vnni_conv2d")
+    return bb.emit(relax.call_tir(gvar, [x, relax.const(packed), relax.const(correction)],
+                                  relax.TensorType([1, oh, ow, k], "int32")))

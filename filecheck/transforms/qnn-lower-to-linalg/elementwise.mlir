@@ -37,6 +37,8 @@ func.func @binary(%a: tensor<2x3xi32>, %b: tensor<3xi32>, %c: tensor<2x1xi8>, %d
 }
 
 // scaled_add (XNNPACK's add): wrap32(lhs * 8192 + rhs * 2048 + bias) >> 15, + output_zp, clamp.
+// The sum of two i8 products with these multipliers and the bias fits 25 signed bits, so the
+// wrap to 32 bits changes nothing and is left out.
 // CHECK-LABEL: func.func @scaled_add
 // CHECK:         ^bb0(%[[A:.*]]: i8, %[[B:.*]]: i8, %{{.*}}: i8):
 // CHECK-NEXT:      %[[A64:.*]] = arith.extsi %[[A]] : i8 to i64
@@ -48,10 +50,8 @@ func.func @binary(%a: tensor<2x3xi32>, %b: tensor<3xi32>, %c: tensor<2x1xi8>, %d
 // CHECK-NEXT:      %[[S:.*]] = arith.addi %[[PA]], %[[PB]] : i64
 // CHECK-NEXT:      %[[BIAS:.*]] = arith.constant 26624 : i64
 // CHECK-NEXT:      %[[T:.*]] = arith.addi %[[S]], %[[BIAS]] : i64
-// CHECK-NEXT:      %[[T32:.*]] = arith.trunci %[[T]] : i64 to i32
-// CHECK-NEXT:      %[[W:.*]] = arith.extsi %[[T32]] : i32 to i64
 // CHECK-NEXT:      %[[SH:.*]] = arith.constant 15 : i64
-// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %[[W]], %[[SH]] : i64
+// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %[[T]], %[[SH]] : i64
 // CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i64
 // CHECK-NEXT:      arith.addi %[[R]], %[[OZP]] : i64
 // CHECK-NEXT:      arith.constant -100 : i64
@@ -95,7 +95,8 @@ func.func @tables(%x: tensor<4xi8>, %t: tensor<256xi8>, %h: tensor<4xi16>, %t16:
 
 // divide_round: away = sign(x) * ((|x| + d / 2) / d) (TFLite's average pool); half_up =
 // floor((2x + d) / 2d); half_even = floor division, then up when 2 * remainder > d or it ties
-// and the quotient is odd.  The [1, 3, 3, 1] counts broadcast with (d0, d1, d2, 0).
+// and the quotient is odd.  The [1, 3, 3, 1] counts broadcast with (d0, d1, d2, 0).  A body
+// defines each constant once (one `0`, one `2`).
 // CHECK-LABEL: func.func @divide
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>]
 // CHECK-NEXT:    ^bb0(%[[S:.*]]: i32, %[[N:.*]]: i32, %{{.*}}: i32):
@@ -103,26 +104,22 @@ func.func @tables(%x: tensor<4xi8>, %t: tensor<256xi8>, %h: tensor<4xi16>, %t16:
 // CHECK-NEXT:      %[[D:.*]] = arith.extsi %[[N]] : i32 to i64
 // CHECK-NEXT:      %[[Z:.*]] = arith.constant 0 : i64
 // CHECK-NEXT:      %[[NEG:.*]] = arith.cmpi slt, %[[X]], %[[Z]] : i64
-// CHECK-NEXT:      %[[Z2:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:      %[[MX:.*]] = arith.subi %[[Z2]], %[[X]] : i64
+// CHECK-NEXT:      %[[MX:.*]] = arith.subi %[[Z]], %[[X]] : i64
 // CHECK-NEXT:      %[[ABS:.*]] = arith.select %[[NEG]], %[[MX]], %[[X]] : i64
 // CHECK-NEXT:      %[[TWO:.*]] = arith.constant 2 : i64
 // CHECK-NEXT:      %[[HALF:.*]] = arith.divsi %[[D]], %[[TWO]] : i64
 // CHECK-NEXT:      %[[NUM:.*]] = arith.addi %[[ABS]], %[[HALF]] : i64
 // CHECK-NEXT:      %[[MAG:.*]] = arith.divsi %[[NUM]], %[[D]] : i64
-// CHECK-NEXT:      %[[Z3:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:      %[[POS:.*]] = arith.cmpi sgt, %[[X]], %[[Z3]] : i64
-// CHECK-NEXT:      %[[Z4:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:      %[[NMAG:.*]] = arith.subi %[[Z4]], %[[MAG]] : i64
+// CHECK-NEXT:      %[[POS:.*]] = arith.cmpi sgt, %[[X]], %[[Z]] : i64
+// CHECK-NEXT:      %[[NMAG:.*]] = arith.subi %[[Z]], %[[MAG]] : i64
 // CHECK-NEXT:      arith.select %[[POS]], %[[MAG]], %[[NMAG]] : i64
 // CHECK:         ^bb0(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32):
 // CHECK-NEXT:      %[[X2:.*]] = arith.extsi
 // CHECK-NEXT:      %[[D2:.*]] = arith.extsi
-// CHECK-NEXT:      arith.constant 2 : i64
-// CHECK-NEXT:      %[[TX:.*]] = arith.muli %[[X2]], %{{.*}} : i64
+// CHECK-NEXT:      %[[TWO2:.*]] = arith.constant 2 : i64
+// CHECK-NEXT:      %[[TX:.*]] = arith.muli %[[X2]], %[[TWO2]] : i64
 // CHECK-NEXT:      %[[NUM2:.*]] = arith.addi %[[TX]], %[[D2]] : i64
-// CHECK-NEXT:      arith.constant 2 : i64
-// CHECK-NEXT:      %[[TD:.*]] = arith.muli %[[D2]], %{{.*}} : i64
+// CHECK-NEXT:      %[[TD:.*]] = arith.muli %[[D2]], %[[TWO2]] : i64
 // CHECK-NEXT:      arith.floordivsi %[[NUM2]], %[[TD]] : i64
 // CHECK:         ^bb0(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32):
 // CHECK-NEXT:      %[[X3:.*]] = arith.extsi

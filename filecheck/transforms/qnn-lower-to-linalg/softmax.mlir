@@ -14,7 +14,8 @@
 //     Newton-Raphson steps, the final doubling): six generics on the row;
 //  6. per row, the final exponent num_bits_over_unit + 31 - 8 = (12 - clz(sum)) + 23 = 35 - clz(sum);
 //  7. the final generic: RDBPOT(SRDHM(recip, exp[k]), exponent), + -128, clamp, and -128 where
-//     k > -diff_min = 31.
+//     k > -diff_min = 31 (the body defines each constant once: the 31 of SRDHM's shift is the
+//     31 of this test, the -128 of the zero point is the one of the clamp and the select).
 // CHECK-LABEL: func.func @softmax8
 // CHECK-NEXT:    %[[LO:.*]] = arith.constant -128 : i8
 // CHECK-NEXT:    tensor.empty() : tensor<2xi8>
@@ -44,14 +45,14 @@
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[MAX]], %[[EXPO]], %[[RCP]] : tensor<2x5xi8>, tensor<2xi8>, tensor<2xi32>, tensor<2xi32>) outs(%{{.*}} : tensor<2x5xi8>)
 // CHECK-NEXT:    ^bb0(%{{.*}}: i8, %{{.*}}: i8, %[[EX:.*]]: i32, %{{.*}}: i32, %{{.*}}: i8):
 // CHECK:           tensor.extract %[[EXP]][%{{.*}}] : tensor<256xi32>
+// CHECK:           %[[R:.*]] = arith.constant 31 : i64
+// CHECK-NEXT:      arith.shrsi %{{.*}}, %[[R]] : i64
 // CHECK:           %[[E:.*]] = arith.extsi %[[EX]] : i32 to i64
 // CHECK:           arith.shrsi %{{.*}}, %[[E]] : i64
 // CHECK:           %[[TMIN:.*]] = arith.constant -128 : i64
 // CHECK-NEXT:      arith.addi %{{.*}}, %[[TMIN]] : i64
-// CHECK:           %[[R:.*]] = arith.constant 31 : i64
-// CHECK-NEXT:      %[[OK:.*]] = arith.cmpi sle, %[[K2:.*]], %[[R]] : i64
-// CHECK-NEXT:      %[[LOW:.*]] = arith.constant -128 : i64
-// CHECK-NEXT:      arith.select %[[OK]], %{{.*}}, %[[LOW]] : i64
+// CHECK:           %[[OK:.*]] = arith.cmpi sle, %{{.*}}, %[[R]] : i64
+// CHECK-NEXT:      arith.select %[[OK]], %{{.*}}, %[[TMIN]] : i64
 // MLIR-LABEL:  func.func @softmax8
 // MLIR-COUNT-11: linalg.generic
 func.func @softmax8(%x: tensor<2x5xi8>) -> tensor<2x5xi8> {
@@ -62,7 +63,8 @@ func.func @softmax8(%x: tensor<2x5xi8>) -> tensor<2x5xi8> {
 // 16 bit (reference_ops::SoftmaxInt16): the exp LUT result for every k = max - x precomputed
 // (k = 0: diff 0 -> index 32767 of TFLite's 513-entry exp table on [-10, 0], interpolated
 // 32133 + 634 * 127 / 128 -> 32762 = 0x7FFA), summed in i64, and the final generic reads the
-// 1/(1+x) LUT (entry 0: 0x7FFF) with the sum normalised by its leading zeros.
+// 1/(1+x) LUT (entry 0: 0x7FFF) with the sum normalised by its leading zeros; the LUT index
+// clamp and the final clamp share one constant 32767.
 // CHECK-LABEL: func.func @softmax16
 // CHECK-NEXT:    %[[LO:.*]] = arith.constant -32768 : i16
 // CHECK:         %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<2x5xi16>)
@@ -74,9 +76,10 @@ func.func @softmax8(%x: tensor<2x5xi8>) -> tensor<2x5xi8> {
 // CHECK:         %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[E]] : tensor<2x5xi32>) outs(%{{.*}} : tensor<2xi64>)
 // CHECK:         linalg.generic {{.*}} ins(%{{.*}}, %[[MAX]], %[[SUM]] : tensor<2x5xi16>, tensor<2xi16>, tensor<2xi64>) outs(%{{.*}} : tensor<2x5xi16>)
 // CHECK:           tensor.extract %[[EXP]]
+// CHECK:           %[[TOP:.*]] = arith.constant 32767 : i64
 // CHECK:           tensor.extract %[[RCP]]
-// CHECK:           arith.constant 32767 : i64
-// CHECK:           arith.trunci %{{.*}} : i64 to i16
+// CHECK:           arith.minsi %{{.*}}, %[[TOP]] : i64
+// CHECK-NEXT:      arith.trunci %{{.*}} : i64 to i16
 // MLIR-LABEL:  func.func @softmax16
 // MLIR-COUNT-4:  linalg.generic
 func.func @softmax16(%h: tensor<2x5xi16>) -> tensor<2x5xi16> {

@@ -245,6 +245,18 @@ class _Init:
         self.shape, self.dtype, self.value, self.tensor_expr = shape, dtype, value, tensor_expr
 
 
+def _functions(module: ModuleOp) -> list[func.FuncOp]:
+    """The functions of `module` and of the modules nested in it, in order (their bodies,
+    thousands of ops in a large model, are not walked)."""
+    found: list[func.FuncOp] = []
+    for op in module.ops:
+        if isinstance(op, func.FuncOp):
+            found.append(op)
+        elif isinstance(op, ModuleOp):
+            found.extend(_functions(op))
+    return found
+
+
 class Translator:
     """Translates one function of an L3 module into a Relax function `main`."""
 
@@ -255,7 +267,7 @@ class Translator:
         self.prim_funcs: dict[tuple, tuple] = {}
 
     def entry(self, name: str | None) -> func.FuncOp:
-        funcs = [op for op in self.module.walk() if isinstance(op, func.FuncOp)]
+        funcs = _functions(self.module)
         if name is not None:
             match = [f for f in funcs if f.sym_name.data == name]
             if not match:
@@ -273,7 +285,7 @@ class Translator:
 
         f = self.entry(entry)
         self.bb = relax.BlockBuilder()
-        self.functions = {g.sym_name.data: g for g in self.module.walk() if isinstance(g, func.FuncOp)}
+        self.functions = {g.sym_name.data: g for g in _functions(self.module)}
         self.global_vars: dict[str, object] = {}
         self.n_results: dict[str, int] = {}
         # Callees first (post-order over func.call), each as its own Relax function.
@@ -292,9 +304,12 @@ class Translator:
         if name not in self.functions:
             raise TranslationError(f"func.call to unknown function @{name}")
         stack.append(name)
-        for op in self.functions[name].walk():
-            if isinstance(op, func.CallOp):
-                self._collect_callees(op.callee.root_reference.data, order, seen, stack)
+        # only a function's top-level ops are translated (and so only their calls): no need
+        # to walk into the bodies of its linalg ops
+        for block in self.functions[name].body.blocks:
+            for op in block.ops:
+                if isinstance(op, func.CallOp):
+                    self._collect_callees(op.callee.root_reference.data, order, seen, stack)
         stack.pop()
         seen.add(name)
         order.append(name)

@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    UNKNOWN_LOC,
     TensorType,
     f32,
     f64,
@@ -86,8 +87,9 @@ def make_op(key: tuple, build: Callable[..., Operation], operands: Sequence[SSAV
         proto.drop_all_references()
         _TEMPLATES[(key, types)] = template
     cls, result_types, properties, attributes = template
-    return cls.create(operands=operands, result_types=result_types, properties=dict(properties),
-                      attributes=dict(attributes))
+    # Operation.__init__ copies both dicts itself
+    return cls.create(operands=operands, result_types=result_types, properties=properties,
+                      attributes=attributes, location=UNKNOWN_LOC)
 
 
 def _signed_bits(value: int) -> int:

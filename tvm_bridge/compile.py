@@ -82,18 +82,38 @@ class CompiledModel:
         self.target = target
         self.device = tvm.cpu()
         self.vm = relax.VirtualMachine(executable, self.device)
+        self._inputs: dict[int, tuple] = {}
 
     def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
-        import tvm
-
         # unsigned storage (u8) travels through L3 as the signless bits of a signed type
         arrays = [np.asarray(x) for x in inputs]
         arrays = [x.view(np.dtype(f"int{x.dtype.itemsize * 8}")) if x.dtype.kind == "u" else x for x in arrays]
-        args = [tvm.runtime.tensor(np.ascontiguousarray(x), self.device) for x in arrays]
+        args = [self._staged(i, x) for i, x in enumerate(arrays)]
         out = self.vm["main"](*args)
-        if self.n_outputs == 1:
-            return [out.numpy()]
-        return [out[i].numpy() for i in range(self.n_outputs)]
+        outs = [out] if self.n_outputs == 1 else [out[i] for i in range(self.n_outputs)]
+        # zero-copy views of the VM's result buffers, copied once into arrays we own
+        return [np.from_dlpack(o).copy() for o in outs]
+
+    def _staged(self, i: int, x: np.ndarray):
+        """The TVM tensor for input `i`: a 64-byte aligned numpy buffer kept per input
+        and shared with TVM through DLPack, refilled with `x` on each call (building a
+        tvm.runtime.tensor from numpy costs ~25 us, this ~1 us; LiteRT's set_tensor is
+        the same kind of copy)."""
+        import tvm
+        import tvm_ffi
+
+        staged = self._inputs.get(i)
+        if staged is None or staged[0].shape != x.shape or staged[0].dtype != x.dtype:
+            try:
+                raw = np.empty(x.nbytes + 64, np.uint8)
+                offset = (-raw.ctypes.data) % 64
+                buf = raw[offset:offset + x.nbytes].view(x.dtype).reshape(x.shape)
+                staged = (buf, tvm_ffi.from_dlpack(buf))
+            except Exception:  # noqa: BLE001 - a dtype or shape DLPack refuses: copy each call
+                return tvm.runtime.tensor(np.ascontiguousarray(x), self.device)
+            self._inputs[i] = staged
+        np.copyto(staged[0], x)
+        return staged[1]
 
     def export_library(self, path: str) -> None:
         """Write a shared library with TVM's own export (load with tvm.runtime.load_module)."""

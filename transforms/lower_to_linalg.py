@@ -125,9 +125,10 @@ class Scalar:
     per value and type in a block; an integer op on two constants is their
     constant; x + 0, x - 0, 0 + x, x * 1, 1 * x, x << 0 and x >> 0 are x; the
     truncation of an extension back to the original width is the original value;
-    and wrapping to w bits a value that already fits w signed bits is the value
-    itself.  What fits is known from how a value was made (sign extension from iN,
-    add / sub / mul / shift by a constant without 64-bit overflow), never guessed.
+    wrapping to w bits a value that already fits w signed bits is the value
+    itself, and so is a max / min with a bound the value cannot cross.  What fits is
+    known from how a value was made (sign or zero extension from iN, add / sub / mul /
+    shift by a constant without 64-bit overflow, max / min), never guessed.
     """
 
     def __init__(self, block: Block):
@@ -187,6 +188,12 @@ class Scalar:
                 return a
             if isinstance(b, SSAValue) and ka is not None and _LEFT_IDENTITY.get(cls) == ka:
                 return b
+            if cls in (arith.MaxSIOp, arith.MinSIOp):  # a bound the value never crosses
+                x, bound = (a, kb) if isinstance(a, SSAValue) and kb is not None else (b, ka)
+                if isinstance(x, SSAValue) and bound is not None:
+                    half = 1 << (self.fits(x) - 1)
+                    if bound <= -half if cls is arith.MaxSIOp else bound >= half - 1:
+                        return x
         a = self.v(a)
         b = self.v(b, a.type)
         r = self.make((cls,), cls, a, b)
@@ -198,6 +205,8 @@ class Scalar:
                 bits = self.fits(a) + self.fits(b)
             elif cls is arith.ShLIOp and kb is not None and kb >= 0:
                 bits = self.fits(a) + kb
+            elif cls is arith.ShRSIOp and kb is not None and 0 <= kb < r.type.width.data:
+                bits = max(self.fits(a) - kb, 1)
             elif cls in (arith.MaxSIOp, arith.MinSIOp):
                 bits = max(self.fits(a), self.fits(b))
             if bits is not None and bits < r.type.width.data:
@@ -243,7 +252,9 @@ class Scalar:
         return self.make((arith.SelectOp,), arith.SelectOp, c, a, self.v(b, a.type))
 
     def bool_to_int(self, c):
-        return self.make((arith.ExtUIOp, 64), lambda x: arith.ExtUIOp(x, I64), c)
+        r = self.make((arith.ExtUIOp, 64), lambda x: arith.ExtUIOp(x, I64), c)
+        self.bits[r] = 2  # 0 or 1
+        return r
 
     def ext(self, x: SSAValue, width: int = 64, unsigned: bool = False) -> SSAValue:
         w = x.type.width.data

@@ -182,8 +182,9 @@ func.func @float_away(%x: tensor<2x2xi32>) -> tensor<2x2xi8> {
 }
 
 // mode none with an unsigned input (u8 bits read with extui), zero point 128 and ADD's left shift 20
-// ((x - 128) << 20 lies in [-2^27, 2^27), so the wrap to 32 bits changes nothing and is not
-// written; the clamp to i32 follows); and a 64-bit sum that only gets its zero point and clamp.
+// ((x - 128) << 20 lies in [-2^27, 2^27), so neither the wrap to 32 bits nor the clamp to the i32
+// range changes it: the body truncates it straight away); and a 64-bit sum that only gets its
+// zero point and clamp.
 // CHECK-LABEL: func.func @none_unsigned_left_shift
 // CHECK:         ^bb0(%[[X:.*]]: i8, %{{.*}}: i32):
 // CHECK-NEXT:      %[[U:.*]] = arith.extui %[[X]] : i8 to i64
@@ -191,8 +192,8 @@ func.func @float_away(%x: tensor<2x2xi32>) -> tensor<2x2xi8> {
 // CHECK-NEXT:      %[[V:.*]] = arith.subi %[[U]], %[[ZP]] : i64
 // CHECK-NEXT:      %[[LS:.*]] = arith.constant 20 : i64
 // CHECK-NEXT:      %[[SH:.*]] = arith.shli %[[V]], %[[LS]] : i64
-// CHECK-NEXT:      %[[MIN:.*]] = arith.constant -2147483648 : i64
-// CHECK-NEXT:      arith.maxsi %[[SH]], %[[MIN]] : i64
+// CHECK-NEXT:      %[[OUT:.*]] = arith.trunci %[[SH]] : i64 to i32
+// CHECK-NEXT:      linalg.yield %[[OUT]] : i32
 // CHECK:         ^bb0(%[[Y:.*]]: i64, %{{.*}}: i8):
 // CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i64
 // CHECK-NEXT:      arith.addi %[[Y]], %[[OZP]] : i64

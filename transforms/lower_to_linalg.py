@@ -26,13 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    ArrayAttr,
     BytesAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
@@ -398,11 +401,22 @@ def element(t):
     return t.element_type if isinstance(t, TensorType) else t
 
 
+@cache
+def _iterator_types(iterators: tuple[str, ...]) -> ArrayAttr:
+    return ArrayAttr([getattr(IteratorTypeAttr, it)() for it in iterators])
+
+
+@cache
+def _segment_sizes(n_inputs: int) -> DenseArrayBase:
+    """A linalg.generic's operandSegmentSizes: `n_inputs` inputs, one output."""
+    return DenseArrayBase.from_list(IntegerType(32), [n_inputs, 1])
+
+
 class Lowering(Emitter):
     """Collects the L3 ops that replace one qint op."""
 
     def empty(self, t: TensorType) -> SSAValue:
-        return self.add(tensor.EmptyOp([], t))
+        return self.add(make_op(("empty", t), lambda: tensor.EmptyOp([], t)))
 
     def filled(self, t: TensorType, value) -> SSAValue:
         el = t.element_type
@@ -428,8 +442,13 @@ class Lowering(Emitter):
             if not any(r.uses for r in dead.results):
                 block.erase_op(dead)
             dead = earlier
-        op = GenericOp(list(inputs), [out], Region(block), [*maps, out_map],
-                       [getattr(IteratorTypeAttr, it)() for it in iterators], [out_type])
+        # the op GenericOp(...) makes, without its constructor's conversions and checks of
+        # arguments built right here (lower_to_l3 verifies the module after the pass)
+        op = GenericOp.create(operands=[*inputs, out], result_types=[out_type], regions=[Region(block)],
+                              properties={"indexing_maps": ArrayAttr([*maps, out_map]),
+                                          "iterator_types": _iterator_types(tuple(iterators)),
+                                          "operandSegmentSizes": _segment_sizes(len(inputs))},
+                              location=UNKNOWN_LOC)
         return self.add(op)
 
     def elementwise(self, inputs: Sequence[SSAValue], out_type: TensorType, body) -> SSAValue:

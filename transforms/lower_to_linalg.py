@@ -578,6 +578,25 @@ def lower_depthwise(e: Lowering, op: qint.DepthwiseConv2DOp) -> SSAValue:
 def lower_fully_connected(e: Lowering, op: qint.FullyConnectedOp) -> SSAValue:
     x, w = op.operands
     acc_w = qint.int_width(op.results[0])
+    weights = _constant_values(w)
+    izp, wzp = op.attr("input_zp", 0), op.attr("weight_zp", 0)
+    if wzp == 0 and weights is not None and qint.int_width(w) <= acc_w and len(qint.shape_of(x)) == 2:
+        # a 1x1 convolution over a 1 x N image of I channels: the same named op as conv2d
+        # (and the same fast kernels downstream), the input zero point as a per-output constant
+        n, i = qint.shape_of(x)
+        o = weights.shape[0]
+        x4 = e.reshape(x, (1, 1, n, i))
+        w4 = e.constant(weights.reshape(o, 1, 1, i), qint.int_width(w))
+        out4 = int_tensor([1, 1, n, o], acc_w)
+        conv = e.add(Conv2DNhwc_FhwcOp([x4, w4], [e.filled(out4, 0)], [out4],
+                                       strides=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), [1, 1]),
+                                       dilations=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), [1, 1])))
+        acc = e.reshape(conv, (n, o))
+        if izp == 0:
+            return acc
+        corr = e.constant(izp * weights.astype(np.int64).sum(axis=1), 64)
+        return e.generic([acc, corr], [identity(2), amap(2, [dim(1)])], op.results[0].type, identity(2),
+                         lambda s, a, c, _o: s.trunc(s.sub(s.ext(a), c), acc_w))
     maps = [amap(3, [dim(0), dim(2)]), amap(3, [dim(1), dim(2)])]
     return e.generic([x, w], maps, op.results[0].type, amap(3, [dim(0), dim(1)]),
                      _zp_product(op.attr("input_zp", 0), op.attr("weight_zp", 0), acc_w),

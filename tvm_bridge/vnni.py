@@ -20,7 +20,8 @@ even on the smallest example.  Each step computes 4 neighbouring output
 columns x 16 output channels in registers.
 
 Used for int8 x int8 -> int32 `linalg.conv_2d_nhwc_fhwc` with constant weights
-when the target has `avx512vnni`, C % 4 == 0 and K % 16 == 0; every other
+when the target has `avx512vnni` and K % 8 == 0 (8-channel blocks use the
+256-bit `vpdpbusd`; C is padded to a multiple of 4); every other
 convolution takes the generic path.
 """
 
@@ -31,30 +32,28 @@ import numpy as np
 _KERNEL = """
 # from tvm.script import tirx as T
 @T.prim_func(private=True, s_tir=True)
-def vnni_conv2d(X: T.Buffer((1, {H}, {W}, {C}), "int8"), WP: T.Buffer(({KH}, {KW}, {C4}, {K16}, 64), "int8"),
+def vnni_conv2d(X: T.Buffer((1, {H}, {W}, {C}), "int8"), WP: T.Buffer(({KH}, {KW}, {C4}, {K16}, {L4}), "int8"),
                 CORR: T.Buffer(({K},), "int32"), Y: T.Buffer((1, {OH}, {OW}, {K}), "int32")):
     T.func_attr({{"tirx.noalias": True, "tirx.is_scheduled": True}})
-    XU = T.alloc_buffer(({H}, {W}, {C}), "uint8")
-    ACC = T.alloc_buffer(({TT}, 16), "int32", scope="local")
-    for h, w in T.grid({H}, {W}):
-        for c in T.vectorized({C}):
-            XU[h, w, c] = T.Cast("uint8", T.Cast("int32", X[0, h, w, c]) + 128)
+    XU = T.alloc_buffer(({H}, {W}, {CP}), "uint8")
+    ACC = T.alloc_buffer(({TT}, {L}), "int32", scope="local")
+{FILL}
     for y, xo, ko in T.grid({OH}, {OWT}, {K16}):
         for t in T.unroll({TT}):
-            ACC[t, T.ramp(0, 1, 16)] = T.Broadcast(0, 16)
+            ACC[t, T.ramp(0, 1, {L})] = T.Broadcast(0, {L})
         for rh, rw, rc in T.grid({KH}, {KW}, {C4}):
             for t in T.unroll({TT}):
-                ACC[t, T.ramp(0, 1, 16)] = T.call_llvm_pure_intrin(
-                    T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.512"),
-                    ACC.vload([t, 0], "int32x16"),
+                ACC[t, T.ramp(0, 1, {L})] = T.call_llvm_pure_intrin(
+                    T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.{BITS}"),
+                    ACC.vload([t, 0], "int32x{L}"),
                     T.reinterpret(T.Broadcast(T.reinterpret(
                         XU.vload([y * {SH} + rh * {DH}, (xo * {TT} + t) * {SW} + rw * {DW}, rc * 4], "uint8x4"),
-                        dtype="int32"), 16), dtype="int8x64"),
-                    WP.vload([rh, rw, rc, ko, 0], "int8x64"),
-                    dtype="int32x16")
+                        dtype="int32"), {L}), dtype="int8x{L4}"),
+                    WP.vload([rh, rw, rc, ko, 0], "int8x{L4}"),
+                    dtype="int32x{L}")
         for t in T.unroll({TT}):
-            Y[0, y, xo * {TT} + t, T.ramp(ko * 16, 1, 16)] = (
-                ACC.vload([t, 0], "int32x16") - CORR.vload([ko * 16], "int32x16"))
+            Y[0, y, xo * {TT} + t, T.ramp(ko * {L}, 1, {L})] = (
+                ACC.vload([t, 0], "int32x{L}") - CORR.vload([ko * {L}], "int32x{L}"))
 """
 
 
@@ -68,7 +67,9 @@ def target_has_vnni(target) -> bool:
 
 
 def applicable(x_shape, weights: np.ndarray | None, x_dtype: str, w_dtype: str, out_dtype: str) -> bool:
-    """int8 x int8 -> int32, one image, constant weights, C % 4 == 0 and K % 16 == 0.
+    """int8 x int8 -> int32, one image, constant weights, K % 8 == 0 (16 output channels
+    per 512-bit `vpdpbusd`, or 8 per 256-bit one when K % 16 != 0; C is padded to a
+    multiple of 4 with zero activations and zero weights).
 
     No range condition: `vpdpbusd` adds without saturating, so the kernel computes
     sum((x + 128) * w) - 128 * sum(w) modulo 2^32, which is linalg's wrapping i32
@@ -76,7 +77,7 @@ def applicable(x_shape, weights: np.ndarray | None, x_dtype: str, w_dtype: str, 
     if weights is None or (x_dtype, w_dtype, out_dtype) != ("int8", "int8", "int32") or x_shape[0] != 1:
         return False
     k, _, _, c = weights.shape
-    return c % 4 == 0 and k % 16 == 0
+    return k % 8 == 0
 
 
 def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations):
@@ -92,12 +93,24 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations):
     oh = (h - dh * (kh - 1) - 1) // sh + 1
     ow = (w - dw * (kw - 1) - 1) // sw + 1
     tt = next(t for t in (4, 3, 2, 1) if ow % t == 0)
-    packed = np.ascontiguousarray(
-        weights.reshape(k // 16, 16, kh, kw, c // 4, 4).transpose(2, 3, 4, 0, 1, 5).reshape(kh, kw, c // 4, k // 16, 64))
+    cp = -(-c // 4) * 4
+    padded = np.zeros((k, kh, kw, cp), np.int8)
+    padded[..., :c] = weights
+    lanes = 16 if k % 16 == 0 else 8
+    packed = np.ascontiguousarray(padded.reshape(k // lanes, lanes, kh, kw, cp // 4, 4)
+                                  .transpose(2, 3, 4, 0, 1, 5).reshape(kh, kw, cp // 4, k // lanes, 4 * lanes))
+    if cp == c:
+        fill = ("    for h, w in T.grid({H}, {W}):\n        for c in T.vectorized({C}):\n"
+                "            XU[h, w, c] = T.Cast(\"uint8\", T.Cast(\"int32\", X[0, h, w, c]) + 128)")
+    else:  # the padding channels hold 0 (and meet zero weights)
+        fill = ("    for h, w, c in T.grid({H}, {W}, {CP}):\n"
+                "        XU[h, w, c] = T.if_then_else(c < {C}, T.Cast(\"uint8\", T.Cast(\"int32\", X[0, h, w, T.min(c, {C} - 1)]) + 128), T.uint8(0))")
     correction = (128 * weights.astype(np.int64).sum(axis=(1, 2, 3))).astype(np.int64)
     correction = ((correction + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)  # modulo 2^32, as the kernel
-    text = _KERNEL.format(H=h, W=w, C=c, K=k, KH=kh, KW=kw, C4=c // 4, K16=k // 16, OH=oh, OW=ow, TT=tt,
-                          OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw)
+    params = dict(H=h, W=w, C=c, CP=cp, K=k, KH=kh, KW=kw, C4=cp // 4, K16=k // lanes, L=lanes, L4=4 * lanes,
+                  BITS=32 * lanes, OH=oh, OW=ow, TT=tt,
+                  OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw)
+    text = _KERNEL.replace("{FILL}", fill).format(**params)
     prim_func = tvm.script.from_source(text)
     gvar = bb.add_func(prim_func, "vnni_conv2d")
     return bb.emit(relax.call_tir(gvar, [x, relax.const(packed), relax.const(correction)],

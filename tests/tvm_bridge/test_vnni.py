@@ -65,6 +65,10 @@ CASES = [
     (12, 12, 8, 16, 3, 3, (1, 1), (2, 2)),    # dilation 2, 8 columns
     (7, 9, 4, 16, 2, 3, (1, 2), (1, 1)),      # uneven kernel and strides, 3 columns
     (8, 8, 8, 32, 1, 1, (1, 1), (1, 1)),      # 8 columns, 2 blocks
+    (9, 9, 3, 16, 3, 3, (2, 2), (1, 1)),      # C = 3 (an RGB first layer): padded to 4
+    (8, 8, 6, 32, 3, 3, (1, 1), (1, 1)),      # C = 6: padded to 8
+    (10, 10, 3, 8, 3, 3, (1, 1), (1, 1)),     # K = 8: 256-bit vpdpbusd
+    (9, 9, 8, 24, 3, 3, (2, 2), (1, 1)),      # K = 24: three 8-channel blocks
     (6, 8, 4, 16, 1, 3, (1, 1), (1, 1)),      # 6 columns: tiles of 3
 ]
 
@@ -99,7 +103,8 @@ def test_vnni_applicability():
     w = np.zeros((16, 3, 3, 8), np.int8)
     assert applicable([1, 8, 8, 8], w, "int8", "int8", "int32")
     assert not applicable([1, 8, 8, 8], None, "int8", "int8", "int32")            # weights not constant
-    assert not applicable([1, 8, 8, 6], np.zeros((16, 3, 3, 6), np.int8), "int8", "int8", "int32")  # C % 4
-    assert not applicable([1, 8, 8, 8], np.zeros((8, 3, 3, 8), np.int8), "int8", "int8", "int32")   # K % 16
+    assert applicable([1, 8, 8, 3], np.zeros((16, 3, 3, 3), np.int8), "int8", "int8", "int32")  # C padded
+    assert applicable([1, 8, 8, 8], np.zeros((8, 3, 3, 8), np.int8), "int8", "int8", "int32")       # K = 8
+    assert not applicable([1, 8, 8, 8], np.zeros((12, 3, 3, 8), np.int8), "int8", "int8", "int32")  # K % 8
     assert not applicable([1, 8, 8, 8], w, "int16", "int8", "int32")             # 16x8
     assert not applicable([2, 8, 8, 8], w, "int8", "int8", "int32")              # batch 2

@@ -92,6 +92,24 @@ func.func @depthwise_m1(%x: tensor<1x5x5x2xi8>, %w: tensor<1x3x3x2xi8>) -> tenso
   func.return %0 : tensor<1x2x2x2xi32>
 }
 
+// fully_connected with constant weights and no weight zero point: a 1x1 convolution of the 1 x B
+// "image" of K channels ([B, K] -> [1, 1, B, K], weights [O, K] -> [O, 1, 1, K]), the same named op
+// as conv2d, collapsed back to [B, O]; the input zero point -3 becomes -3 * (row sums 10, -10, 2).
+// CHECK-LABEL: func.func @fc_const
+// CHECK:         %[[X4:.*]] = tensor.expand_shape %{{.*}} output_shape [1, 1, 2, 4] : tensor<2x4xi8> into tensor<1x1x2x4xi8>
+// CHECK-NEXT:    %[[W4:.*]] = arith.constant dense<{{\[\[\[\[}}1, 2, 3, 4]]], {{\[\[\[}}-1, -2, -3, -4]]], {{\[\[\[}}0, 1, 0, 1]]]]> : tensor<3x1x1x4xi8>
+// CHECK:         %[[C:.*]] = linalg.conv_2d_nhwc_fhwc {strides = dense<1> : tensor<2xi64>, dilations = dense<1> : tensor<2xi64>} ins(%[[X4]], %[[W4]] : tensor<1x1x2x4xi8>, tensor<3x1x1x4xi8>)
+// CHECK-NEXT:    %[[ACC:.*]] = tensor.collapse_shape %[[C]] {{\[\[}}0 : i64, 1 : i64, 2 : i64], [3 : i64]] : tensor<1x1x2x3xi32> into tensor<2x3xi32>
+// CHECK-NEXT:    %[[CORR:.*]] = arith.constant dense<[-30, 30, -6]> : tensor<3xi64>
+// CHECK:         linalg.generic {{.*}} ins(%[[ACC]], %[[CORR]] : tensor<2x3xi32>, tensor<3xi64>)
+// CHECK:           arith.subi
+// MLIR-LABEL:  func.func @fc_const
+func.func @fc_const(%x: tensor<2x4xi8>) -> tensor<2x3xi32> {
+  %w = arith.constant dense<[[1, 2, 3, 4], [-1, -2, -3, -4], [0, 1, 0, 1]]> : tensor<3x4xi8>
+  %0 = qint.fully_connected %x, %w {input_zp = -3 : i64, weight_zp = 0 : i64} : (tensor<2x4xi8>, tensor<3x4xi8>) -> tensor<2x3xi32>
+  func.return %0 : tensor<2x3xi32>
+}
+
 // fully_connected: a reduction generic over (b, o, k) with both zero points; bias_add broadcasts the
 // [O] bias through the map (d0, d1) -> (d1), sign-extended to the i64 accumulator.
 // CHECK-LABEL: func.func @fc

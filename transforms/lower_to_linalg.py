@@ -665,7 +665,20 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
         if mode == "double_round":
             channel(m)
             channel(np.maximum(sft, 0))
-            channel(np.maximum(-sft, 0))
+            right = np.maximum(-sft, 0)
+            channel(right)
+            ozp_ = op.attr("output_zp", 0)
+            lo_, hi_ = op.bounds()
+            # RoundingDivideByPOT and the clamp in 32-bit lanes (twice as many per SIMD
+            # register as i64): the SRDHM result fits int32, so gemmlowp's own
+            # remainder/threshold form has no overflow there; clamp(r + zp, lo, hi) is
+            # written clamp(r, lo - zp, hi - zp) + zp so the add cannot overflow either
+            narrow = (out_w <= 16 and int(right.max()) <= 30
+                      and all(-(1 << 31) <= b <= (1 << 31) - 1 for b in (lo_ - ozp_, hi_ - ozp_)))
+            if narrow:
+                mask = (np.int64(1) << right) - 1
+                channel(mask)
+                channel(mask >> 1)
         else:
             if mode == "single_round":
                 total = 31 - sft
@@ -707,7 +720,21 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
         if mode == "double_round":
             left = p(1)
             shifted = v if isinstance(left, int) and left == 0 else s.wrap(s.shl(v, left), 32)
-            r = s.rdbpot(s.srdhm(shifted, p(0), b_never_min=bool((m != -(1 << 31)).all())), p(2))
+            high = s.srdhm(shifted, p(0), b_never_min=bool((m != -(1 << 31)).all()))
+            if narrow:
+                def i32(k):
+                    val = p(k)
+                    return s.const(val, I32) if isinstance(val, int) else s.trunc(val, 32)
+
+                x32 = s.trunc(high, 32)
+                remainder = s.band(x32, i32(3))
+                threshold = s.add(i32(4), s.ext(s.cmp("slt", x32, 0), 32, True))
+                r = s.add(s.shr(x32, i32(2)), s.ext(s.cmp("sgt", remainder, threshold), 32, True))
+                r = s.min(s.max(r, lo - ozp), hi - ozp)
+                if ozp:
+                    r = s.add(r, ozp)
+                return s.trunc(r, out_w)
+            r = s.rdbpot(high, p(2))
         elif mode == "single_round":
             r = s.shr(s.add(s.mul(v, p(0)), p(2)), p(1))
         elif mode == "wide_round":

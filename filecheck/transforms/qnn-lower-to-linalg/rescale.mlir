@@ -11,13 +11,12 @@
 //   RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(v << max(s, 0), M), max(-s, 0)).
 // (2^30, shift 2): left 2, right 0.  SRDHM: gemmlowp's trunc((a*b + nudge) / 2^31) with
 // nudge = 2^30 or 1 - 2^30 by the product's sign is floor((a*b + 2^30) / 2^31) for every
-// product, so: add 2^30, shift right 31.  Multipliers are in [0, 2^31) (the verifier
-// says so), so the one saturating case (both INT32_MIN) cannot happen and has no check.  RDBPOT (round half away):
-// (x + bias) >> e with bias = ((2^e - 1) + [x >= 0]) >> 1, i.e. 2^(e-1) - [x < 0], 0 for e = 0.
-// The body builder folds exactly: x - (-3) of an i8 fits 9 bits and << 2 then 11, so neither
-// wrap to 32 bits is written; 2^30 is both the multiplier and SRDHM's rounding term, one
-// constant; with e = 0 the mask 2^0 - 1 is the constant 0 (so bias = [x >= 0] >> 1) and the
-// final >> 0 is left out.
+// product, so: add 2^30, shift right 31, in i64.  Multipliers are in [0, 2^31) (the verifier
+// says so), so the one saturating case (both INT32_MIN) cannot happen and has no check.
+// The SRDHM result fits int32, so the rest runs on i32 (twice the SIMD lanes of i64):
+// RDBPOT is gemmlowp's own form, (x >> e) + ((x & mask) > (mask >> 1) + [x < 0]), with
+// mask = 2^e - 1 = 0 here (the zero mask, the threshold's 0 + and the shift by 0 fold away),
+// and clamp(r + 5, -100, 100) is written clamp(r, -105, 95) + 5 so the add cannot overflow.
 // CHECK-LABEL: func.func @double_round
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}} : tensor<2x3xi8>) outs(%{{.*}} : tensor<2x3xi8>)
 // CHECK-NEXT:    ^bb0(%[[X:.*]]: i8, %{{.*}}: i8):
@@ -25,25 +24,27 @@
 // CHECK-NEXT:      %[[IZP:.*]] = arith.constant -3 : i64
 // CHECK-NEXT:      %[[V:.*]] = arith.subi %[[X64]], %[[IZP]] : i64
 // CHECK-NEXT:      %[[LEFT:.*]] = arith.constant 2 : i64
-// CHECK-NEXT:      %[[A:.*]] = arith.shli %[[V]], %[[LEFT]] : i64
+// CHECK-NEXT:      %[[SH:.*]] = arith.shli %[[V]], %[[LEFT]] : i64
 // CHECK-NEXT:      %[[M:.*]] = arith.constant 1073741824 : i64
-// CHECK-NEXT:      %[[AB:.*]] = arith.muli %[[A]], %[[M]] : i64
+// CHECK-NEXT:      %[[AB:.*]] = arith.muli %[[SH]], %[[M]] : i64
 // CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[AB]], %[[M]] : i64
 // CHECK-NEXT:      %[[C31:.*]] = arith.constant 31 : i64
 // CHECK-NEXT:      %[[HIGH:.*]] = arith.shrsi %[[SUM]], %[[C31]] : i64
-// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1 : i64
-// CHECK-NEXT:      %[[NONNEG:.*]] = arith.cmpi sge, %[[HIGH]], %[[ZERO]] : i64
-// CHECK-NEXT:      %[[NONNEG64:.*]] = arith.extui %[[NONNEG]] : i1 to i64
-// CHECK-NEXT:      %[[BIAS:.*]] = arith.shrsi %[[NONNEG64]], %[[ONE]] : i64
-// CHECK-NEXT:      %[[R:.*]] = arith.addi %[[HIGH]], %[[BIAS]] : i64
-// CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i64
-// CHECK-NEXT:      %[[RZ:.*]] = arith.addi %[[R]], %[[OZP]] : i64
-// CHECK-NEXT:      %[[LO:.*]] = arith.constant -100 : i64
-// CHECK-NEXT:      %[[C1:.*]] = arith.maxsi %[[RZ]], %[[LO]] : i64
-// CHECK-NEXT:      %[[HI:.*]] = arith.constant 100 : i64
-// CHECK-NEXT:      %[[C2:.*]] = arith.minsi %[[C1]], %[[HI]] : i64
-// CHECK-NEXT:      %[[OUT:.*]] = arith.trunci %[[C2]] : i64 to i8
+// CHECK-NEXT:      %[[H32:.*]] = arith.trunci %[[HIGH]] : i64 to i32
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:      %[[REM:.*]] = arith.andi %[[H32]], %[[ZERO]] : i32
+// CHECK-NEXT:      %[[NEG:.*]] = arith.cmpi slt, %[[H32]], %[[ZERO]] : i32
+// CHECK-NEXT:      %[[THR:.*]] = arith.extui %[[NEG]] : i1 to i32
+// CHECK-NEXT:      %[[UP:.*]] = arith.cmpi sgt, %[[REM]], %[[THR]] : i32
+// CHECK-NEXT:      %[[UP32:.*]] = arith.extui %[[UP]] : i1 to i32
+// CHECK-NEXT:      %[[R:.*]] = arith.addi %[[H32]], %[[UP32]] : i32
+// CHECK-NEXT:      %[[LO:.*]] = arith.constant -105 : i32
+// CHECK-NEXT:      %[[C1:.*]] = arith.maxsi %[[R]], %[[LO]] : i32
+// CHECK-NEXT:      %[[HI:.*]] = arith.constant 95 : i32
+// CHECK-NEXT:      %[[C2:.*]] = arith.minsi %[[C1]], %[[HI]] : i32
+// CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i32
+// CHECK-NEXT:      %[[RZ:.*]] = arith.addi %[[C2]], %[[OZP]] : i32
+// CHECK-NEXT:      %[[OUT:.*]] = arith.trunci %[[RZ]] : i32 to i8
 // CHECK-NEXT:      linalg.yield %[[OUT]] : i8
 // MLIR-LABEL:  func.func @double_round
 // MLIR:          arith.shrsi
@@ -52,20 +53,30 @@ func.func @double_round(%x: tensor<2x3xi8>) -> tensor<2x3xi8> {
   func.return %0 : tensor<2x3xi8>
 }
 
-// Per-channel: multipliers [1374389504, 1374389504, 2^30] and shifts [-7, 1, -6] become three
-// constants, left shifts max(s, 0) = [0, 1, 0] and right shifts max(-s, 0) = [7, 0, 6], each read
-// with the channel map (d3); the body uses the block arguments where the literals were.
+// Per-channel: multipliers [1374389504, 1374389504, 2^30] and shifts [-7, 1, -6] become
+// constants: left shifts max(s, 0) = [0, 1, 0], right shifts max(-s, 0) = [7, 0, 6], and for
+// the i32 RoundingDivideByPOT the masks 2^e - 1 = [127, 0, 63] and their halves [63, 0, 31],
+// each read with the channel map (d3); the body uses the block arguments where the literals
+// were.  No clamp bounds given: the i8 range [-128, 127] minus the zero point 5.
 // CHECK-LABEL: func.func @double_round_per_channel
 // CHECK-NEXT:    %[[M:.*]] = arith.constant dense<[1374389504, 1374389504, 1073741824]> : tensor<3xi64>
 // CHECK-NEXT:    %[[L:.*]] = arith.constant dense<[0, 1, 0]> : tensor<3xi64>
 // CHECK-NEXT:    %[[RT:.*]] = arith.constant dense<[7, 0, 6]> : tensor<3xi64>
+// CHECK-NEXT:    %[[MASK:.*]] = arith.constant dense<[127, 0, 63]> : tensor<3xi64>
+// CHECK-NEXT:    %[[HALF:.*]] = arith.constant dense<[63, 0, 31]> : tensor<3xi64>
 // CHECK-NEXT:    tensor.empty() : tensor<1x2x2x3xi8>
-// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}}, %[[M]], %[[L]], %[[RT]] : tensor<1x2x2x3xi32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>)
-// CHECK-NEXT:    ^bb0(%{{.*}}: i32, %[[BM:.*]]: i64, %[[BL:.*]]: i64, %[[BR:.*]]: i64, %{{.*}}: i8):
+// CHECK-NEXT:    linalg.generic {{.*}} ins(%{{.*}}, %[[M]], %[[L]], %[[RT]], %[[MASK]], %[[HALF]] : tensor<1x2x2x3xi32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>)
+// CHECK-NEXT:    ^bb0(%{{.*}}: i32, %[[BM:.*]]: i64, %[[BL:.*]]: i64, %[[BR:.*]]: i64, %[[BK:.*]]: i64, %[[BH:.*]]: i64, %{{.*}}: i8):
 // CHECK:           arith.shli %{{.*}}, %[[BL]] : i64
 // CHECK:           arith.muli %{{.*}}, %[[BM]] : i64
-// CHECK:           arith.shli %{{.*}}, %[[BR]] : i64
-// CHECK:           arith.shrsi %{{.*}}, %[[BR]] : i64
+// CHECK:           %[[X32:.*]] = arith.trunci %{{.*}} : i64 to i32
+// CHECK-NEXT:      %[[K32:.*]] = arith.trunci %[[BK]] : i64 to i32
+// CHECK-NEXT:      arith.andi %[[X32]], %[[K32]] : i32
+// CHECK-NEXT:      %[[H32:.*]] = arith.trunci %[[BH]] : i64 to i32
+// CHECK:           %[[R32:.*]] = arith.trunci %[[BR]] : i64 to i32
+// CHECK-NEXT:      arith.shrsi %[[X32]], %[[R32]] : i32
+// CHECK:           arith.constant -133 : i32
+// CHECK:           arith.constant 122 : i32
 // MLIR-LABEL:  func.func @double_round_per_channel
 func.func @double_round_per_channel(%x: tensor<1x2x2x3xi32>) -> tensor<1x2x2x3xi8> {
   %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1374389504, 1374389504, 1073741824>, shift = array<i64: -7, 1, -6>, output_zp = 5 : i64} : (tensor<1x2x2x3xi32>) -> tensor<1x2x2x3xi8>

@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 
 def build(h, w, c, k, ksize):
@@ -56,17 +55,6 @@ def clock_ghz() -> float:
         return float("nan")
 
 
-def time_ms(fn, runs):
-    for _ in range(10):
-        fn()
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", default="48,48,16,32", help="H,W,C_in,C_out")
@@ -77,6 +65,8 @@ def main(argv=None) -> int:
 
     import tvm
     from tvm import relax
+
+    from latency import median_ms  # bench/latency.py: the same warm-up + median timer
 
     from qdialect.interpreter import Interpreter
     from transforms import pipelines
@@ -107,7 +97,7 @@ def main(argv=None) -> int:
         arg = tvm.runtime.tensor(x)
         out = vm["main"](arg).numpy()
         bad = int(np.count_nonzero(out != expected))
-        ms = time_ms(lambda: vm["main"](arg), args.runs)
+        ms = median_ms(lambda: vm["main"](arg), args.runs, 10)
         rows.append((name, ms, macs / ms / 1e6, bad))
     ghz = clock_ghz()
     peak = 64 * ghz

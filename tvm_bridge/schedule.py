@@ -78,26 +78,23 @@ def _largest_divisor(n: int, candidates) -> int | None:
 
 
 def _loop_kinds(sch, block, loops) -> list[str] | None:
-    """'S'/'R' per loop when every block iter is bound to exactly one loop, in order."""
-    stmt = sch.get(block)
-    realize = sch.get_sref(block)  # noqa: F841 - keeps the sref alive while we look
-    kinds = []
-    loop_vars = [sch.get(lp).loop_var for lp in loops]
-    binding = {}
+    """'S'/'R' per loop when every block iter is bound to exactly one loop, in order.
+
+    The SBlockRealize's iter_values are not reachable from the SBlock in TVM 0.27's
+    Python API, so the binding is recovered from the loops' extents and the iter
+    vars' domains (the loop nests TE emits bind them one to one)."""
     from tvm import tirx
 
-    br = sch.get(block)
-    # the SBlockRealize's iter_values are not reachable from the SBlock; recover the
-    # binding from the loops' extents and the iter vars' domains instead
+    stmt = sch.get(block)
     if len(stmt.iter_vars) != len(loops):
         return None
+    kinds = []
     for iv, lp in zip(stmt.iter_vars, loops):
         ext = _extent(sch, lp)
         dom = iv.dom.extent
         if not isinstance(dom, tirx.IntImm) or ext is None or int(dom.value) != ext:
             return None
         kinds.append("R" if int(iv.iter_type) == 2 else "S")
-    del loop_vars, binding, br
     return kinds
 
 

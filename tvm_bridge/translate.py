@@ -266,6 +266,8 @@ class Translator:
         # structural key of a TE computation -> (GlobalVar of its PrimFunc, output type):
         # repeated layers build and lower their TE once and call the same PrimFunc
         self.prim_funcs: dict[tuple, tuple] = {}
+        # ops whose results an earlier op's kernel already computes (tvm_bridge/epilogue.py)
+        self.fused: set[Operation] = set()
 
     def entry(self, name: str | None) -> func.FuncOp:
         funcs = _functions(self.module)
@@ -359,6 +361,8 @@ class Translator:
         return v
 
     def visit(self, op: Operation):
+        if op in self.fused:  # already computed inside an earlier op's kernel (a VNNI epilogue)
+            return
         handler = _OP_HANDLERS.get(type(op))
         if handler is None:
             if type(op) in scalar_rules():
@@ -554,21 +558,11 @@ def _generic(tr: Translator, op: linalg.GenericOp):
                     break
                 if bop is combiner:
                     continue
-                if isinstance(bop, arith.ConstantOp):
-                    c, dt = scalar_constant(bop)
-                    values[bop.results[0]] = tirx.const(c, dt)
-                    continue
-                if isinstance(bop, linalg.IndexOp):
-                    values[bop.results[0]] = tirx.Cast("int64", dims[bop.dim.value.data])
-                    continue
                 if isinstance(bop, tensor.ExtractOp) and bop.tensor in captured_at:
                     table = tensors[captured_at[bop.tensor]]
                     values[bop.results[0]] = table(*[values[i] for i in bop.indices])
                     continue
-                rule = rules.get(type(bop))
-                if rule is None:
-                    raise TranslationError(f"linalg.generic body op {bop.name} is not supported")
-                values[bop.results[0]] = rule(bop, [values[v] for v in bop.operands])
+                eval_scalar_op(bop, values, dims, rules)
             if combiner is None:
                 return values[yield_op.operands[0]]
             other = [v for v in combiner.operands if v is not out_arg][0]
@@ -602,6 +596,24 @@ def _generic(tr: Translator, op: linalg.GenericOp):
                    arith.MinimumfOp: relax.op.minimum}[type(combiner)]
         result = tr.bb.emit(combine(result, init))
     tr.env[op.results[0]] = result
+
+
+def eval_scalar_op(bop: Operation, values: dict, dims: Sequence, rules: dict | None = None) -> None:
+    """Evaluate one scalar op of a linalg.generic body as TIR: `values` maps SSA values to
+    PrimExprs (the op's result is added), `dims` are the loop indices (for linalg.index)."""
+    from tvm import tirx
+
+    if isinstance(bop, arith.ConstantOp):
+        c, dt = scalar_constant(bop)
+        values[bop.results[0]] = tirx.const(c, dt)
+        return
+    if isinstance(bop, linalg.IndexOp):
+        values[bop.results[0]] = tirx.Cast("int64", dims[bop.dim.value.data])
+        return
+    rule = (rules or scalar_rules()).get(type(bop))
+    if rule is None:
+        raise TranslationError(f"linalg.generic body op {bop.name} is not supported")
+    values[bop.results[0]] = rule(bop, [values[v] for v in bop.operands])
 
 
 def _scalar_key(value):
@@ -665,8 +677,17 @@ def _conv_nhwc_fhwc(tr: Translator, op):
         weights = w.value.numpy() if isinstance(w, tvm_constant_type()) else None
         if vnni.applicable(list(op.inputs[0].type.get_shape()), weights, dtype_of(op.inputs[0].type),
                            dtype_of(op.inputs[1].type), out_dtype):
-            _add_init(tr, op, vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
-                                               strides, dilations))
+            init_tensor, init_const = _init_value(tr, op.outputs[0])
+            if init_tensor is not None:  # sums added to a tensor: no epilogue fusion
+                _add_init(tr, op, vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
+                                                   strides, dilations))
+                return
+            from tvm_bridge import epilogue
+
+            epi = epilogue.collect(tr, op)
+            tr.env[epi.result] = vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
+                                                  strides, dilations, epi, init_const)
+            tr.fused.update(epi.ops)
             return
     if dtype_of(op.inputs[0].type) != dtype_of(op.inputs[1].type):
         # mixed widths (16x8): widen both; same-width int8 operands stay int8 with an int32

@@ -29,18 +29,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from tvm_bridge.translate import TranslationError
+
 _KERNEL = """
 # from tvm.script import tirx as T
 @T.prim_func(private=True, s_tir=True)
 def vnni_conv2d(X: T.Buffer((1, {H}, {W}, {C}), "int8"), WP: T.Buffer(({KH}, {KW}, {C4}, {K16}, {L4}), "int8"),
-                CORR: T.Buffer(({K},), "int32"), Y: T.Buffer((1, {OH}, {OW}, {K}), "int32")):
+                INIT: T.Buffer(({K},), "int32"),{EPARAMS} Y: T.Buffer((1, {YH}, {YW}, {K}), "{ODT}")):
     T.func_attr({{"tirx.noalias": True, "tirx.is_scheduled": True}})
     XU = T.alloc_buffer(({H}, {W}, {CP}), "uint8")
     ACC = T.alloc_buffer(({TT}, {L}), "int32", scope="local")
-{FILL}
+{FILL}{BORDER}
     for y, xo, ko in T.grid({OH}, {OWT}, {K16}):
         for t in T.unroll({TT}):
-            ACC[t, T.ramp(0, 1, {L})] = T.Broadcast(0, {L})
+            ACC[t, T.ramp(0, 1, {L})] = INIT.vload([ko * {L}], "int32x{L}")
         for rh, rw, rc in T.grid({KH}, {KW}, {C4}):
             for t in T.unroll({TT}):
                 ACC[t, T.ramp(0, 1, {L})] = T.call_llvm_pure_intrin(
@@ -52,9 +54,16 @@ def vnni_conv2d(X: T.Buffer((1, {H}, {W}, {C}), "int8"), WP: T.Buffer(({KH}, {KW
                     WP.vload([rh, rw, rc, ko, 0], "int8x{L4}"),
                     dtype="int32x{L}")
         for t in T.unroll({TT}):
-            Y[0, y, xo * {TT} + t, T.ramp(ko * {L}, 1, {L})] = (
-                ACC.vload([t, 0], "int32x{L}") - CORR.vload([ko * {L}], "int32x{L}"))
+            for l in T.vectorized({L}):
+                {EPI}
 """
+
+_BORDER = """
+    for h, w in T.grid({YH}, {YW}):
+        if h < {PT} or h >= {PT} + {OH} or w < {PL} or w >= {PL} + {OW}:
+            for c in T.vectorized({K}):
+                Y[0, h, w, c] = T.{ODT}({PADV})"""
+
 
 
 def target_has_vnni(target) -> bool:
@@ -80,11 +89,15 @@ def applicable(x_shape, weights: np.ndarray | None, x_dtype: str, w_dtype: str, 
     return k % 8 == 0
 
 
-def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations):
+def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=None, init: int = 0):
     """Emit the VNNI convolution of relax tensor `x` (NHWC int8, already padded, shape
-    `x_shape`) with constant OHWI int8 `weights`; returns the NHWC int32 result."""
+    `x_shape`) with constant OHWI int8 `weights`, plus the constant `init` (the
+    convolution's output init) and the fused epilogue `epi` (tvm_bridge/epilogue.py:
+    additive constants folded into the accumulator's start, the elementwise chain
+    applied to the accumulators, the result written inside its pad); returns the
+    relax result (NHWC int32 sums without an epilogue)."""
     import tvm
-    from tvm import relax
+    from tvm import relax, tirx
 
     k, kh, kw, c = weights.shape
     _, h, w, _ = x_shape
@@ -105,13 +118,39 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations):
     else:  # the padding channels hold 0 (and meet zero weights)
         fill = ("    for h, w, c in T.grid({H}, {W}, {CP}):\n"
                 "        XU[h, w, c] = T.if_then_else(c < {C}, T.Cast(\"uint8\", T.Cast(\"int32\", X[0, h, w, T.min(c, {C} - 1)]) + 128), T.uint8(0))")
-    correction = (128 * weights.astype(np.int64).sum(axis=(1, 2, 3))).astype(np.int64)
-    correction = ((correction + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)  # modulo 2^32, as the kernel
-    params = dict(H=h, W=w, C=c, CP=cp, K=k, KH=kh, KW=kw, C4=cp // 4, K16=k // lanes, L=lanes, L4=4 * lanes,
-                  BITS=32 * lanes, OH=oh, OW=ow, TT=tt,
-                  OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw)
-    text = _KERNEL.replace("{FILL}", fill).format(**params)
+    # start value of the sums: -128 * sum(w) undoes the +128 of the activations;
+    # plus the output init and the folded additive epilogue steps, all modulo 2^32
+    start = -128 * weights.astype(np.int64).sum(axis=(1, 2, 3)) + int(init)
+    params = [] if epi is None else epi.params
+    if epi is not None and epi.init is not None:
+        start = start + epi.init.astype(np.int64)
+    start = ((start + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+    (pt, pl), (pb, pr), padv = ((0, 0), (0, 0), 0) if epi is None or epi.pad is None else (
+        (epi.pad[0][1], epi.pad[0][2]), (epi.pad[1][1], epi.pad[1][2]), epi.pad[2])
+    odt = "int32" if epi is None else epi.out_dtype
+    yh, yw = oh + pt + pb, ow + pl + pr
+    eshapes = [(k,) if p.kind == "channel" else (1, oh, ow, k) for p in params]
+    eparams = "".join(f" E{i}: T.Buffer({s}, \"{p.dtype}\")," for i, (s, p) in enumerate(zip(eshapes, params)))
+    yv, xov, tv, kov, lv = (tirx.Var(n, "int32") for n in ("y", "xo", "t", "ko", "l"))
+    acc_buf = tirx.decl_buffer((tt, lanes), "int32", name="ACC", scope="local")
+    ebufs = [tirx.decl_buffer(s, p.dtype, name=f"E{i}") for i, (s, p) in enumerate(zip(eshapes, params))]
+    acc = acc_buf[tv, lv]
+    temps, value = ([], acc) if epi is None else epi.expr(acc, yv, xov * tt + tv, kov * lanes + lv, ebufs,
+                                                          lv, lanes)
+    if str(value.ty) != odt:
+        raise TranslationError(f"VNNI epilogue computes {value.ty}, its result is {odt}")
+    border = _BORDER if (pt or pl or pb or pr) else ""
+    fmt = dict(H=h, W=w, C=c, CP=cp, K=k, KH=kh, KW=kw, C4=cp // 4, K16=k // lanes, L=lanes, L4=4 * lanes,
+               BITS=32 * lanes, OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw,
+               YH=yh, YW=yw, PT=pt, PL=pl, ODT=odt, PADV=padv)
+    indent = "\n" + " " * 16
+    epi_text = "".join(f"{b.name}[l] = {e}{indent}" for b, e in temps) + \
+        f"Y[0, y + {pt}, xo * {tt} + t + {pl}, ko * {lanes} + l] = {value}"
+    allocs = "".join(f"\n    {b.name} = T.alloc_buffer(({lanes},), \"{b.dtype}\", scope=\"local\")" for b, _ in temps)
+    text = (_KERNEL.replace("{FILL}", allocs + "\n" + fill).replace("{BORDER}", border).replace("{EPARAMS}", eparams)
+            .format(EPI="@EPI@", **fmt).replace("@EPI@", epi_text))
     prim_func = tvm.script.from_source(text)
     gvar = bb.add_func(prim_func, "vnni_conv2d")
-    return bb.emit(relax.call_tir(gvar, [x, relax.const(packed), relax.const(correction)],
-                                  relax.TensorType([1, oh, ow, k], "int32")))
+    args = [x, relax.const(packed), relax.const(start)]
+    args += [relax.const(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
+    return bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))

@@ -1,0 +1,313 @@
+"""Epilogues fused into the VNNI convolution: the elementwise chain that follows it.
+
+After lowering, an int8 convolution is `linalg.conv_2d_nhwc_fhwc` (i32 sums) followed
+by elementwise `linalg.generic`s: the input zero-point correction, the bias, the
+requantization (multiply, shift, zero point, clamp, i8) and sometimes a residual
+add, then often a `tensor.pad` for the next depthwise convolution.  Run as separate
+kernels, every one of them reads and writes a whole tensor (the i32 sums are 4
+bytes per element); fused into the convolution, they run on the accumulators
+while those are still in registers, and the int8 result (padded in place) is the
+only thing written.
+
+`collect` follows the convolution's result through generics that can be fused:
+
+- all loops parallel, the identity output map, the convolution's shape;
+- the chain value read once, at the identity map, and used by nothing else;
+- every other input a scalar constant, a constant per-output-channel vector
+  (map `(d0, d1, d2, d3) -> (d3)`), or a tensor of the output's shape read at the
+  identity map (a residual; it must be computed before the convolution is);
+- a body of scalar arith / linalg.index ops (no table reads);
+
+and then, optionally, one `tensor.pad` of the height and width by a constant.
+
+Leading steps that only add a per-channel constant modulo 2^32 (`x + c`, `x - c`
+in i32, or `trunci(extsi(x) +/- c)`: the zero-point correction and the bias) are
+folded into the accumulator's initial value, exactly, because the i32 sums wrap.
+The rest is evaluated by the same scalar rules as every other generic
+(tvm_bridge/translate.py), so the semantics cannot drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import arith, tensor
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr
+
+from tvm_bridge.translate import TranslationError, dense_to_numpy, dtype_of, eval_scalar_op, scalar_constant
+
+
+@dataclass
+class Param:
+    """An extra kernel input of the epilogue: a per-channel vector ('channel', shape [K])
+    or a tensor of the output's shape ('full')."""
+
+    kind: str
+    dtype: str  # the buffer's dtype
+    value: object  # numpy array (a constant) or a relax expression
+    widen_to: str | None = None  # loaded and cast to this dtype (constants stored narrower)
+
+
+@dataclass
+class Epilogue:
+    """What `collect` found: the fused ops, the value they end in and how to compute it."""
+
+    result: SSAValue
+    ops: list[Operation] = field(default_factory=list)
+    steps: list[tuple[linalg.GenericOp, SSAValue]] = field(default_factory=list)  # (generic, chain input)
+    init: np.ndarray | None = None  # int32 [K], added to the accumulator (folded additive steps)
+    pad: tuple[list[int], list[int], int] | None = None  # (low, high, value) on NHWC
+    out_dtype: str = "int32"
+    params: list[Param] = field(default_factory=list)
+    # per step: the body argument -> ("chain",) | ("param", i) | ("scalar", value)
+    bindings: list[dict] = field(default_factory=list)
+
+    def expr(self, acc, y, x, k, buffers, lane, lanes: int):
+        """(temps, value): the epilogue as TIR of the accumulator value `acc` at output
+        position (y, x, channel k), `buffers` being the kernel's buffers for `params`,
+        inside a loop vectorized over `lane` (`lanes` wide).
+
+        `temps` are (local buffer of `lanes` values, PrimExpr) assignments, in order,
+        for every value used more than once (a rescale reads its high product three
+        times; as one expression tree, five chained steps would copy it hundreds of
+        times).  They are buffers, not `LetStmt`s: TVM 0.27's VectorizeLoop keeps a
+        let-bound value scalar inside a vectorized loop (every lane gets the last one)."""
+        temps: list = []
+        value = acc
+        for (g, _), binding in zip(self.steps, self.bindings):
+            value = self._eval(g, binding, value, (y, x, k), buffers, (temps, lane, lanes))
+        return temps, value
+
+    def _eval(self, g, binding: dict, chain, pos, buffers, temps):
+        from tvm import tirx
+
+        y, x, k = pos
+        body = g.body.block
+        values: dict = {}
+        for arg in body.args:
+            b = binding.get(arg)
+            if b is None:
+                continue
+            if b[0] == "chain":
+                values[arg] = chain
+            elif b[0] == "scalar":
+                values[arg] = tirx.const(b[1], dtype_of(arg.type))
+            elif b[0] == "inline":  # an elementwise producer evaluated in place
+                values[arg] = self._eval(b[1], b[2], None, pos, buffers, temps)
+            else:
+                p = self.params[b[1]]
+                buf = buffers[b[1]]
+                load = buf[k] if p.kind == "channel" else buf[0, y, x, k]
+                values[arg] = tirx.Cast(p.widen_to, load) if p.widen_to else load
+        for bop in body.ops:
+            if isinstance(bop, linalg.YieldOp):
+                return values[bop.operands[0]]
+            eval_scalar_op(bop, values, [0, y, x, k])
+            r = bop.results[0]
+            e = values[r]
+            if hasattr(e, "asobject"):  # a lazy `==` / `!=` (tvm's EqualOp, NotEqualOp)
+                e = values[r] = e.asobject()
+            if len(list(r.uses)) > 1 and str(e.ty) != "bool" and not isinstance(e, (tirx.IntImm, tirx.FloatImm)):
+                assigned, lane, lanes = temps
+                buf = tirx.decl_buffer((lanes,), str(e.ty), name=f"TMP{len(assigned)}", scope="local")
+                assigned.append((buf, e))
+                values[r] = buf[lane]
+        raise TranslationError("linalg.generic body without linalg.yield")
+
+
+_IDENTITY4 = "(d0, d1, d2, d3) -> (d0, d1, d2, d3)"
+_CHANNEL4 = "(d0, d1, d2, d3) -> (d3)"
+
+
+def _map_text(m) -> str:
+    return str(m.data)
+
+
+def _constant_of(v: SSAValue):
+    """The numpy value of a dense arith.constant tensor, else None."""
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        return dense_to_numpy(owner.value)
+    return None
+
+
+def _scalar_of(tr, v: SSAValue):
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and not isinstance(owner.value, DenseIntOrFPElementsAttr):
+        return scalar_constant(owner)[0]
+    c = tr.env.get(v)
+    return c[0] if isinstance(c, tuple) else None
+
+
+def _elementwise(g: Operation, shape: list[int]) -> bool:
+    """All loops parallel, identity output map of `shape`, the output's old value unread,
+    a body of scalar ops only (no table reads)."""
+    if not isinstance(g, linalg.GenericOp) or len(g.outputs) != 1:
+        return False
+    if any("parallel" not in str(it.data) for it in g.iterator_types.data):
+        return False
+    if _map_text(g.indexing_maps.data[-1]) != _IDENTITY4 or list(g.outputs[0].type.get_shape()) != shape:
+        return False
+    body = g.body.block
+    if list(body.args[-1].uses):
+        return False
+    for bop in body.ops:
+        if bop.regions or any(isinstance(o.type, TensorType) for o in bop.operands):
+            return False
+    return True
+
+
+def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: list[Param],
+          inlined: list[Operation], depth: int = 0):
+    """How each input of elementwise generic `g` reaches the kernel (see `Epilogue._eval`),
+    appending its run-time inputs to `params` and inlined producers to `inlined`; None if
+    some input cannot."""
+    maps = [_map_text(m) for m in g.indexing_maps.data]
+    body = g.body.block
+    if chain is not None and list(g.inputs).count(chain) != 1:
+        return None
+    binding: dict = {}
+    for v, m, arg in zip(g.inputs, maps, body.args):
+        if chain is not None and v is chain:
+            if m != _IDENTITY4:
+                return None
+            binding[arg] = ("chain",)
+            continue
+        if not isinstance(v.type, TensorType):
+            c = _scalar_of(tr, v)
+            if c is None:
+                return None
+            binding[arg] = ("scalar", c)
+            continue
+        const = _constant_of(v)
+        if m == _CHANNEL4 and const is not None and const.shape == (shape[3],):
+            kind, value = "channel", const
+        elif m == _IDENTITY4 and list(v.type.get_shape()) == shape:
+            if const is not None:
+                kind, value = "full", const
+            elif v in tr.env and not isinstance(tr.env[v], tuple):
+                kind, value = "full", tr.tensor(v)
+            elif depth < 2 and len(list(v.uses)) == 1 and _elementwise(v.owner, shape):
+                # computed after the convolution by an elementwise generic of available
+                # tensors (the other input of a residual add, rescaled): evaluate it here
+                sub = _bind(tr, v.owner, None, shape, params, inlined, depth + 1)
+                if sub is None:
+                    return None
+                inlined.append(v.owner)
+                binding[arg] = ("inline", v.owner, sub)
+                continue
+            else:
+                return None
+        else:
+            return None
+        dtype = dtype_of(v.type)
+        widen = None
+        if isinstance(value, np.ndarray) and dtype == "int64" and value.size and \
+                value.min() >= -(1 << 31) and value.max() < (1 << 31):
+            value, dtype, widen = value.astype(np.int32), "int32", "int64"  # sext(i32) x sext(i32)
+        binding[arg] = ("param", len(params))
+        params.append(Param(kind, dtype, value, widen))
+    return binding
+
+
+def _additive(g: linalg.GenericOp, binding: dict, epi: Epilogue):
+    """The per-channel int32 vector this step adds (mod 2^32) if it is `x + c`, `x - c`
+    (i32) or `trunci(extsi(x) +/- c)` with c a scalar or per-channel constant; else None."""
+    body = g.body.block
+    ops = [o for o in body.ops if not isinstance(o, linalg.YieldOp)]
+    chain = next(a for a in body.args if binding.get(a) == ("chain",))
+    i32 = IntegerType(32)
+    if chain.type != i32 or g.results[0].type.element_type != i32:
+        return None
+
+    def const_of(arg):
+        b = binding.get(arg)
+        if b is None:
+            return None
+        if b[0] == "scalar":
+            return np.int64(b[1])
+        if b[0] == "param" and epi.params[b[1]].kind == "channel" and isinstance(epi.params[b[1]].value, np.ndarray):
+            return epi.params[b[1]].value.astype(np.int64)
+        return None
+
+    if len(ops) == 1 and isinstance(ops[0], (arith.AddiOp, arith.SubiOp)):
+        a, b = ops[0].operands
+        if isinstance(ops[0], arith.AddiOp) and b is chain:
+            a, b = b, a
+        if a is chain and (c := const_of(b)) is not None:
+            return c if isinstance(ops[0], arith.AddiOp) else -c
+        return None
+    if len(ops) == 3 and isinstance(ops[0], arith.ExtSIOp) and ops[0].operands[0] is chain and \
+            isinstance(ops[1], (arith.AddiOp, arith.SubiOp)) and isinstance(ops[2], arith.TruncIOp) and \
+            ops[2].operands[0] is ops[1].results[0] and body.last_op.operands[0] is ops[2].results[0]:
+        a, b = ops[1].operands
+        wide = ops[0].results[0]
+        if isinstance(ops[1], arith.AddiOp) and b is wide:
+            a, b = b, a
+        if a is wide and (c := const_of(b)) is not None:
+            return c if isinstance(ops[1], arith.AddiOp) else -c
+    return None
+
+
+def collect(tr, conv: Operation) -> Epilogue:
+    """The fusable elementwise chain (and pad) after `conv`'s result; see the module doc."""
+    value = conv.results[0]
+    shape = list(value.type.get_shape())
+    epi = Epilogue(result=value)
+    init = np.zeros(shape[3], np.int64)
+    folding = True
+    while True:
+        uses = list(value.uses)
+        if len(uses) != 1:
+            break
+        user = uses[0].operation
+        n_params = len(epi.params)
+        inlined: list[Operation] = []
+        binding = _bind(tr, user, value, shape, epi.params, inlined) if _elementwise(user, shape) else None
+        if binding is None:
+            del epi.params[n_params:]
+        else:
+            epi.ops.extend(inlined)
+            add = _additive(user, binding, epi) if folding else None
+            if add is not None:
+                init = init + add
+                del epi.params[n_params:]  # folded: the constant is not read at run time
+            else:
+                folding = False
+                epi.steps.append((user, value))
+                epi.bindings.append(binding)
+            epi.ops.append(user)
+            value = user.results[0]
+            continue
+        if isinstance(user, tensor.PadOp) and (pad := _pad_of(tr, user)) is not None:
+            epi.pad = pad
+            epi.ops.append(user)
+            value = user.results[0]
+        break
+    epi.result = value
+    epi.out_dtype = dtype_of(value.type)
+    epi.init = ((init + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+    return epi
+
+
+def _pad_of(tr, op: tensor.PadOp):
+    """(low, high, value) of a pad of only the height and width by a constant, else None."""
+    try:
+        low = [int(v) for v in op.static_low.get_values()]
+        high = [int(v) for v in op.static_high.get_values()]
+    except Exception:  # noqa: BLE001 - dynamic
+        return None
+    if len(low) != 4 or low[0] or low[3] or high[0] or high[3] or min(low + high) < 0 or len(op.low) or len(op.high):
+        return None
+    yielded = op.region.block.last_op.operands[0]
+    c = _scalar_of(tr, yielded)
+    if c is None:
+        return None
+    return low, high, int(c)
+
+
+__all__ = ["Epilogue", "Param", "collect", "TranslationError"]

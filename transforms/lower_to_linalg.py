@@ -743,7 +743,23 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
             ft = f32 if mode == "float_even" else f64
             f = p(0)
             f = s.const(f, ft) if isinstance(f, float) else f
-            y = s.emit(arith.MulfOp(s.emit(arith.SIToFPOp(v, ft)), f))
+            magic = mode == "float_even" and max(abs(lo - ozp), abs(hi - ozp)) <= (1 << 21)
+            # an i32 value converts to the same float from i32 as from i64 (one rounding of
+            # the same integer); the 32-bit conversion is the cheap one
+            xf = s.trunc(v, 32) if magic and max(32, in_w) == 32 else v
+            y = s.emit(arith.MulfOp(s.emit(arith.SIToFPOp(xf, ft)), f))
+            if magic and offset is None:
+                # clamp(rint(y) + zp, lo, hi) == rint(clamp(y, lo - zp, hi - zp)) + zp (rint is
+                # monotone and keeps integers).  For |y| <= 2^21, y + 1.5 * 2^23 lies in
+                # [2^23, 2^24), where float32's spacing is 1: the add itself rounds y to the
+                # nearest integer, ties to even, and the sum's bits minus those of 1.5 * 2^23
+                # are that integer (XNNPACK's "magic bias"); subtracting 0x4B400000 - zp adds
+                # the zero point in the same step.  Bits, not a float subtract,
+                # because compilers fold (y + c) - c to y.
+                y = s.emit(arith.MinimumfOp(s.emit(arith.MaximumfOp(y, s.const(float(lo - ozp), ft))),
+                                            s.const(float(hi - ozp), ft)))
+                bits = s.emit(arith.BitcastOp(s.emit(arith.AddfOp(y, s.const(12582912.0, ft))), I32))
+                return s.trunc(s.sub(bits, s.const(0x4B400000 - ozp, I32)), out_w)  # rint(y) + zp
             y = s.fclamp(y, float(1 << 62))
             if offset is not None:
                 # the clamp above keeps the product a separate float32 rounding (no fused multiply-add)

@@ -166,6 +166,7 @@ def _scalar_rules():
         arith.CmpiOp: cmp,
         arith.CmpfOp: cmpf,
         arith.SelectOp: lambda op, a: tirx.Select(a[0], a[1], a[2]),
+        arith.BitcastOp: lambda op, a: tirx.reinterpret(dtype_of(op.results[0].type), a[0]),
         arith.AddfOp: lambda op, a: a[0] + a[1],
         arith.SubfOp: lambda op, a: a[0] - a[1],
         arith.MulfOp: lambda op, a: a[0] * a[1],

@@ -134,37 +134,28 @@ func.func @wide_round(%x: tensor<4xi64>) -> tensor<4xi16> {
   func.return %0 : tensor<4xi16>
 }
 
-// float_even: rint(float32(v) * float32(scale)) with ties to even, spelled with fptosi (toward zero),
-// the fraction, and a parity test; the product is first clamped to +-2^62 so fptosi is defined.
+// float_even: rint(float32(v) * float32(scale)) with ties to even, as XNNPACK computes it (8-bit
+// output, so |rint| stays far below 2^21): the i32 input converts straight to f32; the product is
+// clamped to [lo - zp, hi - zp] = [-128 - 5, 127 - 5] = [-133, 122] (clamping before rint is the
+// same as after: rint is monotone and keeps integers); adding 1.5 * 2^23 (0x4B400000) rounds it
+// to an integer, ties to even, in float32's [2^23, 2^24) binade, whose bits are 0x4B400000 +
+// rint; subtracting 0x4B400000 - zp = 1262485504 - 5 = 1262485499 leaves rint + zp.
 // CHECK-LABEL: func.func @float_even
-// CHECK:           %[[F:.*]] = arith.constant 2.500000e-01 : f32
-// CHECK-NEXT:      %[[XF:.*]] = arith.sitofp %{{.*}} : i64 to f32
+// CHECK:           ^bb0(%[[X:.*]]: i32, %{{.*}}: i8):
+// CHECK-NEXT:      %[[F:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK-NEXT:      %[[XF:.*]] = arith.sitofp %[[X]] : i32 to f32
 // CHECK-NEXT:      %[[Y:.*]] = arith.mulf %[[XF]], %[[F]] : f32
-// CHECK-NEXT:      arith.constant -4.61168602e+18 : f32
-// CHECK-NEXT:      arith.constant 4.61168602e+18 : f32
-// CHECK-NEXT:      arith.maximumf
-// CHECK-NEXT:      %[[YC:.*]] = arith.minimumf
-// CHECK-NEXT:      %[[T:.*]] = arith.fptosi %[[YC]] : f32 to i64
-// CHECK-NEXT:      %[[TF:.*]] = arith.sitofp %[[T]] : i64 to f32
-// CHECK-NEXT:      %[[FRAC:.*]] = arith.subf %[[YC]], %[[TF]] : f32
-// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1 : i64
-// CHECK-NEXT:      %[[LOW:.*]] = arith.andi %[[T]], %[[ONE]] : i64
-// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:      %[[ODD:.*]] = arith.cmpi ne, %[[LOW]], %[[Z]] : i64
-// CHECK-NEXT:      %[[H:.*]] = arith.constant 5.000000e-01 : f32
-// CHECK-NEXT:      %[[MH:.*]] = arith.constant -5.000000e-01 : f32
-// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[FRAC]], %[[H]] : f32
-// CHECK-NEXT:      %[[EQ:.*]] = arith.cmpf oeq, %[[FRAC]], %[[H]] : f32
-// CHECK-NEXT:      %[[LT:.*]] = arith.cmpf olt, %[[FRAC]], %[[MH]] : f32
-// CHECK-NEXT:      %[[MEQ:.*]] = arith.cmpf oeq, %[[FRAC]], %[[MH]] : f32
-// CHECK-NEXT:      %[[TIEUP:.*]] = arith.andi %[[EQ]], %[[ODD]] : i1
-// CHECK-NEXT:      %[[UP:.*]] = arith.ori %[[GT]], %[[TIEUP]] : i1
-// CHECK-NEXT:      %[[TIEDN:.*]] = arith.andi %[[MEQ]], %[[ODD]] : i1
-// CHECK-NEXT:      %[[DN:.*]] = arith.ori %[[LT]], %[[TIEDN]] : i1
-// CHECK-NEXT:      %[[UP64:.*]] = arith.extui %[[UP]] : i1 to i64
-// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[T]], %[[UP64]] : i64
-// CHECK-NEXT:      %[[DN64:.*]] = arith.extui %[[DN]] : i1 to i64
-// CHECK-NEXT:      arith.subi %[[S]], %[[DN64]] : i64
+// CHECK-NEXT:      %[[LO:.*]] = arith.constant -1.330000e+02 : f32
+// CHECK-NEXT:      %[[Y1:.*]] = arith.maximumf %[[Y]], %[[LO]] : f32
+// CHECK-NEXT:      %[[HI:.*]] = arith.constant 1.220000e+02 : f32
+// CHECK-NEXT:      %[[Y2:.*]] = arith.minimumf %[[Y1]], %[[HI]] : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.constant 0x4B400000 : f32
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[Y2]], %[[M]] : f32
+// CHECK-NEXT:      %[[BITS:.*]] = arith.bitcast %[[SUM]] : f32 to i32
+// CHECK-NEXT:      %[[MB:.*]] = arith.constant 1262485499 : i32
+// CHECK-NEXT:      %[[R:.*]] = arith.subi %[[BITS]], %[[MB]] : i32
+// CHECK-NEXT:      %[[R8:.*]] = arith.trunci %[[R]] : i32 to i8
+// CHECK-NEXT:      linalg.yield %[[R8]] : i8
 // MLIR-LABEL:  func.func @float_even
 func.func @float_even(%x: tensor<4xi32>) -> tensor<4xi8> {
   %0 = qint.rescale %x {mode = "float_even", scale = array<f64: 0.25>, output_zp = 5 : i64} : (tensor<4xi32>) -> tensor<4xi8>

@@ -37,6 +37,7 @@ Syntax of every op:
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -72,7 +73,32 @@ _KIND_SPELLING = {
 }
 
 
+_MADE: dict[tuple, Attribute] = {}
+
+
 def make_attr(kind: str, value) -> Attribute:
+    """The attribute of `kind` holding `value`; equal values share one (immutable) attribute,
+    since building and verifying one costs more than the rest of an op."""
+    if kind == INTS:
+        key = (kind, tuple(int(v) for v in value))
+    elif kind == FLOATS:  # by the exact bits (0.0 and -0.0, NaN payloads)
+        floats = [float(v) for v in value]
+        key = (kind, struct.pack(f"<{len(floats)}d", *floats))
+    elif kind == INT:
+        key = (kind, int(value))
+    elif kind == BOOL:
+        key = (kind, bool(value))
+    else:
+        key = (kind, str(value))
+    attr = _MADE.get(key)
+    if attr is None:
+        if len(_MADE) >= 4096:
+            _MADE.clear()
+        attr = _MADE[key] = _make_attr(kind, value)
+    return attr
+
+
+def _make_attr(kind: str, value) -> Attribute:
     if kind == INTS:
         return DenseArrayBase.from_list(i64, [int(v) for v in value])
     if kind == FLOATS:
@@ -150,7 +176,10 @@ class QIntOp(IRDLOperation):
                 attrs[key] = make_attr(self.ATTRS[key][0], value)
             else:
                 raise VerifyException(f"{self.name}: unknown attribute '{key}'")
-        super().__init__(operands=[list(operands)], result_types=[list(result_types)], attributes=attrs)
+        # what IRDLOperation's builder makes of the one variadic operand list and the one
+        # variadic result list (no segment sizes), without its generic conversions
+        Operation.__init__(self, operands=[SSAValue.get(o) for o in operands], result_types=list(result_types),
+                           attributes=attrs)
 
     @classmethod
     def parse(cls, parser: Parser):

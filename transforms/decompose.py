@@ -127,7 +127,9 @@ def dense_constant(values: np.ndarray, width: int) -> arith.ConstantOp:
     container = np.dtype(f"int{max(8, width)}")
     arr = np.ascontiguousarray(np.asarray(values).astype(container))
     t = int_tensor(arr.shape, width)
-    return arith.ConstantOp(DenseIntOrFPElementsAttr(t, BytesAttr(arr.tobytes())), t)
+    # what arith.ConstantOp(attr, t) makes, without its generic builder
+    return arith.ConstantOp.create(result_types=[t],
+                                   properties={"value": DenseIntOrFPElementsAttr(t, BytesAttr(arr.tobytes()))})
 
 
 def reassociation(groups) -> ArrayAttr:

@@ -383,12 +383,24 @@ def amap(n_dims: int, results: Sequence) -> AffineMapAttr:
     return AffineMapAttr(AffineMap(n_dims, 0, exprs))
 
 
+@cache
 def identity(rank: int) -> AffineMapAttr:
     return amap(rank, [dim(i) for i in range(rank)])
 
 
+@cache
+def axis_map(rank: int, axis: int) -> AffineMapAttr:
+    """(d0, ..., d{rank-1}) -> (d{axis}): a per-channel parameter's map."""
+    return amap(rank, [dim(axis)])
+
+
 def broadcast_map(shape: Sequence[int], out_shape: Sequence[int]) -> AffineMapAttr:
     """Right-aligned numpy broadcasting of an operand of `shape` into `out_shape`'s loops."""
+    return _broadcast_map(tuple(shape), tuple(out_shape))
+
+
+@cache
+def _broadcast_map(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> AffineMapAttr:
     rank, out_rank = len(shape), len(out_shape)
     results = []
     for j, s in enumerate(shape):
@@ -476,7 +488,7 @@ class Lowering(Emitter):
         values = [int(v) for v in values]
         if len(set(values)) == 1:
             return values[0], None
-        return self.constant(np.asarray(values, np.int64), 64), amap(rank, [dim(axis)])
+        return self.constant(np.asarray(values, np.int64), 64), axis_map(rank, axis)
 
     def pad(self, x: SSAValue, low: Sequence[int], high: Sequence[int], value: int) -> SSAValue:
         if not any(low) and not any(high):

@@ -112,16 +112,35 @@ def _make_attr(kind: str, value) -> Attribute:
     raise ValueError(kind)
 
 
+_I1 = IntegerType(1)
+_READ: dict[int, tuple] = {}  # id(attr) -> (attr, kind, value); holding attr keeps its id unique
+
+
 def read_attr(attr: Attribute, kind: str):
+    """The Python value of a qint attribute of `kind` (lists are fresh copies); TypeError
+    if it is not one.  Remembered per attribute object: passes read the same
+    attributes many times, and decoding an array is the bulk of it."""
+    hit = _READ.get(id(attr))
+    if hit is not None and hit[0] is attr and hit[1] == kind:
+        value = hit[2]
+        return list(value) if isinstance(value, list) else value
+    value = _read_attr(attr, kind)
+    if len(_READ) >= 4096:
+        _READ.clear()
+    _READ[id(attr)] = (attr, kind, value)
+    return list(value) if isinstance(value, list) else value
+
+
+def _read_attr(attr: Attribute, kind: str):
     if kind in (INTS, FLOATS) and isinstance(attr, DenseArrayBase):
         values = list(attr.get_values())
         if (kind == INTS) == isinstance(attr.elt_type, IntegerType):
             return values
-    if kind == INT and isinstance(attr, IntegerAttr) and attr.type != IntegerType(1):
+    if kind == INT and isinstance(attr, IntegerAttr) and attr.type != _I1:
         return int(attr.value.data)
     if kind == STR and isinstance(attr, StringAttr):
         return attr.data
-    if kind == BOOL and isinstance(attr, IntegerAttr) and attr.type == IntegerType(1):
+    if kind == BOOL and isinstance(attr, IntegerAttr) and attr.type == _I1:
         return bool(attr.value.data)
     if kind == FLOATS and isinstance(attr, FloatAttr):
         return [float(attr.value.data)]

@@ -22,6 +22,7 @@ Anything else raises `TranslationError` naming the op.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -43,6 +44,13 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
 
 from qdialect import cyclic_gc
+
+
+@functools.cache
+def _is_subclass(cls: type, base: type) -> bool:
+    """issubclass, remembered: isinstance on xDSL's (abstract) op classes goes through
+    ABCMeta each time, and the translation asks it of every op in every body."""
+    return issubclass(cls, base)
 
 
 class TranslationError(Exception):
@@ -288,7 +296,7 @@ class Translator:
         """Structural key of one op: class, operands (by `numbering`, else by identity), result
         types, properties and attributes; a scalar constant by its value."""
         token = self.token
-        if isinstance(op, arith.ConstantOp) and not isinstance(op.value, DenseIntOrFPElementsAttr):
+        if _is_subclass(type(op), arith.ConstantOp) and not isinstance(op.value, DenseIntOrFPElementsAttr):
             c, dt = scalar_constant(op)
             return (arith.ConstantOp, _scalar_key(c), dt, token(op.results[0].type))
         properties, attributes = op.properties, op.attributes

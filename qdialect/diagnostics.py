@@ -30,12 +30,70 @@ class LocatedVerifyError(VerifyException):
         self.span = span
 
 
+# Types and attributes whose text extent is their balanced angle brackets, and so can be
+# found before parsing them: `tensor<...>`, `!dialect.name<...>`, `array<...>`, ...
+_BRACKETED_TYPE = {str: re.compile(r"(?:tensor|vector|memref|![A-Za-z_][\w.$]*)<"),
+                   bytes: re.compile(rb"(?:tensor|vector|memref|![A-Za-z_][\w.$]*)<")}
+_BRACKETED_ATTR = {str: re.compile(r"(?:array|affine_map)<"), bytes: re.compile(rb"(?:array|affine_map)<")}
+_BRACKETS = {str: re.compile(r'[<>"]'), bytes: re.compile(rb'[<>"]')}
+_CLOSE = {str: ">", bytes: b">"}
+
+
 class LocatingParser(Parser):
-    """xDSL's parser that also records the source span of every op it parses."""
+    """xDSL's parser that also records the source span of every op it parses.
+
+    It also parses each distinct type text once: a model's text repeats the same
+    tensor types on every op (a per-axis quantized type has a scale per channel),
+    and xDSL lexes and builds them anew each time (about half of the parse time).
+    A type (or `array<...>` / `affine_map<...>` attribute) that spans exactly its
+    balanced angle brackets is remembered by its text; the same text later is
+    skipped and answered with the same (immutable) object."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.op_spans: dict[int, Span] = {}
+        self._parsed_texts: dict = {}
+
+    def _bracketed(self, starts: dict, parse):
+        """`parse()`, or the object the same text parsed to before (see the class doc)."""
+        content = self.lexer.input.content
+        start = self._current_token.span.start
+        kind = type(content)
+        head = starts[kind].match(content, start)
+        if head is None:
+            return parse()
+        depth, end = 1, None
+        close = _CLOSE[kind]
+        for m in _BRACKETS[kind].finditer(content, head.end()):
+            c = m.group()
+            if c == close:
+                depth -= 1
+                if depth == 0:
+                    end = m.end()
+                    break
+            elif c == "<" or c == b"<":
+                depth += 1
+            else:  # a string literal could hold brackets: parse as usual
+                return parse()
+        if end is None:
+            return parse()
+        key = content[start:end]
+        done = self._parsed_texts.get(key)
+        if done is not None:
+            self._resume_from(end)
+            return done
+        result = parse()
+        # remembered only when the parse took exactly that text (then the same text
+        # always parses to an equal object: nothing after the closing bracket matters)
+        if result is not None and not content[end:self._current_token.span.start].strip():
+            self._parsed_texts[key] = result
+        return result
+
+    def parse_optional_type(self):
+        return self._bracketed(_BRACKETED_TYPE, super().parse_optional_type)
+
+    def parse_optional_attribute(self):
+        return self._bracketed(_BRACKETED_ATTR, super().parse_optional_attribute)
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
@@ -87,6 +145,7 @@ def verify_module(
     LocatedVerifyError naming the op (and its source location when known).
     """
     spans = op_spans or {}
+    problems_of: dict[int, list] = {}  # id(type) -> its problems (the types stay alive in module)
     for op in module.walk():
         span = spans.get(id(op))
         if span is not None and line_offset:
@@ -96,17 +155,22 @@ def verify_module(
             for region in op.regions:
                 for block in region.blocks:
                     for arg in block.args:
-                        _check_value_type(op, arg.type, f"block argument {arg.index}")
+                        _check_value_type(op, arg.type, f"block argument {arg.index}", problems_of)
             for i, res in enumerate(op.results):
-                _check_value_type(op, res.type, f"result {i}")
+                _check_value_type(op, res.type, f"result {i}", problems_of)
         except LocatedVerifyError:
             raise
         except VerifyException as e:
             raise LocatedVerifyError(_first_reason(str(e), op), span) from None
 
 
-def _check_value_type(op: Operation, t, what: str) -> None:
-    problems = quantized_tensor_problems(t)
+def _check_value_type(op: Operation, t, what: str, problems_of: dict[int, list] | None = None) -> None:
+    if problems_of is None:
+        problems = quantized_tensor_problems(t)
+    else:
+        problems = problems_of.get(id(t))
+        if problems is None:
+            problems = problems_of[id(t)] = quantized_tensor_problems(t)
     if problems:
         raise VerifyException(f"{op.name}: {what}: {problems[0]}")
 

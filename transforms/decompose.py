@@ -41,6 +41,7 @@ once; nothing is approximated.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -87,8 +88,28 @@ class Unsupported(Exception):
 # ----- types and small IR helpers ----------------------------------------------------------------
 
 
+_TENSOR_TYPES: dict[tuple, TensorType] = {}
+
+
+def tensor_type(element, shape) -> TensorType:
+    """TensorType(element, shape), one shared object per (element, shape): building and
+    verifying a type costs tens of microseconds, and the same few recur on every op."""
+    key = (element, tuple(int(d) for d in shape))
+    t = _TENSOR_TYPES.get(key)
+    if t is None:
+        if len(_TENSOR_TYPES) >= 4096:
+            _TENSOR_TYPES.clear()
+        t = _TENSOR_TYPES[key] = TensorType(element, list(key[1]))
+    return t
+
+
 def int_tensor(shape, width: int) -> TensorType:
-    return TensorType(IntegerType(width), list(shape))
+    return tensor_type(_int_type(width), shape)
+
+
+@functools.cache
+def _int_type(width: int) -> IntegerType:
+    return IntegerType(width)
 
 
 def storage_type(t):
@@ -98,7 +119,7 @@ def storage_type(t):
         return t
     if not isinstance(t, TensorType):  # a scalar !quant.uniform value
         return q.storage_type
-    return TensorType(q.storage_type, t.get_shape())
+    return tensor_type(q.storage_type, t.get_shape())
 
 
 def dense_constant(values: np.ndarray, width: int) -> arith.ConstantOp:
@@ -106,7 +127,9 @@ def dense_constant(values: np.ndarray, width: int) -> arith.ConstantOp:
     container = np.dtype(f"int{max(8, width)}")
     arr = np.ascontiguousarray(np.asarray(values).astype(container))
     t = int_tensor(arr.shape, width)
-    return arith.ConstantOp(DenseIntOrFPElementsAttr(t, BytesAttr(arr.tobytes())), t)
+    # what arith.ConstantOp(attr, t) makes, without its generic builder
+    return arith.ConstantOp.create(result_types=[t],
+                                   properties={"value": DenseIntOrFPElementsAttr(t, BytesAttr(arr.tobytes()))})
 
 
 def reassociation(groups) -> ArrayAttr:

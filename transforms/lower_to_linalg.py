@@ -25,7 +25,7 @@ pass cannot express exactly is refused (every such op named at once).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
@@ -64,6 +64,7 @@ from qdialect.dialects import qint
 from qdialect.reference import activations as act
 from qdialect.reference.rescale import multiply_by_quantized_multiplier, multiply_single_rounding
 from transforms.decompose import Emitter, Unsupported, dense_constant, int_tensor, pad_op, scalar_constant
+from transforms.fast_ir import BlockTemplate, all_ops, create_op
 
 I64 = IntegerType(64)
 I32 = IntegerType(32)
@@ -80,7 +81,8 @@ def make_op(key: tuple, build: Callable[..., Operation], operands: Sequence[SSAV
     """The op `build(*operands)` makes, when that op depends only on `key` and the operand
     types: built once on placeholder operands, then copied through `Operation.create`.
     (xDSL's typed constructors convert and check every argument and attribute on each
-    call, 3-7x the cost; a rescale body is about 50 ops.)"""
+    call, 3-7x the cost; a rescale body is about 20 ops.)  Ops with regions are not for
+    this: see `_region_op`."""
     types = tuple(v.type for v in operands)
     template = _TEMPLATES.get((key, types))
     if template is None:
@@ -90,9 +92,7 @@ def make_op(key: tuple, build: Callable[..., Operation], operands: Sequence[SSAV
         proto.drop_all_references()
         _TEMPLATES[(key, types)] = template
     cls, result_types, properties, attributes = template
-    # Operation.__init__ copies both dicts itself
-    return cls.create(operands=operands, result_types=result_types, properties=properties,
-                      attributes=attributes, location=UNKNOWN_LOC)
+    return create_op(cls, operands, result_types, properties, attributes)
 
 
 def _signed_bits(value: int) -> int:
@@ -383,12 +383,24 @@ def amap(n_dims: int, results: Sequence) -> AffineMapAttr:
     return AffineMapAttr(AffineMap(n_dims, 0, exprs))
 
 
+@cache
 def identity(rank: int) -> AffineMapAttr:
     return amap(rank, [dim(i) for i in range(rank)])
 
 
+@cache
+def axis_map(rank: int, axis: int) -> AffineMapAttr:
+    """(d0, ..., d{rank-1}) -> (d{axis}): a per-channel parameter's map."""
+    return amap(rank, [dim(axis)])
+
+
 def broadcast_map(shape: Sequence[int], out_shape: Sequence[int]) -> AffineMapAttr:
     """Right-aligned numpy broadcasting of an operand of `shape` into `out_shape`'s loops."""
+    return _broadcast_map(tuple(shape), tuple(out_shape))
+
+
+@cache
+def _broadcast_map(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> AffineMapAttr:
     rank, out_rank = len(shape), len(out_shape)
     results = []
     for j, s in enumerate(shape):
@@ -413,55 +425,70 @@ def _segment_sizes(n_inputs: int) -> DenseArrayBase:
 
 
 class Lowering(Emitter):
-    """Collects the L3 ops that replace one qint op."""
+    """Collects the L3 ops that replace one qint op.
+
+    `bodies` caches linalg.generic bodies by the key their callers give (see
+    `generic`); share one dict between the Lowerings of a pass run."""
+
+    def __init__(self, bodies: dict | None = None):
+        super().__init__()
+        self.bodies = {} if bodies is None else bodies
 
     def empty(self, t: TensorType) -> SSAValue:
         return self.add(make_op(("empty", t), lambda: tensor.EmptyOp([], t)))
 
+    def scalar(self, value, el) -> SSAValue:
+        """An `arith.constant` of a scalar integer or float `el`."""
+        if isinstance(el, IntegerType):
+            value = int(value)
+            return self.add(make_op(("constant", value, el), lambda: arith.ConstantOp(IntegerAttr(value, el), el)))
+        value = float(value)
+        return self.add(make_op(("constant", value.hex(), el), lambda: arith.ConstantOp(FloatAttr(value, el), el)))
+
     def filled(self, t: TensorType, value) -> SSAValue:
-        el = t.element_type
-        attr = IntegerAttr(int(value), el) if isinstance(el, IntegerType) else FloatAttr(float(value), el)
-        c = self.add(arith.ConstantOp(attr, el))
-        return self.add(FillOp([c], [self.empty(t)], [t]))
+        c = self.scalar(value, t.element_type)
+        out = self.empty(t)
+        return self.add(_region_op(("fill", t), lambda a, b: FillOp([a], [b], [t]), (c, out)))
 
     def generic(self, inputs: Sequence[SSAValue], maps: Sequence[AffineMapAttr], out_type: TensorType,
                 out_map: AffineMapAttr, body: Callable[..., SSAValue], *, iterators: Sequence[str] | None = None,
-                init=None) -> SSAValue:
-        """One linalg.generic; `body(s, *args, out)` builds the yielded scalar with `Scalar` s."""
+                init=None, key: tuple | None = None) -> SSAValue:
+        """One linalg.generic; `body(s, *args, out)` builds the yielded scalar with `Scalar` s.
+
+        With a `key`, a body built before under the same key and block argument types
+        is copied instead of calling `body` again: `key` must then determine everything
+        `body` builds (every Python value it reads; SSA values from outside the body
+        are not allowed)."""
         n = out_map.data.num_dims
         iterators = iterators or ["parallel"] * n
         out = self.empty(out_type) if init is None else self.filled(out_type, init)
-        block = Block(arg_types=[element(v.type) for v in inputs] + [out_type.element_type])
-        s = Scalar(block)
-        y = body(s, *block.args)
-        block.add_op(YieldOp(y))
-        # values the folds made unneeded (constants they read, an extension a truncation undid)
-        dead = block.last_op.prev_op
-        while dead is not None:
-            earlier = dead.prev_op
-            if not any(r.uses for r in dead.results):
-                block.erase_op(dead)
-            dead = earlier
+        arg_types = tuple([element(v.type) for v in inputs] + [out_type.element_type])
+        if key is None:
+            block = _build_body(arg_types, body)
+        else:
+            template = self.bodies.get((key, arg_types))
+            if template is None:
+                template = self.bodies[(key, arg_types)] = BlockTemplate(_build_body(arg_types, body))
+            block = template.instantiate()
         # the op GenericOp(...) makes, without its constructor's conversions and checks of
         # arguments built right here (lower_to_l3 verifies the module after the pass)
-        op = GenericOp.create(operands=[*inputs, out], result_types=[out_type], regions=[Region(block)],
-                              properties={"indexing_maps": ArrayAttr([*maps, out_map]),
-                                          "iterator_types": _iterator_types(tuple(iterators)),
-                                          "operandSegmentSizes": _segment_sizes(len(inputs))},
-                              location=UNKNOWN_LOC)
+        op = create_op(GenericOp, [*inputs, out], [out_type],
+                       {"indexing_maps": ArrayAttr([*maps, out_map]),
+                        "iterator_types": _iterator_types(tuple(iterators)),
+                        "operandSegmentSizes": _segment_sizes(len(inputs))}, {}, [Region(block)])
         return self.add(op)
 
-    def elementwise(self, inputs: Sequence[SSAValue], out_type: TensorType, body) -> SSAValue:
+    def elementwise(self, inputs: Sequence[SSAValue], out_type: TensorType, body, key: tuple | None = None) -> SSAValue:
         shape = list(out_type.get_shape())
         maps = [broadcast_map(qint.shape_of(v), shape) for v in inputs]
-        return self.generic(inputs, maps, out_type, identity(len(shape)), body)
+        return self.generic(inputs, maps, out_type, identity(len(shape)), body, key=key)
 
     def channel_constant(self, values, axis: int, rank: int):
         """Per-channel i64 parameters: (operand, map) or a Python int when they are all one value."""
         values = [int(v) for v in values]
         if len(set(values)) == 1:
             return values[0], None
-        return self.constant(np.asarray(values, np.int64), 64), amap(rank, [dim(axis)])
+        return self.constant(np.asarray(values, np.int64), 64), axis_map(rank, axis)
 
     def pad(self, x: SSAValue, low: Sequence[int], high: Sequence[int], value: int) -> SSAValue:
         if not any(low) and not any(high):
@@ -469,8 +496,49 @@ class Lowering(Emitter):
         shape = qint.shape_of(x)
         el = x.type.element_type
         result = TensorType(el, [d + lo + hi for d, lo, hi in zip(shape, low, high)])
-        c = self.add(scalar_constant(value, el.width.data))
-        return self.add(pad_op(x, list(low), list(high), c, result))
+        c = self.scalar(value, el)
+        return self.add(_region_op(("pad", tuple(low), tuple(high), result),
+                                   lambda src, pad_value: pad_op(src, list(low), list(high), pad_value, result),
+                                   [x], [c]))
+
+
+def _build_body(arg_types: Sequence, body: Callable[..., SSAValue]) -> Block:
+    """A linalg.generic body block: `body(s, *args)` with `Scalar` s, yielded, dead ops dropped."""
+    block = Block(arg_types=arg_types)
+    s = Scalar(block)
+    y = body(s, *block.args)
+    block.add_op(YieldOp(y))
+    # values the folds made unneeded (constants they read, an extension a truncation undid)
+    dead = block.last_op.prev_op
+    while dead is not None:
+        earlier = dead.prev_op
+        if not any(r.uses for r in dead.results):
+            block.erase_op(dead)
+        dead = earlier
+    return block
+
+
+_REGION_TEMPLATES: dict[tuple, Operation] = {}
+
+
+def _region_op(key: tuple, build: Callable[..., Operation], operands: Sequence[SSAValue],
+               captured: Sequence[SSAValue] = ()) -> Operation:
+    """`make_op` for an op with regions (linalg's named ops and their hidden bodies,
+    tensor.pad): the template's regions are copied.  Their bodies may read, besides
+    their own values, only the `captured` values (`build(*operands, *captured)`)."""
+    types = tuple(v.type for v in operands)
+    captured_types = tuple(v.type for v in captured)
+    template = _REGION_TEMPLATES.get((key, types, captured_types))
+    if template is None:
+        # built on placeholder values, which nothing else ever sees
+        placeholders = Block(arg_types=types + captured_types).args
+        proto = build(*placeholders)
+        template = (proto, placeholders[len(types):], [[BlockTemplate(b) for b in r.blocks] for r in proto.regions])
+        _REGION_TEMPLATES[(key, types, captured_types)] = template
+    proto, captured_placeholders, regions = template
+    outside = dict(zip(captured_placeholders, captured))
+    return create_op(type(proto), operands, [r.type for r in proto.results], proto.properties, proto.attributes,
+                     [Region([b.instantiate(outside) for b in blocks]) for blocks in regions])
 
 
 def signed_min(width: int) -> int:
@@ -494,6 +562,16 @@ def _constant_values(value: SSAValue) -> np.ndarray | None:
     return None
 
 
+def _conv_nhwc_fhwc(operands: Sequence[SSAValue], strides: tuple[int, int], dilations: tuple[int, int]) -> Operation:
+    """linalg.conv_2d_nhwc_fhwc ins(input, filter) outs(init)."""
+    def build(x, w, init):
+        return Conv2DNhwc_FhwcOp([x, w], [init], [init.type],
+                                 strides=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), list(strides)),
+                                 dilations=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), list(dilations)))
+
+    return _region_op(("conv_2d_nhwc_fhwc", tuple(strides), tuple(dilations)), build, operands)
+
+
 def lower_conv2d(e: Lowering, op: qint.Conv2DOp) -> SSAValue:
     x, w = op.operands
     out_t = op.results[0].type
@@ -507,17 +585,14 @@ def lower_conv2d(e: Lowering, op: qint.Conv2DOp) -> SSAValue:
     weights = _constant_values(w)
     if wzp == 0 and weights is not None and qint.int_width(w) <= acc_w:
         init = e.filled(out_t, 0)
-        conv = Conv2DNhwc_FhwcOp([xp, w], [init], [out_t],
-                                 strides=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), [sh, sw]),
-                                 dilations=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), [dh, dw]))
-        acc = e.add(conv)
+        acc = e.add(_conv_nhwc_fhwc([xp, w, init], (sh, sw), (dh, dw)))
         if izp == 0:
             return acc
         correction = izp * weights.astype(np.int64).reshape(weights.shape[0], -1).sum(axis=1)
         corr = e.constant(correction, 64)
         rank = 4
         return e.generic([acc, corr], [identity(rank), amap(rank, [dim(3)])], out_t, identity(rank),
-                         lambda s, a, c, _o: s.trunc(s.sub(s.ext(a), c), acc_w))
+                         lambda s, a, c, _o: s.trunc(s.sub(s.ext(a), c), acc_w), key=("correction", acc_w))
     # general form: zero points inside the reduction body
     maps = [amap(7, [dim(0), dim(1) * sh + dim(4) * dh, dim(2) * sw + dim(5) * dw, dim(6)]),
             amap(7, [dim(3), dim(4), dim(5), dim(6)])]
@@ -588,15 +663,13 @@ def lower_fully_connected(e: Lowering, op: qint.FullyConnectedOp) -> SSAValue:
         x4 = e.reshape(x, (1, 1, n, i))
         w4 = e.constant(weights.reshape(o, 1, 1, i), qint.int_width(w))
         out4 = int_tensor([1, 1, n, o], acc_w)
-        conv = e.add(Conv2DNhwc_FhwcOp([x4, w4], [e.filled(out4, 0)], [out4],
-                                       strides=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), [1, 1]),
-                                       dilations=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), [1, 1])))
+        conv = e.add(_conv_nhwc_fhwc([x4, w4, e.filled(out4, 0)], (1, 1), (1, 1)))
         acc = e.reshape(conv, (n, o))
         if izp == 0:
             return acc
         corr = e.constant(izp * weights.astype(np.int64).sum(axis=1), 64)
         return e.generic([acc, corr], [identity(2), amap(2, [dim(1)])], op.results[0].type, identity(2),
-                         lambda s, a, c, _o: s.trunc(s.sub(s.ext(a), c), acc_w))
+                         lambda s, a, c, _o: s.trunc(s.sub(s.ext(a), c), acc_w), key=("correction", acc_w))
     maps = [amap(3, [dim(0), dim(2)]), amap(3, [dim(1), dim(2)])]
     return e.generic([x, w], maps, op.results[0].type, amap(3, [dim(0), dim(1)]),
                      _zp_product(op.attr("input_zp", 0), op.attr("weight_zp", 0), acc_w),
@@ -629,7 +702,7 @@ def lower_bias_add(e: Lowering, op: qint.BiasAddOp) -> SSAValue:
     acc, bias = op.operands
     w = qint.int_width(op.results[0])
     return e.elementwise([acc, bias], op.results[0].type,
-                         lambda s, a, b, _o: s.emit(arith.AddiOp(a, s.ext(b, w))))
+                         lambda s, a, b, _o: s.emit(arith.AddiOp(a, s.ext(b, w))), key=("bias_add", w))
 
 
 # ----- rescale ---------------------------------------------------------------------------------
@@ -705,6 +778,9 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
     offset = None
     if "offset" in op.attributes:
         offset = float(np.float32(op.attr("offset")[0]))
+    never_min = mode == "double_round" and bool((m != -(1 << 31)).all())
+    if mode != "double_round":
+        narrow = False
 
     def body(s: Scalar, *args):
         def p(k):
@@ -720,7 +796,7 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
         if mode == "double_round":
             left = p(1)
             shifted = v if isinstance(left, int) and left == 0 else s.wrap(s.shl(v, left), 32)
-            high = s.srdhm(shifted, p(0), b_never_min=bool((m != -(1 << 31)).all()))
+            high = s.srdhm(shifted, p(0), b_never_min=never_min)
             if narrow:
                 def i32(k):
                     val = p(k)
@@ -771,7 +847,19 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
             r = s.add(r, ozp)
         return s.trunc(s.clamp(r, lo, hi), out_w)
 
-    return e.generic(inputs, maps, out_t, identity(rank), body)
+    # everything `body` reads (floats by their bits: 0.0 and -0.0 are different literals)
+    key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, never_min, _literal_key(offset),
+           tuple((kind, _literal_key(v)) for kind, v in params))
+    return e.generic(inputs, maps, out_t, identity(rank), body, key=key)
+
+
+def _literal_key(value):
+    """A Python literal in a body cache key: ints as themselves (bools apart), floats by their exact bits."""
+    if isinstance(value, float):
+        return ("float", value.hex())
+    if isinstance(value, (bool, np.bool_)):
+        return ("bool", bool(value))
+    return value if value is None else ("int", int(value))
 
 
 # ----- elementwise -----------------------------------------------------------------------------
@@ -790,7 +878,8 @@ def _binary(fn):
                 bv = s.sub(bv, rzp)
             return s.trunc(fn(s, av, bv), w)
 
-        return e.elementwise(list(op.operands), op.results[0].type, body)
+        return e.elementwise(list(op.operands), op.results[0].type, body,
+                             key=("binary", fn, _literal_key(lzp), _literal_key(rzp), w))
 
     return lower
 
@@ -808,7 +897,8 @@ def lower_scaled_add(e: Lowering, op: qint.ScaledAddOp) -> SSAValue:
         r = s.add(s.shr(s.wrap(acc, 32), shift), ozp)
         return s.trunc(s.clamp(r, lo, hi), w)
 
-    return e.elementwise(list(op.operands), op.results[0].type, body)
+    key = ("scaled_add", unsigned, *(_literal_key(v) for v in (ma, mb, bias, shift, ozp, lo, hi)), w)
+    return e.elementwise(list(op.operands), op.results[0].type, body, key=key)
 
 
 def lower_table(e: Lowering, op: qint.TableOp) -> SSAValue:
@@ -845,7 +935,7 @@ def lower_divide_round(e: Lowering, op: qint.DivideRoundOp) -> SSAValue:
             r = s.add(q, s.bool_to_int(up))
         return s.trunc(r, w)
 
-    return e.elementwise(list(op.operands), op.results[0].type, body)
+    return e.elementwise(list(op.operands), op.results[0].type, body, key=("divide_round", rounding, w))
 
 
 # ----- pools and reductions --------------------------------------------------------------------
@@ -869,7 +959,7 @@ def _pool(e: Lowering, op, combine: str) -> SSAValue:
 
     return e.generic([xp, window], maps, op.results[0].type, amap(6, [dim(i) for i in range(4)]), body,
                      iterators=["parallel"] * 4 + ["reduction"] * 2,
-                     init=0 if combine == "sum" else signed_min(out_w))
+                     init=0 if combine == "sum" else signed_min(out_w), key=("pool", combine, out_w))
 
 
 def reduce(e: Lowering, x: SSAValue, axes: Sequence[int], out_width: int, combine: str,
@@ -886,7 +976,8 @@ def reduce(e: Lowering, x: SSAValue, axes: Sequence[int], out_width: int, combin
     in_map = amap(rank, [dim(order.index(i)) for i in range(rank)])
     out_map = amap(rank, [dim(k) for k in range(len(kept))])
     r = e.generic([x], [in_map], out_t, out_map, lambda s, a, acc: s.emit(cls(acc, s.ext(a, out_width))),
-                  iterators=["parallel"] * len(kept) + ["reduction"] * len(axes), init=init)
+                  iterators=["parallel"] * len(kept) + ["reduction"] * len(axes), init=init,
+                  key=("reduce", combine, out_width))
     if keep_dims:
         r = e.reshape(r, [1 if i in axes else d for i, d in enumerate(shape)])
     return r
@@ -1117,12 +1208,13 @@ LOWERINGS: dict[type, Callable[[Lowering, Operation], SSAValue]] = {
 @dataclass
 class LowerQIntOp(RewritePattern):
     failures: list[str]
+    bodies: dict = field(default_factory=dict)  # Lowering.generic's body cache, for one pass run
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         fn = LOWERINGS.get(type(op))
         if fn is None:
             return
-        e = Lowering()
+        e = Lowering(self.bodies)
         try:
             out = fn(e, op)
         except Unsupported as err:
@@ -1144,8 +1236,8 @@ class QnnLowerToLinalgPass(ModulePass):
                              apply_recursively=False).rewrite_module(op)
         if failures:
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + "; ".join(dict.fromkeys(failures)))
-        left = sorted({o.name for o in op.walk() if o.dialect_name() not in ("builtin", "func", "arith", "linalg",
-                                                                           "tensor")})
+        left = sorted(o.name for o in {type(o) for o in all_ops(op)}
+                      if o.dialect_name() not in ("builtin", "func", "arith", "linalg", "tensor"))
         if left:
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + ", ".join(left)
                                       + " (not an upstream func/arith/linalg/tensor op)")

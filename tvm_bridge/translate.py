@@ -22,6 +22,7 @@ Anything else raises `TranslationError` naming the op.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -39,10 +40,17 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
 
 from qdialect import cyclic_gc
+
+
+@functools.cache
+def _is_subclass(cls: type, base: type) -> bool:
+    """issubclass, remembered: isinstance on xDSL's (abstract) op classes goes through
+    ABCMeta each time, and the translation asks it of every op in every body."""
+    return issubclass(cls, base)
 
 
 class TranslationError(Exception):
@@ -269,6 +277,36 @@ class Translator:
         self.prim_funcs: dict[tuple, tuple] = {}
         # ops whose results an earlier op's kernel already computes (tvm_bridge/epilogue.py)
         self.fused: set[Operation] = set()
+        # attribute interning for those keys (see `token`)
+        self._token_of_id: dict[int, int] = {}
+        self._token_of_attr: dict = {}
+        self._tokened: list = []
+
+    def token(self, attr) -> int:
+        """A small int standing for `attr` in PrimFunc keys: equal attributes, equal tokens.
+
+        xDSL attributes are frozen dataclasses that rehash their whole tree on every
+        `hash()` (an ArrayAttr of affine maps: hundreds of calls); each attribute object
+        is hashed here once, then found by identity (kept alive so no id is reused)."""
+        t = self._token_of_id.get(id(attr))
+        if t is None:
+            t = self._token_of_attr.setdefault(attr, len(self._token_of_attr))
+            self._token_of_id[id(attr)] = t
+            self._tokened.append(attr)
+        return t
+
+    def op_key(self, op: Operation, numbering: dict) -> tuple:
+        """Structural key of one op: class, operands (by `numbering`, else by identity), result
+        types, properties and attributes; a scalar constant by its value."""
+        token = self.token
+        if _is_subclass(type(op), arith.ConstantOp) and not isinstance(op.value, DenseIntOrFPElementsAttr):
+            c, dt = scalar_constant(op)
+            return (arith.ConstantOp, _scalar_key(c), dt, token(op.results[0].type))
+        properties, attributes = op.properties, op.attributes
+        return (type(op), tuple([numbering.get(v) or ("outside", id(v)) for v in op._operands]),
+                tuple([token(r.type) for r in op.results]),
+                tuple([(k, token(a)) for k, a in sorted(properties.items())]) if properties else (),
+                tuple([(k, token(a)) for k, a in sorted(attributes.items())]) if attributes else ())
 
     def entry(self, name: str | None) -> func.FuncOp:
         funcs = _functions(self.module)
@@ -403,8 +441,8 @@ class Translator:
         def fte(*tensors):
             return te.compute(shape, lambda *i: rule(op, [t(*i) for t in tensors]), name=op.name.replace(".", "_"))
 
-        key = ("arith", _body_op_key(op, {v: ("operand", i) for i, v in enumerate(op.operands)}),
-               tuple(v.type for v in op.operands))
+        key = ("arith", self.op_key(op, {v: ("operand", i) for i, v in enumerate(op.operands)}),
+               tuple(self.token(v.type) for v in op.operands))
         self.env[op.results[0]] = self.emit_te(key, fte, *ins)
 
 
@@ -470,12 +508,14 @@ def _init_value(tr: Translator, value: SSAValue):
 def _generic(tr: Translator, op: linalg.GenericOp):
     from tvm import te, tirx
 
-    if len(op.outputs) != 1:
+    op_inputs, op_outputs = list(op.inputs), list(op.outputs)  # (each a segment lookup)
+    if len(op_outputs) != 1:
         raise TranslationError("linalg.generic with several outputs is not supported")
-    maps = [m.data for m in op.indexing_maps.data]
-    iters = [str(it.data) for it in op.iterator_types.data]
+    indexing_maps, iterator_types = op.indexing_maps, op.iterator_types
+    maps = [m.data for m in indexing_maps.data]
+    iters = [str(it.data) for it in iterator_types.data]
     n_loops = len(iters)
-    operands = list(op.inputs) + list(op.outputs)
+    operands = op_inputs + op_outputs
     extents: list[int | None] = [None] * n_loops
     for v, m in zip(operands, maps):
         if isinstance(v.type, TensorType):
@@ -485,7 +525,7 @@ def _generic(tr: Translator, op: linalg.GenericOp):
     if any(e is None for e in extents):
         raise TranslationError("linalg.generic: a loop has no extent derivable from an operand")
     out_map = maps[-1]
-    out_type = op.outputs[0].type
+    out_type = op_outputs[0].type
     out_shape = list(out_type.get_shape())
     out_dtype = dtype_of(out_type)
     red_dims = [d for d, it in enumerate(iters) if "reduction" in it]
@@ -496,7 +536,7 @@ def _generic(tr: Translator, op: linalg.GenericOp):
     body = op.body.block
     tensor_inputs = []
     input_kinds = []  # ("tensor", k) or ("scalar", value)
-    for v in op.inputs:
+    for v in op_inputs:
         if isinstance(v.type, TensorType):
             input_kinds.append(("tensor", len(tensor_inputs)))
             tensor_inputs.append(tr.tensor(v))
@@ -505,16 +545,23 @@ def _generic(tr: Translator, op: linalg.GenericOp):
             if not isinstance(c, tuple):
                 raise TranslationError("linalg.generic: non-constant scalar input")
             input_kinds.append(("scalar", c))
-    # tensors read inside the body (tables via tensor.extract) travel as extra TE inputs
+    # One pass over the body: the tensors it reads from outside (tables via tensor.extract,
+    # which travel as extra TE inputs) and the structural key of every op (SSA values as
+    # positions, constants by value: everything fcompute reads).
     captured: list[SSAValue] = []
-    for bop in body.ops:
-        for v in bop.operands:
-            if isinstance(v.type, TensorType) and v.owner is not op and v not in captured \
-                    and not (isinstance(v.owner, Block) and v.owner is body):
+    numbering: dict[SSAValue, tuple] = {arg: ("arg", i) for i, arg in enumerate(body.args)}
+    body_key = []
+    for k, bop in enumerate(body.ops):
+        for v in bop._operands:
+            if v not in numbering and isinstance(v.type, TensorType):
+                numbering[v] = ("captured", len(captured))
                 captured.append(v)
+        body_key.append(tr.op_key(bop, numbering))
+        for i, r in enumerate(bop.results):
+            numbering[r] = ("result", k, i)
     captured_at = {v: len(tensor_inputs) + k for k, v in enumerate(captured)}
     tensor_inputs.extend(tr.tensor(v) for v in captured)
-    init_tensor, init_const = _init_value(tr, op.outputs[0])
+    init_tensor, init_const = _init_value(tr, op_outputs[0])
     out_arg = body.args[-1]
     yield_op = body.last_op
     rules = scalar_rules()
@@ -576,15 +623,9 @@ def _generic(tr: Translator, op: linalg.GenericOp):
 
         return te.compute(out_shape, body_fn, name="generic")
 
-    # everything fcompute reads, by structure: SSA values as positions, constants by value
-    numbering: dict[SSAValue, tuple] = {arg: ("arg", i) for i, arg in enumerate(body.args)}
-    numbering.update((v, ("captured", k)) for k, v in enumerate(captured))
-    body_key = []
-    for k, bop in enumerate(body.ops):
-        body_key.append(_body_op_key(bop, numbering))
-        numbering.update((r, ("result", k, i)) for i, r in enumerate(bop.results))
-    key = ("generic", op.indexing_maps, op.iterator_types, tuple(v.type for v in operands),
-           tuple(v.type for v in captured),
+    token = tr.token
+    key = ("generic", tuple([token(m) for m in indexing_maps.data]), token(iterator_types),
+           tuple([token(v.type) for v in operands]), tuple([token(v.type) for v in captured]),
            tuple((kind, _scalar_key(ref[0]), ref[1]) if kind == "scalar" else (kind, ref) for kind, ref in input_kinds),
            init_tensor is not None, _scalar_key(init_const), tuple(body_key))
     result = tr.emit_te(key, fcompute, *tensor_inputs)
@@ -620,17 +661,6 @@ def eval_scalar_op(bop: Operation, values: dict, dims: Sequence, rules: dict | N
 def _scalar_key(value):
     """A constant in a PrimFunc cache key: floats by their exact bits, so 0.0 and -0.0 differ."""
     return value.hex() if isinstance(value, float) else value
-
-
-def _body_op_key(op: Operation, numbering: dict) -> tuple:
-    """Structural key of one op: class, operands (by `numbering`, else by identity), result
-    types, properties and attributes; a scalar constant by its value."""
-    if isinstance(op, arith.ConstantOp) and not isinstance(op.value, DenseIntOrFPElementsAttr):
-        c, dt = scalar_constant(op)
-        return (arith.ConstantOp, _scalar_key(c), dt, op.results[0].type)
-    return (type(op), tuple(numbering.get(v) or ("outside", id(v)) for v in op.operands),
-            tuple(r.type for r in op.results),
-            tuple(sorted(op.properties.items())), tuple(sorted(op.attributes.items())))
 
 
 def _is_identity(combiner: Operation, value, dtype: str) -> bool:

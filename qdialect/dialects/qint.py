@@ -37,6 +37,7 @@ Syntax of every op:
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -72,7 +73,32 @@ _KIND_SPELLING = {
 }
 
 
+_MADE: dict[tuple, Attribute] = {}
+
+
 def make_attr(kind: str, value) -> Attribute:
+    """The attribute of `kind` holding `value`; equal values share one (immutable) attribute,
+    since building and verifying one costs more than the rest of an op."""
+    if kind == INTS:
+        key = (kind, tuple(int(v) for v in value))
+    elif kind == FLOATS:  # by the exact bits (0.0 and -0.0, NaN payloads)
+        floats = [float(v) for v in value]
+        key = (kind, struct.pack(f"<{len(floats)}d", *floats))
+    elif kind == INT:
+        key = (kind, int(value))
+    elif kind == BOOL:
+        key = (kind, bool(value))
+    else:
+        key = (kind, str(value))
+    attr = _MADE.get(key)
+    if attr is None:
+        if len(_MADE) >= 4096:
+            _MADE.clear()
+        attr = _MADE[key] = _make_attr(kind, value)
+    return attr
+
+
+def _make_attr(kind: str, value) -> Attribute:
     if kind == INTS:
         return DenseArrayBase.from_list(i64, [int(v) for v in value])
     if kind == FLOATS:
@@ -86,16 +112,35 @@ def make_attr(kind: str, value) -> Attribute:
     raise ValueError(kind)
 
 
+_I1 = IntegerType(1)
+_READ: dict[int, tuple] = {}  # id(attr) -> (attr, kind, value); holding attr keeps its id unique
+
+
 def read_attr(attr: Attribute, kind: str):
+    """The Python value of a qint attribute of `kind` (lists are fresh copies); TypeError
+    if it is not one.  Remembered per attribute object: passes read the same
+    attributes many times, and decoding an array is the bulk of it."""
+    hit = _READ.get(id(attr))
+    if hit is not None and hit[0] is attr and hit[1] == kind:
+        value = hit[2]
+        return list(value) if isinstance(value, list) else value
+    value = _read_attr(attr, kind)
+    if len(_READ) >= 4096:
+        _READ.clear()
+    _READ[id(attr)] = (attr, kind, value)
+    return list(value) if isinstance(value, list) else value
+
+
+def _read_attr(attr: Attribute, kind: str):
     if kind in (INTS, FLOATS) and isinstance(attr, DenseArrayBase):
         values = list(attr.get_values())
         if (kind == INTS) == isinstance(attr.elt_type, IntegerType):
             return values
-    if kind == INT and isinstance(attr, IntegerAttr) and attr.type != IntegerType(1):
+    if kind == INT and isinstance(attr, IntegerAttr) and attr.type != _I1:
         return int(attr.value.data)
     if kind == STR and isinstance(attr, StringAttr):
         return attr.data
-    if kind == BOOL and isinstance(attr, IntegerAttr) and attr.type == IntegerType(1):
+    if kind == BOOL and isinstance(attr, IntegerAttr) and attr.type == _I1:
         return bool(attr.value.data)
     if kind == FLOATS and isinstance(attr, FloatAttr):
         return [float(attr.value.data)]
@@ -150,7 +195,10 @@ class QIntOp(IRDLOperation):
                 attrs[key] = make_attr(self.ATTRS[key][0], value)
             else:
                 raise VerifyException(f"{self.name}: unknown attribute '{key}'")
-        super().__init__(operands=[list(operands)], result_types=[list(result_types)], attributes=attrs)
+        # what IRDLOperation's builder makes of the one variadic operand list and the one
+        # variadic result list (no segment sizes), without its generic conversions
+        Operation.__init__(self, operands=[SSAValue.get(o) for o in operands], result_types=list(result_types),
+                           attributes=attrs)
 
     @classmethod
     def parse(cls, parser: Parser):

@@ -16,6 +16,7 @@ to the expressed type), zero points inside the storage range, storage widths
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import struct
@@ -34,7 +35,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnrankedTensorType,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -62,6 +63,12 @@ _STORAGE_RE = re.compile(r"^([iu])([0-9]+)$")
 
 # the parameters of `!quant.uniform<...>` by the exact spelling of `<...>`
 _PARSED_PARAMETERS: dict[str, tuple] = {}
+
+
+@functools.cache
+def _integer_type(width: int) -> IntegerType:
+    """IntegerType(width), built (and verified) once per width."""
+    return IntegerType(width)
 
 
 def _angle_bracket_end(text: str, start: int, limit: int = 1 << 16) -> int | None:
@@ -213,7 +220,7 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
     @property
     def storage_type(self) -> IntegerType:
         """The signless integer type that holds the stored values (MLIR's storage type)."""
-        return IntegerType(self.storage_width.data)
+        return _integer_type(self.storage_width.data)
 
     def scale_array(self) -> np.ndarray:
         """Scales as float64: shape () per-tensor, (C,) per-axis."""
@@ -535,8 +542,10 @@ class _CastOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
 
-    def __init__(self, input: SSAValue, result_type: Attribute):
-        super().__init__(operands=[input], result_types=[result_type])
+    def __init__(self, input: SSAValue | Operation, result_type: Attribute):
+        # what IRDLOperation's builder makes of one operand and one result, without its
+        # generic conversions (the passes build thousands of these casts)
+        Operation.__init__(self, operands=[SSAValue.get(input)], result_types=[result_type])
 
     def _check_shapes(self) -> None:
         a, b = self.input.type, self.result.type

@@ -7,7 +7,9 @@ Each block is `conv2d 3x3 (per-channel int8 weights, i32 bias, relu6) -> add
 printed as text first, so every stage is measured from text: parse + verify,
 qnn-canonicalize, qnn-decompose, qnn-lower-to-linalg, Relax translation (the
 last Python stage before TVM's own C++ build, which is timed separately and
-only up to `--tvm-build-up-to` blocks).  Prints seconds per stage and
+only up to `--tvm-build-up-to` blocks).  The translation is the one `qd-run` does
+here: with the AVX-512 VNNI kernels and their fused epilogues when the CPU has
+them (`--no-vnni` for the generic form).  Prints seconds per stage and
 milliseconds per op; the Python part should grow linearly (flat ms/op) and
 stay under 1 ms per op.  TVM is imported (about a second, once per process)
 before anything is timed.  With `--repeat N` every chain is compiled N times and
@@ -55,6 +57,7 @@ def main(argv=None) -> int:
     p.add_argument("--tvm-build-up-to", type=int, default=10,
                    help="also time tvm.compile for chains up to this many blocks")
     p.add_argument("--repeat", type=int, default=1, help="compile each chain this many times; print medians")
+    p.add_argument("--no-vnni", action="store_true", help="translate without the VNNI kernels")
     args = p.parse_args(argv)
 
     from qdialect.diagnostics import parse_module
@@ -67,6 +70,14 @@ def main(argv=None) -> int:
     import tvm  # noqa: F401  (importing TVM takes about a second: once per process, not per op)
     from tvm import relax, te, tirx  # noqa: F401
 
+    from tvm_bridge.compile import host_target, pipeline
+    from tvm_bridge.vnni import _parse, target_has_vnni
+
+    # what compile_module does on this machine: the VNNI kernels (with their fused
+    # epilogues) where the CPU has AVX-512 VNNI, and our fusing, scheduled pipeline
+    target = host_target()
+    vnni = target_has_vnni(target) and not args.no_vnni
+    print(f"target {target}; VNNI kernels: {'yes' if vnni else 'no'}")
     ctx = QdOptMain(args=[]).ctx
     stages = ["parse", "qnn-canonicalize", "qnn-decompose", "qnn-lower-to-linalg", "relax translation"]
     print(f"{'blocks':>7} {'L1 ops':>7} | " + " | ".join(f"{s:>19}" for s in stages)
@@ -84,8 +95,9 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()
                 p_.apply(ctx, module)
                 times.append(time.perf_counter() - t0)
+            _parse.cache_clear()  # every run parses its own kernels: no help from a previous run
             t0 = time.perf_counter()
-            mod, _ = translate(module)
+            mod, _ = translate(module, vnni=vnni)
             times.append(time.perf_counter() - t0)
             runs.append(times)
         times = [float(np.median(stage)) for stage in zip(*runs)]
@@ -93,10 +105,8 @@ def main(argv=None) -> int:
         if n <= args.tvm_build_up_to:
             import tvm
 
-            from tvm_bridge.compile import host_target
-
             t0 = time.perf_counter()
-            tvm.compile(mod, target=host_target())
+            tvm.compile(mod, target=target, relax_pipeline=pipeline(target))
             build = f"{time.perf_counter() - t0:9.1f} s"
         total = sum(times)
         print(f"{n:>7} {n_ops:>7} | " + " | ".join(f"{t:8.3f} s {1e3 * t / n_ops:5.2f}ms" for t in times)

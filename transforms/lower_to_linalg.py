@@ -633,13 +633,25 @@ def lower_depthwise(e: Lowering, op: qint.DepthwiseConv2DOp) -> SSAValue:
         raise Unsupported(f"input zero point {izp} does not fit the i{x_bits} input")
     xp = e.pad(x, [0, pt, pl, 0], [0, pb, pr, 0], izp)
     body = _zp_product(izp, wzp, acc_w)
+    weights = _constant_values(w)
+    # as for conv2d: sum(x * w) - izp * sum(w) (mod 2^acc_w, exactly sum((x - izp) * w)), the
+    # correction a per-channel constant, so the inner loop has no subtraction
+    correct = mult == 1 and izp != 0 and wzp == 0 and weights is not None and qint.int_width(w) <= acc_w
+    if correct:
+        body = _zp_product(0, 0, acc_w)
     if mult == 1:
         # loops (n, y, x, c, ky, kx), the (1, KH, KW, C) weights read in place: the result
         # is the NHWC output itself, so the rescale that follows fuses with it in TVM
         maps = [amap(6, [dim(0), dim(1) * sh + dim(4) * dh, dim(2) * sw + dim(5) * dw, dim(3)]),
                 amap(6, [AffineExpr.constant(0), dim(4), dim(5), dim(3)])]
-        return e.generic([xp, w], maps, op.results[0].type, amap(6, [dim(i) for i in range(4)]), body,
-                         iterators=["parallel"] * 4 + ["reduction"] * 2, init=0)
+        out_t = op.results[0].type
+        acc = e.generic([xp, w], maps, out_t, amap(6, [dim(i) for i in range(4)]), body,
+                        iterators=["parallel"] * 4 + ["reduction"] * 2, init=0)
+        if not correct:
+            return acc
+        corr = e.constant(izp * weights.astype(np.int64).reshape(-1, c).sum(axis=0), 64)
+        return e.generic([acc, corr], [identity(4), amap(4, [dim(3)])], out_t, identity(4),
+                         lambda s, a, k, _o: s.trunc(s.sub(s.ext(a), k), acc_w), key=("correction", acc_w))
     # loops (n, y, x, c, m, ky, kx)
     w4 = e.reshape(w, (kh, kw, c, mult))
     maps = [amap(7, [dim(0), dim(1) * sh + dim(5) * dh, dim(2) * sw + dim(6) * dw, dim(3)]),

@@ -27,6 +27,8 @@ convolution takes the generic path.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from tvm_bridge.translate import TranslationError
@@ -64,6 +66,15 @@ _BORDER = """
             for c in T.vectorized({K}):
                 Y[0, h, w, c] = T.{ODT}({PADV})"""
 
+
+
+@functools.lru_cache(maxsize=512)
+def _parse(text: str):
+    """The PrimFunc of a kernel's TVMScript text; repeated layers (same shapes, same
+    epilogue: their per-channel constants are arguments) parse once."""
+    import tvm
+
+    return tvm.script.from_source(text)
 
 
 def target_has_vnni(target) -> bool:
@@ -149,8 +160,7 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     allocs = "".join(f"\n    {b.name} = T.alloc_buffer(({lanes},), \"{b.dtype}\", scope=\"local\")" for b, _ in temps)
     text = (_KERNEL.replace("{FILL}", allocs + "\n" + fill).replace("{BORDER}", border).replace("{EPARAMS}", eparams)
             .format(EPI="@EPI@", **fmt).replace("@EPI@", epi_text))
-    prim_func = tvm.script.from_source(text)
-    gvar = bb.add_func(prim_func, "vnni_conv2d")
+    gvar = bb.add_func(_parse(text), "vnni_conv2d")
     args = [x, relax.const(packed), relax.const(start)]
     args += [relax.const(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
     return bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))

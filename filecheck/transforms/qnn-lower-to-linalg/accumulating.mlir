@@ -92,6 +92,31 @@ func.func @depthwise_m1(%x: tensor<1x5x5x2xi8>, %w: tensor<1x3x3x2xi8>) -> tenso
   func.return %0 : tensor<1x2x2x2xi32>
 }
 
+// Depthwise with M = 1, constant weights and input zero point -3: as for conv2d, the reduction
+// sums x * w with no subtraction in the inner loop, and one elementwise generic subtracts
+// -3 * (per-channel tap sums 1 + 3 - 5 + 7 = 6 and -2 + 4 + 6 - 8 = 0) = [-18, 0] (mod 2^32,
+// exactly sum((x + 3) * w)).
+// CHECK-LABEL: func.func @depthwise_m1_zp
+// CHECK:         %[[ACC:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[W:.*]] : tensor<1x3x3x2xi8>, tensor<1x2x2x2xi8>) outs(%{{.*}} : tensor<1x2x2x2xi32>)
+// CHECK-NEXT:    ^bb0(%[[A:.*]]: i8, %[[B:.*]]: i8, %[[S:.*]]: i32):
+// CHECK-NEXT:      %[[A32:.*]] = arith.extsi %[[A]] : i8 to i32
+// CHECK-NEXT:      %[[B32:.*]] = arith.extsi %[[B]] : i8 to i32
+// CHECK-NEXT:      %[[P:.*]] = arith.muli %[[A32]], %[[B32]] : i32
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[S]], %[[P]] : i32
+// CHECK-NEXT:      linalg.yield %[[SUM]] : i32
+// CHECK:         %[[CORR:.*]] = arith.constant dense<[-18, 0]> : tensor<2xi64>
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[ACC]], %[[CORR]] : tensor<1x2x2x2xi32>, tensor<2xi64>)
+// CHECK-NEXT:    ^bb0(%[[V:.*]]: i32, %[[C:.*]]: i64, %{{.*}}: i32):
+// CHECK-NEXT:      %[[V64:.*]] = arith.extsi %[[V]] : i32 to i64
+// CHECK-NEXT:      %[[D:.*]] = arith.subi %[[V64]], %[[C]] : i64
+// CHECK-NEXT:      arith.trunci %[[D]] : i64 to i32
+// MLIR-LABEL:  func.func @depthwise_m1_zp
+func.func @depthwise_m1_zp(%x: tensor<1x3x3x2xi8>) -> tensor<1x2x2x2xi32> {
+  %w = arith.constant dense<[[[[1, -2], [3, 4]], [[-5, 6], [7, -8]]]]> : tensor<1x2x2x2xi8>
+  %0 = qint.depthwise_conv2d %x, %w {input_zp = -3 : i64, weight_zp = 0 : i64, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>} : (tensor<1x3x3x2xi8>, tensor<1x2x2x2xi8>) -> tensor<1x2x2x2xi32>
+  func.return %0 : tensor<1x2x2x2xi32>
+}
+
 // fully_connected with constant weights and no weight zero point: a 1x1 convolution of the 1 x B
 // "image" of K channels ([B, K] -> [1, 1, B, K], weights [O, K] -> [O, 1, 1, K]), the same named op
 // as conv2d, collapsed back to [B, O]; the input zero point -3 becomes -3 * (row sums 10, -10, 2).

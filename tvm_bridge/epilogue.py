@@ -66,6 +66,33 @@ class Epilogue:
     # per step: the body argument -> ("chain",) | ("param", i) | ("scalar", value)
     bindings: list[dict] = field(default_factory=list)
 
+    def key(self, tr) -> tuple:
+        """Everything the kernel's text depends on besides the convolution's shapes: two
+        epilogues with equal keys build the same PrimFunc (their constants are arguments)."""
+        def step_key(g, binding):
+            body = g.body.block
+            numbering = {arg: ("arg", i) for i, arg in enumerate(body.args)}
+            args = []
+            for arg in body.args:
+                b = binding.get(arg, ("unused",))
+                if b[0] == "inline":
+                    b = ("inline", step_key(b[1], b[2]))
+                elif b[0] == "param":
+                    p = self.params[b[1]]
+                    b = ("param", b[1], p.kind, p.dtype, p.widen_to)
+                elif b[0] == "scalar":
+                    b = ("scalar", repr(b[1]), tr.token(arg.type))
+                args.append(b)
+            ops = []
+            for i, bop in enumerate(body.ops):
+                ops.append(tr.op_key(bop, numbering))
+                numbering.update((r, ("result", i, j)) for j, r in enumerate(bop.results))
+            return tuple(args), tuple(ops)
+
+        return (tuple(step_key(g, b) for (g, _), b in zip(self.steps, self.bindings)),
+                self.pad and (tuple(self.pad[0]), tuple(self.pad[1]), self.pad[2]), self.out_dtype,
+                tuple((p.kind, p.dtype, p.widen_to) for p in self.params))
+
     def expr(self, acc, y, x, k, buffers, lane, lanes: int):
         """(temps, value): the epilogue as TIR of the accumulator value `acc` at output
         position (y, x, channel k), `buffers` being the kernel's buffers for `params`,
@@ -123,8 +150,17 @@ _IDENTITY4 = "(d0, d1, d2, d3) -> (d0, d1, d2, d3)"
 _CHANNEL4 = "(d0, d1, d2, d3) -> (d3)"
 
 
+_MAP_TEXT: dict[int, tuple] = {}
+
+
 def _map_text(m) -> str:
-    return str(m.data)
+    """The affine map's text, printed once per attribute object (printing costs ~10 us)."""
+    hit = _MAP_TEXT.get(id(m))
+    if hit is None or hit[0] is not m:
+        if len(_MAP_TEXT) > 4096:
+            _MAP_TEXT.clear()
+        hit = _MAP_TEXT[id(m)] = (m, str(m.data))  # the attribute is kept, so its id stays its own
+    return hit[1]
 
 
 def _constant_of(v: SSAValue):

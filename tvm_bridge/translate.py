@@ -717,7 +717,7 @@ def _conv_nhwc_fhwc(tr: Translator, op):
 
             epi = epilogue.collect(tr, op)
             tr.env[epi.result] = vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
-                                                  strides, dilations, epi, init_const)
+                                                  strides, dilations, epi, init_const, epi.key(tr))
             tr.fused.update(epi.ops)
             return
     if dtype_of(op.inputs[0].type) != dtype_of(op.inputs[1].type):

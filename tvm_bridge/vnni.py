@@ -100,13 +100,26 @@ def applicable(x_shape, weights: np.ndarray | None, x_dtype: str, w_dtype: str, 
     return k % 8 == 0
 
 
-def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=None, init: int = 0):
+_KERNELS: dict[tuple, object] = {}  # structural key -> PrimFunc (see emit_conv2d)
+
+
+def clear_caches() -> None:
+    """Forget the kernels built so far (benchmarks that time building them)."""
+    _KERNELS.clear()
+    _parse.cache_clear()
+
+
+def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=None, init: int = 0,
+                epi_key: tuple | None = None):
     """Emit the VNNI convolution of relax tensor `x` (NHWC int8, already padded, shape
     `x_shape`) with constant OHWI int8 `weights`, plus the constant `init` (the
     convolution's output init) and the fused epilogue `epi` (tvm_bridge/epilogue.py:
     additive constants folded into the accumulator's start, the elementwise chain
     applied to the accumulators, the result written inside its pad); returns the
-    relax result (NHWC int32 sums without an epilogue)."""
+    relax result (NHWC int32 sums without an epilogue).
+
+    `epi_key` (`Epilogue.key`) identifies the epilogue's structure: a kernel whose shapes
+    and epilogue key were seen before is reused without building its text again."""
     import tvm
     from tvm import relax, tirx
 
@@ -127,8 +140,12 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
         fill = ("    for h, w in T.grid({H}, {W}):\n        for c in T.vectorized({C}):\n"
                 "            XU[h, w, c] = T.Cast(\"uint8\", T.Cast(\"int32\", X[0, h, w, c]) + 128)")
     else:  # the padding channels hold 0 (and meet zero weights)
-        fill = ("    for h, w, c in T.grid({H}, {W}, {CP}):\n"
-                "        XU[h, w, c] = T.if_then_else(c < {C}, T.Cast(\"uint8\", T.Cast(\"int32\", X[0, h, w, T.min(c, {C} - 1)]) + 128), T.uint8(0))")
+        kind = "unroll" if c < 16 else "vectorized"
+        fill = ("    for h, w in T.grid({H}, {W}):\n"
+                f"        for c in T.{kind}({{C}}):\n"
+                "            XU[h, w, c] = T.Cast(\"uint8\", T.Cast(\"int32\", X[0, h, w, c]) + 128)\n"
+                "        for c in T.unroll({CP} - {C}):\n"
+                "            XU[h, w, {C} + c] = T.uint8(0)")
     # start value of the sums: -128 * sum(w) undoes the +128 of the activations;
     # plus the output init and the folded additive epilogue steps, all modulo 2^32
     start = -128 * weights.astype(np.int64).sum(axis=(1, 2, 3)) + int(init)
@@ -146,6 +163,14 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     acc_buf = tirx.decl_buffer((tt, lanes), "int32", name="ACC", scope="local")
     ebufs = [tirx.decl_buffer(s, p.dtype, name=f"E{i}") for i, (s, p) in enumerate(zip(eshapes, params))]
     acc = acc_buf[tv, lv]
+    struct_key = None if epi is not None and epi_key is None else (
+        h, w, c, k, kh, kw, tuple(strides), tuple(dilations), epi_key)
+    prim_func = _KERNELS.get(struct_key) if struct_key is not None else None
+    args = [x, relax.const(packed), relax.const(start)]
+    args += [relax.const(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
+    if prim_func is not None:
+        gvar = bb.add_func(prim_func, "vnni_conv2d")
+        return bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))
     temps, value = ([], acc) if epi is None else epi.expr(acc, yv, xov * tt + tv, kov * lanes + lv, ebufs,
                                                           lv, lanes)
     if str(value.ty) != odt:
@@ -160,7 +185,10 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     allocs = "".join(f"\n    {b.name} = T.alloc_buffer(({lanes},), \"{b.dtype}\", scope=\"local\")" for b, _ in temps)
     text = (_KERNEL.replace("{FILL}", allocs + "\n" + fill).replace("{BORDER}", border).replace("{EPARAMS}", eparams)
             .format(EPI="@EPI@", **fmt).replace("@EPI@", epi_text))
-    gvar = bb.add_func(_parse(text), "vnni_conv2d")
-    args = [x, relax.const(packed), relax.const(start)]
-    args += [relax.const(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
+    prim_func = _parse(text)
+    if struct_key is not None:
+        if len(_KERNELS) > 1024:
+            _KERNELS.clear()
+        _KERNELS[struct_key] = prim_func
+    gvar = bb.add_func(prim_func, "vnni_conv2d")
     return bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))

@@ -36,22 +36,22 @@ from tvm_bridge.translate import TranslationError
 _KERNEL = """
 # from tvm.script import tirx as T
 @T.prim_func(private=True, s_tir=True)
-def vnni_conv2d(X: T.Buffer((1, {H}, {W}, {C}), "int8"), WP: T.Buffer(({KH}, {KW}, {C4}, {K16}, {L4}), "int8"),
+def vnni_conv2d(X: T.Buffer((1, {H}, {W}, {C}), "int8"), WP: T.Buffer(({KH}, {KWE}, {C4}, {K16}, {L4}), "int8"),
                 INIT: T.Buffer(({K},), "int32"),{EPARAMS} Y: T.Buffer((1, {YH}, {YW}, {K}), "{ODT}")):
     T.func_attr({{"tirx.noalias": True, "tirx.is_scheduled": True}})
-    XU = T.alloc_buffer(({H}, {W}, {CP}), "uint8")
+    XU = T.alloc_buffer({XUSHAPE}, "uint8")
     ACC = T.alloc_buffer(({TT}, {L}), "int32", scope="local")
 {FILL}{BORDER}
     for y, xo, ko in T.grid({OH}, {OWT}, {K16}):
         for t in T.unroll({TT}):
             ACC[t, T.ramp(0, 1, {L})] = INIT.vload([ko * {L}], "int32x{L}")
-        for rh, rw, rc in T.grid({KH}, {KW}, {C4}):
+        for rh, rw, rc in T.grid({KH}, {KWE}, {C4}):
             for t in T.unroll({TT}):
                 ACC[t, T.ramp(0, 1, {L})] = T.call_llvm_pure_intrin(
                     T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.{BITS}"),
                     ACC.vload([t, 0], "int32x{L}"),
                     T.reinterpret(T.Broadcast(T.reinterpret(
-                        XU.vload([y * {SH} + rh * {DH}, (xo * {TT} + t) * {SW} + rw * {DW}, rc * 4], "uint8x4"),
+                        XU.vload({XIDX}, "uint8x4"),
                         dtype="int32"), {L}), dtype="int8x{L4}"),
                     WP.vload([rh, rw, rc, ko, 0], "int8x{L4}"),
                     dtype="int32x{L}")
@@ -131,16 +131,43 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     ow = (w - dw * (kw - 1) - 1) // sw + 1
     tt = next(t for t in (4, 3, 2, 1) if ow % t == 0)
     cp = -(-c // 4) * 4
-    padded = np.zeros((k, kh, kw, cp), np.int8)
-    padded[..., :c] = weights
+    # Few input channels (C = 1, 2, 6, ... not a multiple of 4): the bytes of one input
+    # row under a kernel row, x[h, w0 + kw, c] for all (kw, c), are contiguous in NHWC
+    # (dilation 1), so the dot products run over (kw, c) in groups of 4 bytes instead of
+    # over c padded to 4 per tap: a 10x4 kernel on one channel takes 10 vpdpbusd per
+    # output block instead of 40.  The activations are then one byte row per image row
+    # (W * C bytes, 4 zero bytes after it for the last group's overhang).
+    fold = dw == 1 and kw > 1 and c % 4 != 0 and -(-kw * c // 4) < kw * (cp // 4)
     lanes = 16 if k % 16 == 0 else 8
-    packed = np.ascontiguousarray(padded.reshape(k // lanes, lanes, kh, kw, cp // 4, 4)
-                                  .transpose(2, 3, 4, 0, 1, 5).reshape(kh, kw, cp // 4, k // lanes, 4 * lanes))
-    if cp == c:
+    if fold:
+        cf = -(-kw * c // 4) * 4
+        padded = np.zeros((k, kh, 1, cf), np.int8)
+        padded[:, :, 0, :kw * c] = weights.reshape(k, kh, kw * c)  # byte kw * C + c of the window
+        kwe, c4 = 1, cf // 4
+    else:
+        padded = np.zeros((k, kh, kw, cp), np.int8)
+        padded[..., :c] = weights
+        kwe, c4 = kw, cp // 4
+    packed = np.ascontiguousarray(padded.reshape(k // lanes, lanes, kh, kwe, c4, 4)
+                                  .transpose(2, 3, 4, 0, 1, 5).reshape(kh, kwe, c4, k // lanes, 4 * lanes))
+    kind = "unroll" if c < 16 else "vectorized"
+    if fold:
+        xu_shape = f"({h}, {w * c + 4})"
+        xidx = "[y * {SH} + rh * {DH}, (xo * {TT} + t) * {SW} * {C} + rc * 4]"
+    else:
+        xu_shape = f"({h}, {w}, {cp})"
+        xidx = "[y * {SH} + rh * {DH}, (xo * {TT} + t) * {SW} + rw * {DW}, rc * 4]"
+    if fold:
+        fill = ("    for h, w in T.grid({H}, {W}):\n"
+                f"        for c in T.{kind}({{C}}):\n"
+                "            XU[h, w * {C} + c] = T.Cast(\"uint8\", T.Cast(\"int32\", X[0, h, w, c]) + 128)\n"
+                "    for h in range({H}):\n"
+                "        for j in T.unroll(4):\n"
+                "            XU[h, {W} * {C} + j] = T.uint8(0)")
+    elif cp == c:
         fill = ("    for h, w in T.grid({H}, {W}):\n        for c in T.vectorized({C}):\n"
                 "            XU[h, w, c] = T.Cast(\"uint8\", T.Cast(\"int32\", X[0, h, w, c]) + 128)")
     else:  # the padding channels hold 0 (and meet zero weights)
-        kind = "unroll" if c < 16 else "vectorized"
         fill = ("    for h, w in T.grid({H}, {W}):\n"
                 f"        for c in T.{kind}({{C}}):\n"
                 "            XU[h, w, c] = T.Cast(\"uint8\", T.Cast(\"int32\", X[0, h, w, c]) + 128)\n"
@@ -176,14 +203,14 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     if str(value.ty) != odt:
         raise TranslationError(f"VNNI epilogue computes {value.ty}, its result is {odt}")
     border = _BORDER if (pt or pl or pb or pr) else ""
-    fmt = dict(H=h, W=w, C=c, CP=cp, K=k, KH=kh, KW=kw, C4=cp // 4, K16=k // lanes, L=lanes, L4=4 * lanes,
+    fmt = dict(H=h, W=w, C=c, CP=cp, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // lanes, L=lanes, L4=4 * lanes,
                BITS=32 * lanes, OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw,
                YH=yh, YW=yw, PT=pt, PL=pl, ODT=odt, PADV=padv)
     indent = "\n" + " " * 16
     epi_text = "".join(f"{b.name}[l] = {e}{indent}" for b, e in temps) + \
         f"Y[0, y + {pt}, xo * {tt} + t + {pl}, ko * {lanes} + l] = {value}"
     allocs = "".join(f"\n    {b.name} = T.alloc_buffer(({lanes},), \"{b.dtype}\", scope=\"local\")" for b, _ in temps)
-    text = (_KERNEL.replace("{FILL}", allocs + "\n" + fill).replace("{BORDER}", border).replace("{EPARAMS}", eparams)
+    text = (_KERNEL.replace("{FILL}", allocs + "\n" + fill).replace("{XUSHAPE}", xu_shape).replace("{XIDX}", xidx).replace("{BORDER}", border).replace("{EPARAMS}", eparams)
             .format(EPI="@EPI@", **fmt).replace("@EPI@", epi_text))
     prim_func = _parse(text)
     if struct_key is not None:

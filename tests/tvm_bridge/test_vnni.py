@@ -70,6 +70,11 @@ CASES = [
     (10, 10, 3, 8, 3, 3, (1, 1), (1, 1)),     # K = 8: 256-bit vpdpbusd
     (9, 9, 8, 24, 3, 3, (2, 2), (1, 1)),      # K = 24: three 8-channel blocks
     (6, 8, 4, 16, 1, 3, (1, 1), (1, 1)),      # 6 columns: tiles of 3
+    # few channels: the kernel-row window's W x C bytes grouped by 4 (C = 1, 2, 6, 5)
+    (20, 12, 1, 64, 10, 4, (2, 2), (1, 1)),   # ds_cnn's first layer: one channel, 10x4, stride 2
+    (9, 10, 2, 16, 3, 3, (1, 1), (1, 1)),     # C = 2: 6 bytes per kernel row -> 2 groups
+    (8, 9, 6, 16, 3, 3, (1, 2), (1, 1)),      # C = 6: 18 bytes -> 5 groups (was 6); stride 2 in w
+    (9, 9, 5, 16, 3, 2, (2, 1), (2, 1)),      # C = 5, dilation 2 in h only
 ]
 
 

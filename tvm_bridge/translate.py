@@ -12,7 +12,8 @@ The translation is structural:
 - Named ops map to Relax ops TVM schedules well: `linalg.matmul` ->
   `relax.op.matmul`, `linalg.conv_2d_nhwc_fhwc` -> `relax.op.nn.conv2d`
   (NHWC/HWIO, int32 accumulation) or, with `vnni=True` and constant int8
-  weights, the AVX-512 VNNI kernel of tvm_bridge/vnni.py, `linalg.transpose` -> `permute_dims`,
+  weights, the AVX-512 VNNI kernel of tvm_bridge/vnni.py (with the elementwise
+  chain after it fused in, tvm_bridge/epilogue.py), `linalg.transpose` -> `permute_dims`,
   `linalg.fill` -> `full`; tensor reshapes, slices, pads and concats map to
   their Relax ops.
 - `arith` ops applied to whole tensors become elementwise TE computations.

@@ -60,7 +60,7 @@ class Epilogue:
     ops: list[Operation] = field(default_factory=list)
     steps: list[tuple[linalg.GenericOp, SSAValue]] = field(default_factory=list)  # (generic, chain input)
     init: np.ndarray | None = None  # int32 [K], added to the accumulator (folded additive steps)
-    pad: tuple[list[int], list[int], int] | None = None  # (low, high, value) on NHWC
+    pad: tuple[list[int], list[int], int | float] | None = None  # (low, high, value) on NHWC
     out_dtype: str = "int32"
     params: list[Param] = field(default_factory=list)
     # per step: the body argument -> ("chain",) | ("param", i) | ("scalar", value)
@@ -303,7 +303,8 @@ def collect(tr, conv: Operation) -> Epilogue:
         user = uses[0].operation
         n_params = len(epi.params)
         inlined: list[Operation] = []
-        binding = _bind(tr, user, value, shape, epi.params, inlined) if _elementwise(user, shape) else None
+        binding = (_bind(tr, user, value, shape, epi.params, inlined)
+                   if _elementwise(user, shape) and dtype_of(user.results[0].type) != "bool" else None)
         if binding is None:
             del epi.params[n_params:]
         else:
@@ -343,7 +344,7 @@ def _pad_of(tr, op: tensor.PadOp):
     c = _scalar_of(tr, yielded)
     if c is None:
         return None
-    return low, high, int(c)
+    return low, high, c
 
 
 __all__ = ["Epilogue", "Param", "collect", "TranslationError"]

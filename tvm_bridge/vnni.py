@@ -205,7 +205,7 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     border = _BORDER if (pt or pl or pb or pr) else ""
     fmt = dict(H=h, W=w, C=c, CP=cp, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // lanes, L=lanes, L4=4 * lanes,
                BITS=32 * lanes, OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw,
-               YH=yh, YW=yw, PT=pt, PL=pl, ODT=odt, PADV=padv)
+               YH=yh, YW=yw, PT=pt, PL=pl, ODT=odt, PADV=repr(float(padv)) if "float" in odt else int(padv))
     indent = "\n" + " " * 16
     epi_text = "".join(f"{b.name}[l] = {e}{indent}" for b, e in temps) + \
         f"Y[0, y + {pt}, xo * {tt} + t + {pl}, ko * {lanes} + l] = {value}"

@@ -18,7 +18,10 @@ only thing written.
   identity map (a residual; it must be computed before the convolution is);
 - a body of scalar arith / linalg.index ops (no table reads);
 
-and then, optionally, one `tensor.pad` of the height and width by a constant.
+and then, optionally, one `tensor.pad` of the height and width by a constant.  A
+fully connected layer's sums (a 1x1 convolution of a 1 x B image, [1, 1, B, K])
+collapsed to [B, K] continue the same way over 2-D generics: element (b, k) is
+(0, 0, b, k), and the kernel's [1, 1, B, K] result is reshaped back (a free view).
 
 Leading steps that only add a per-channel constant modulo 2^32 (`x + c`, `x - c`
 in i32, or `trunci(extsi(x) +/- c)`: the zero-point correction and the bias) are
@@ -50,6 +53,7 @@ class Param:
     dtype: str  # the buffer's dtype
     value: object  # numpy array (a constant) or a relax expression
     widen_to: str | None = None  # loaded and cast to this dtype (constants stored narrower)
+    shape: tuple = ()  # the buffer's shape
 
 
 @dataclass
@@ -61,6 +65,9 @@ class Epilogue:
     steps: list[tuple[linalg.GenericOp, SSAValue]] = field(default_factory=list)  # (generic, chain input)
     init: np.ndarray | None = None  # int32 [K], added to the accumulator (folded additive steps)
     pad: tuple[list[int], list[int], int | float] | None = None  # (low, high, value) on NHWC
+    # a fully connected layer's [1, 1, B, K] sums collapsed to [B, K] before the chain: the
+    # result's shape (the kernel writes [1, 1, B, K], reshaped back for free)
+    collapsed: list[int] | None = None
     out_dtype: str = "int32"
     params: list[Param] = field(default_factory=list)
     # per step: the body argument -> ("chain",) | ("param", i) | ("scalar", value)
@@ -79,7 +86,7 @@ class Epilogue:
                     b = ("inline", step_key(b[1], b[2]))
                 elif b[0] == "param":
                     p = self.params[b[1]]
-                    b = ("param", b[1], p.kind, p.dtype, p.widen_to)
+                    b = ("param", b[1], p.kind, p.dtype, p.widen_to, p.shape)
                 elif b[0] == "scalar":
                     b = ("scalar", repr(b[1]), tr.token(arg.type))
                 args.append(b)
@@ -91,7 +98,8 @@ class Epilogue:
 
         return (tuple(step_key(g, b) for (g, _), b in zip(self.steps, self.bindings)),
                 self.pad and (tuple(self.pad[0]), tuple(self.pad[1]), self.pad[2]), self.out_dtype,
-                tuple((p.kind, p.dtype, p.widen_to) for p in self.params))
+                tuple((p.kind, p.dtype, p.widen_to, p.shape) for p in self.params),
+                self.collapsed and tuple(self.collapsed))
 
     def expr(self, acc, y, x, k, buffers, lane, lanes: int):
         """(temps, value): the epilogue as TIR of the accumulator value `acc` at output
@@ -128,12 +136,12 @@ class Epilogue:
             else:
                 p = self.params[b[1]]
                 buf = buffers[b[1]]
-                load = buf[k] if p.kind == "channel" else buf[0, y, x, k]
+                load = buf[k] if p.kind == "channel" else buf[0, y, x, k] if len(p.shape) == 4 else buf[x, k]
                 values[arg] = tirx.Cast(p.widen_to, load) if p.widen_to else load
         for bop in body.ops:
             if isinstance(bop, linalg.YieldOp):
                 return values[bop.operands[0]]
-            eval_scalar_op(bop, values, [0, y, x, k])
+            eval_scalar_op(bop, values, [0, y, x, k] if len(g.outputs[0].type.get_shape()) == 4 else [x, k])
             r = bop.results[0]
             e = values[r]
             if hasattr(e, "asobject"):  # a lazy `==` / `!=` (tvm's EqualOp, NotEqualOp)
@@ -146,8 +154,8 @@ class Epilogue:
         raise TranslationError("linalg.generic body without linalg.yield")
 
 
-_IDENTITY4 = "(d0, d1, d2, d3) -> (d0, d1, d2, d3)"
-_CHANNEL4 = "(d0, d1, d2, d3) -> (d3)"
+_IDENTITY = {4: "(d0, d1, d2, d3) -> (d0, d1, d2, d3)", 2: "(d0, d1) -> (d0, d1)"}
+_CHANNEL = {4: "(d0, d1, d2, d3) -> (d3)", 2: "(d0, d1) -> (d1)"}
 
 
 _MAP_TEXT: dict[int, tuple] = {}
@@ -186,7 +194,7 @@ def _elementwise(g: Operation, shape: list[int]) -> bool:
         return False
     if any("parallel" not in str(it.data) for it in g.iterator_types.data):
         return False
-    if _map_text(g.indexing_maps.data[-1]) != _IDENTITY4 or list(g.outputs[0].type.get_shape()) != shape:
+    if _map_text(g.indexing_maps.data[-1]) != _IDENTITY[len(shape)] or list(g.outputs[0].type.get_shape()) != shape:
         return False
     body = g.body.block
     if list(body.args[-1].uses):
@@ -209,7 +217,7 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
     binding: dict = {}
     for v, m, arg in zip(g.inputs, maps, body.args):
         if chain is not None and v is chain:
-            if m != _IDENTITY4:
+            if m != _IDENTITY[len(shape)]:
                 return None
             binding[arg] = ("chain",)
             continue
@@ -220,9 +228,9 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
             binding[arg] = ("scalar", c)
             continue
         const = _constant_of(v)
-        if m == _CHANNEL4 and const is not None and const.shape == (shape[3],):
+        if m == _CHANNEL[len(shape)] and const is not None and const.shape == (shape[-1],):
             kind, value = "channel", const
-        elif m == _IDENTITY4 and list(v.type.get_shape()) == shape:
+        elif m == _IDENTITY[len(shape)] and list(v.type.get_shape()) == shape:
             if const is not None:
                 kind, value = "full", const
             elif v in tr.env and not isinstance(tr.env[v], tuple):
@@ -246,7 +254,7 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
                 value.min() >= -(1 << 31) and value.max() < (1 << 31):
             value, dtype, widen = value.astype(np.int32), "int32", "int64"  # sext(i32) x sext(i32)
         binding[arg] = ("param", len(params))
-        params.append(Param(kind, dtype, value, widen))
+        params.append(Param(kind, dtype, value, widen, (shape[-1],) if kind == "channel" else tuple(shape)))
     return binding
 
 
@@ -320,7 +328,14 @@ def collect(tr, conv: Operation) -> Epilogue:
             epi.ops.append(user)
             value = user.results[0]
             continue
-        if isinstance(user, tensor.PadOp) and (pad := _pad_of(tr, user)) is not None:
+        if isinstance(user, tensor.CollapseShapeOp) and not epi.ops and len(shape) == 4 and shape[:2] == [1, 1] \
+                and list(user.results[0].type.get_shape()) == shape[2:]:
+            # [1, 1, B, K] -> [B, K] keeps the row-major order: element (b, k) is (0, 0, b, k)
+            epi.collapsed = shape = shape[2:]
+            epi.ops.append(user)
+            value = user.results[0]
+            continue
+        if len(shape) == 4 and isinstance(user, tensor.PadOp) and (pad := _pad_of(tr, user)) is not None:
             epi.pad = pad
             epi.ops.append(user)
             value = user.results[0]

@@ -99,6 +99,14 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     return np.ascontiguousarray(raw.reshape(shape))
 
 
+def tensor_constant(array: np.ndarray):
+    """`relax.const` of a numpy array with its own dtype (TVM's default makes a float64
+    array float32)."""
+    from tvm import relax
+
+    return relax.const(array, "bool" if array.dtype == np.bool_ else str(array.dtype))
+
+
 def scalar_constant(op: arith.ConstantOp):
     value = op.value
     if isinstance(value, IntegerAttr):
@@ -477,7 +485,7 @@ def _constant(tr: Translator, op: arith.ConstantOp):
     from tvm import relax
 
     if isinstance(op.value, DenseIntOrFPElementsAttr):
-        tr.env[op.results[0]] = relax.const(dense_to_numpy(op.value))
+        tr.env[op.results[0]] = tensor_constant(dense_to_numpy(op.value))
     else:
         tr.env[op.results[0]] = scalar_constant(op)
 
@@ -717,8 +725,11 @@ def _conv_nhwc_fhwc(tr: Translator, op):
             from tvm_bridge import epilogue
 
             epi = epilogue.collect(tr, op)
-            tr.env[epi.result] = vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
-                                                  strides, dilations, epi, init_const, epi.key(tr))
+            result = vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
+                                      strides, dilations, epi, init_const, epi.key(tr))
+            if epi.collapsed is not None:  # a fully connected layer's [1, 1, B, K] -> [B, K]
+                result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
+            tr.env[epi.result] = result
             tr.fused.update(epi.ops)
             return
     if dtype_of(op.inputs[0].type) != dtype_of(op.inputs[1].type):

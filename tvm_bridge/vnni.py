@@ -31,7 +31,7 @@ import functools
 
 import numpy as np
 
-from tvm_bridge.translate import TranslationError
+from tvm_bridge.translate import TranslationError, tensor_constant
 
 _KERNEL = """
 # from tvm.script import tirx as T
@@ -184,7 +184,7 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
         (epi.pad[0][1], epi.pad[0][2]), (epi.pad[1][1], epi.pad[1][2]), epi.pad[2])
     odt = "int32" if epi is None else epi.out_dtype
     yh, yw = oh + pt + pb, ow + pl + pr
-    eshapes = [(k,) if p.kind == "channel" else (1, oh, ow, k) for p in params]
+    eshapes = [p.shape for p in params]
     eparams = "".join(f" E{i}: T.Buffer({s}, \"{p.dtype}\")," for i, (s, p) in enumerate(zip(eshapes, params)))
     yv, xov, tv, kov, lv = (tirx.Var(n, "int32") for n in ("y", "xo", "t", "ko", "l"))
     acc_buf = tirx.decl_buffer((tt, lanes), "int32", name="ACC", scope="local")
@@ -194,7 +194,7 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
         h, w, c, k, kh, kw, tuple(strides), tuple(dilations), epi_key)
     prim_func = _KERNELS.get(struct_key) if struct_key is not None else None
     args = [x, relax.const(packed), relax.const(start)]
-    args += [relax.const(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
+    args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
     if prim_func is not None:
         gvar = bb.add_func(prim_func, "vnni_conv2d")
         return bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))

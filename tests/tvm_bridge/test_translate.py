@@ -160,3 +160,25 @@ def test_structurally_identical_generics_share_one_prim_func():
     assert np.array_equal(a, x * 4)
     assert np.array_equal(b, x * 16)
     assert np.array_equal(d, x * 96)
+
+
+def test_float64_tensor_constants_stay_float64():
+    """`relax.const` makes a float64 numpy array float32 unless told otherwise; 0.1 and 1/3
+    are not float32 values, so a float32 copy changes the product's last bits."""
+    text = """
+func.func @main(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %c = arith.constant dense<[0.1, 0.3333333333333333, 1.0e-300, 12345.678901234567]> : tensor<4xf64>
+  %e = tensor.empty() : tensor<4xf64>
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x, %c : tensor<4xf64>, tensor<4xf64>) outs(%e : tensor<4xf64>) {
+  ^bb0(%a: f64, %b: f64, %o: f64):
+    %m = arith.mulf %a, %b : f64
+    linalg.yield %m : f64
+  } -> tensor<4xf64>
+  func.return %0 : tensor<4xf64>
+}
+"""
+    x = np.array([3.0, 3.0, 7.0, 1.0 / 7.0])
+    got = compile_module(_parse(text))(x)[0]
+    want = x * np.array([0.1, 0.3333333333333333, 1.0e-300, 12345.678901234567])
+    assert got.dtype == np.float64
+    assert int(np.count_nonzero(got != want)) == 0, (got, want)

@@ -178,3 +178,28 @@ def test_vnni_fused_epilogues_equal_the_reference_interpreter(rounding):
         want = run_module(l1, [x])[0]
         got = model(x)[0]
         assert int(np.count_nonzero(got != want)) == 0
+
+
+@pytest.mark.parametrize("name", ["mlp_act", "cnn_small", "mobilenetv2_tiny", "ds_cnn_kws"])
+def test_zoo_vnni_kernels_end_in_int8(name):
+    """In the zoo, every VNNI kernel carries its epilogue: convolutions, fully connected
+    layers (through their [1, 1, B, K] -> [B, K] collapse) and residual adds all write
+    int8, never an i32 tensor for a separate kernel.  (Bit-exactness of the same builds:
+    tests/tvm_bridge/test_zoo_tvm.py.)"""
+    if not host_has_vnni():
+        pytest.skip("this CPU has no AVX-512 VNNI: the bridge never emits the kernel")
+    from pathlib import Path
+
+    from tvm import relax
+
+    from transforms import pipelines
+    from tvm_bridge.run_cli import load_module
+    from tvm_bridge.translate import translate
+
+    module = load_module(Path(__file__).resolve().parents[2] / "models" / "zoo" / f"{name}.tflite", 1)
+    pipelines.lower_to_l3(module)
+    mod, _ = translate(module, vnni=True)
+    calls = [b.value for b in mod["main"].body.blocks[0].bindings
+             if isinstance(b.value, relax.Call) and "vnni_conv2d" in str(b.value.args[0])]
+    assert calls
+    assert all(str(c.ty.dtype) == "int8" for c in calls), [str(c.ty) for c in calls]

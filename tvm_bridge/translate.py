@@ -286,6 +286,8 @@ class Translator:
         self.prim_funcs: dict[tuple, tuple] = {}
         # ops whose results an earlier op's kernel already computes (tvm_bridge/epilogue.py)
         self.fused: set[Operation] = set()
+        # VNNI kernels of this translation by structure (tvm_bridge/vnni.py; keys use `token`)
+        self.vnni_kernels: dict[tuple, object] = {}
         # attribute interning for those keys (see `token`)
         self._token_of_id: dict[int, int] = {}
         self._token_of_attr: dict = {}
@@ -726,7 +728,7 @@ def _conv_nhwc_fhwc(tr: Translator, op):
 
             epi = epilogue.collect(tr, op)
             result = vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
-                                      strides, dilations, epi, init_const, epi.key(tr))
+                                      strides, dilations, epi, init_const, epi.key(tr), tr.vnni_kernels)
             if epi.collapsed is not None:  # a fully connected layer's [1, 1, B, K] -> [B, K]
                 result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
             tr.env[epi.result] = result

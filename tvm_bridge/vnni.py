@@ -100,17 +100,13 @@ def applicable(x_shape, weights: np.ndarray | None, x_dtype: str, w_dtype: str, 
     return k % 8 == 0
 
 
-_KERNELS: dict[tuple, object] = {}  # structural key -> PrimFunc (see emit_conv2d)
-
-
 def clear_caches() -> None:
-    """Forget the kernels built so far (benchmarks that time building them)."""
-    _KERNELS.clear()
+    """Forget the kernel texts parsed so far (benchmarks that time building them)."""
     _parse.cache_clear()
 
 
 def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=None, init: int = 0,
-                epi_key: tuple | None = None):
+                epi_key: tuple | None = None, kernels: dict | None = None):
     """Emit the VNNI convolution of relax tensor `x` (NHWC int8, already padded, shape
     `x_shape`) with constant OHWI int8 `weights`, plus the constant `init` (the
     convolution's output init) and the fused epilogue `epi` (tvm_bridge/epilogue.py:
@@ -118,8 +114,9 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     applied to the accumulators, the result written inside its pad); returns the
     relax result (NHWC int32 sums without an epilogue).
 
-    `epi_key` (`Epilogue.key`) identifies the epilogue's structure: a kernel whose shapes
-    and epilogue key were seen before is reused without building its text again."""
+    `epi_key` (`Epilogue.key`) identifies the epilogue's structure within one translation
+    (its tokens are the translator's): a kernel whose shapes and epilogue key are already
+    in `kernels` (the translator's own dict) is reused without building its text again."""
     import tvm
     from tvm import relax, tirx
 
@@ -192,7 +189,9 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     acc = acc_buf[tv, lv]
     struct_key = None if epi is not None and epi_key is None else (
         h, w, c, k, kh, kw, tuple(strides), tuple(dilations), epi_key)
-    prim_func = _KERNELS.get(struct_key) if struct_key is not None else None
+    if kernels is None:
+        struct_key = None
+    prim_func = kernels.get(struct_key) if struct_key is not None else None
     args = [x, relax.const(packed), relax.const(start)]
     args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
     if prim_func is not None:
@@ -214,8 +213,6 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
             .format(EPI="@EPI@", **fmt).replace("@EPI@", epi_text))
     prim_func = _parse(text)
     if struct_key is not None:
-        if len(_KERNELS) > 1024:
-            _KERNELS.clear()
-        _KERNELS[struct_key] = prim_func
+        kernels[struct_key] = prim_func
     gvar = bb.add_func(prim_func, "vnni_conv2d")
     return bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))

@@ -115,69 +115,84 @@ def test_vnni_applicability():
     assert not applicable([2, 8, 8, 8], w, "int8", "int8", "int32")              # batch 2
 
 
-def _epilogue_model(rounding: str):
-    """conv 1x1 (16 -> 32, per-channel weights, relu6) -> conv 1x1 (32 -> 16) + residual add
-    -> depthwise 3x3 SAME (its input pad follows the add) -> output: the convolutions'
-    requantizations, the residual add (whose other input is rescaled after the
-    convolution) and the pad are all epilogue candidates."""
-    from qdialect.builder import GraphBuilder
-    from qdialect.dialects.qnn import set_rounding
-    from qdialect.dialects.quant import UniformQuantizedType as Q
+def _epilogue_tflite() -> bytes:
+    """conv 1x1 (16 -> 32, per-channel weights, relu6) -> conv 1x1 (32 -> 16) -> ADD with the
+    input (a residual) -> depthwise 3x3 SAME (its input pad follows the add), as a TFLite
+    model: the convolutions' requantizations, the residual add (whose other input is
+    rescaled after the convolution) and the pad are all epilogue candidates."""
+    from tests.tflite_writer import TensorSpec, build_model
 
     rng = np.random.default_rng(7)
-    g = GraphBuilder()
-    act, mid = Q.per_tensor(0.05, -3), Q.per_tensor(0.03, 5)
-    x = g.input([1, 8, 8, 16], act)
 
-    def weights(shape, axis):
-        return g.constant(rng.integers(-127, 128, shape).astype(np.int8),
-                          Q.per_axis(rng.uniform(0.002, 0.02, shape[axis]), 0, axis=axis, storage_min=-127))
+    def w(shape, axis, name):
+        n = shape[axis]
+        return TensorSpec(shape, "int8", scale=list(rng.uniform(0.002, 0.02, n)), zero_point=[0] * n,
+                          quantized_dimension=axis, data=rng.integers(-127, 128, shape).astype(np.int8), name=name)
 
-    w1 = weights((32, 1, 1, 16), 0)
-    y = g.conv2d(x, w1, g.bias(rng.integers(-900, 900, 32).astype(np.int32), x, w1), mid, activation="relu6")
-    w2 = weights((16, 1, 1, 32), 0)
-    z = g.conv2d(y, w2, g.bias(rng.integers(-900, 900, 16).astype(np.int32), y, w2), act)
-    s = g.add(x, z, mid)
-    wd = weights((1, 3, 3, 16), 3)
-    d = g.depthwise_conv2d(s, wd, g.bias(rng.integers(-500, 500, 16).astype(np.int32), s, wd), act, padding="SAME")
-    g.output(d)
-    module = g.build()
-    if rounding != "tflite":
-        set_rounding(module, rounding)
-    return module
+    def b(n, in_scale, w_spec, name):
+        return TensorSpec((n,), "int32", scale=[in_scale * s for s in w_spec.scale], zero_point=[0] * n,
+                          data=rng.integers(-900, 900, n).astype(np.int32), name=name)
+
+    x = TensorSpec((1, 8, 8, 16), "int8", scale=0.05, zero_point=-3, name="x")
+    w1 = w((32, 1, 1, 16), 0, "w1")
+    b1 = b(32, 0.05, w1, "b1")
+    y = TensorSpec((1, 8, 8, 32), "int8", scale=0.03, zero_point=5, name="y")
+    w2 = w((16, 1, 1, 32), 0, "w2")
+    b2 = b(16, 0.03, w2, "b2")
+    z = TensorSpec((1, 8, 8, 16), "int8", scale=0.05, zero_point=-3, name="z")
+    s = TensorSpec((1, 8, 8, 16), "int8", scale=0.03, zero_point=5, name="s")
+    wd = w((1, 3, 3, 16), 3, "wd")
+    bd = b(16, 0.03, wd, "bd")
+    d = TensorSpec((1, 8, 8, 16), "int8", scale=0.05, zero_point=-3, name="d")
+    tensors = [x, w1, b1, y, w2, b2, z, s, wd, bd, d]
+    conv = {"padding": "SAME", "stride_w": 1, "stride_h": 1}
+    ops = [("CONV_2D", [0, 1, 2], [3], {**conv, "fused_activation_function": "RELU6"}),
+           ("CONV_2D", [3, 4, 5], [6], conv),
+           ("ADD", [0, 6], [7], {}),
+           ("DEPTHWISE_CONV_2D", [7, 8, 9], [10], {**conv, "depth_multiplier": 1})]
+    return build_model(ops, tensors, inputs=[0], outputs=[10])
 
 
 @pytest.mark.parametrize("rounding", ["tflite", "litert"])
-def test_vnni_fused_epilogues_equal_the_reference_interpreter(rounding):
+def test_vnni_fused_epilogues_equal_litert(rounding, tmp_path):
     """Every epilogue fuses into its VNNI kernel (int8 results, the pad written in place, no
-    separate i32 tensor), and the result equals the reference interpreter on the L1 model
-    (the interpreter is checked against LiteRT in tests/test_zoo.py and the zoo tests)."""
+    separate i32 tensor), and the result equals LiteRT: its reference kernels under
+    `tflite`, its default (XNNPACK) interpreter under `litert`."""
     if not host_has_vnni():
         pytest.skip("this CPU has no AVX-512 VNNI: the bridge never emits the kernel")
     from tvm import relax
 
-    from qdialect.interpreter import run_module
+    from qdialect.dialects.qnn import set_rounding
+    from tests.tflite_writer import run_tflite
     from transforms import pipelines
     from tvm_bridge.compile import compile_module
+    from tvm_bridge.run_cli import load_module
     from tvm_bridge.translate import translate
 
-    l1 = _epilogue_model(rounding)
-    l3 = _epilogue_model(rounding)  # the same model (fixed seed), to lower
-    pipelines.lower_to_l3(l3)
-    mod, _ = translate(l3, vnni=True)
-    calls = [b for b in mod["main"].body.blocks[0].bindings
-             if isinstance(b.value, relax.Call) and "vnni_conv2d" in str(b.value.args[0])]
-    assert len(calls) == 2
-    shapes = [(list(b.value.ty.shape), b.value.ty.dtype) for b in calls]
+    model = _epilogue_tflite()
+    path = tmp_path / "epilogue.tflite"
+    path.write_bytes(model)
+
+    def lowered():
+        module = load_module(path, 1)
+        if rounding != "tflite":
+            set_rounding(module, rounding)
+        pipelines.lower_to_l3(module)
+        return module
+
+    mod, _ = translate(lowered(), vnni=True)
+    calls = [bd.value for bd in mod["main"].body.blocks[0].bindings
+             if isinstance(bd.value, relax.Call) and "vnni_conv2d" in str(bd.value.args[0])]
     # the second kernel ends in the residual add and writes the depthwise's padded input
-    assert [(list(map(int, s)), str(d)) for s, d in shapes] == [([1, 8, 8, 32], "int8"), ([1, 10, 10, 16], "int8")]
-    model = compile_module(l3)
+    assert [([int(v) for v in c.ty.shape], str(c.ty.dtype)) for c in calls] == \
+        [([1, 8, 8, 32], "int8"), ([1, 10, 10, 16], "int8")]
+    built = compile_module(lowered())
     rng = np.random.default_rng(0)
-    for _ in range(3):
+    for _ in range(4):
         x = rng.integers(-128, 128, (1, 8, 8, 16)).astype(np.int8)
-        want = run_module(l1, [x])[0]
-        got = model(x)[0]
-        assert int(np.count_nonzero(got != want)) == 0
+        (want,) = run_tflite(model, [x], reference=rounding == "tflite")
+        got = built(x)[0]
+        assert int(np.count_nonzero(got != want)) == 0, f"{np.count_nonzero(got != want)} of {want.size} differ"
 
 
 @pytest.mark.parametrize("name", ["mlp_act", "cnn_small", "mobilenetv2_tiny", "ds_cnn_kws"])

@@ -727,8 +727,15 @@ def _conv_nhwc_fhwc(tr: Translator, op):
             from tvm_bridge import epilogue
 
             epi = epilogue.collect(tr, op)
-            result = vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
-                                      strides, dilations, epi, init_const, epi.key(tr), tr.vnni_kernels)
+            x_shape = list(op.inputs[0].type.get_shape())
+            try:
+                result = vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, epi, init_const,
+                                          epi.key(tr), tr.vnni_kernels)
+            except Exception:  # noqa: BLE001 - an epilogue the kernel cannot take (nothing was
+                # emitted yet): the bare convolution, and the chain translated op by op, which
+                # names an op it cannot translate itself
+                _add_init(tr, op, vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations))
+                return
             if epi.collapsed is not None:  # a fully connected layer's [1, 1, B, K] -> [B, K]
                 result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
             tr.env[epi.result] = result

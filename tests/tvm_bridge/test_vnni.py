@@ -218,3 +218,29 @@ def test_zoo_vnni_kernels_end_in_int8(name):
              if isinstance(b.value, relax.Call) and "vnni_conv2d" in str(b.value.args[0])]
     assert calls
     assert all(str(c.ty.dtype) == "int8" for c in calls), [str(c.ty) for c in calls]
+
+
+def test_vnni_epilogue_that_cannot_be_built_falls_back(tmp_path, monkeypatch):
+    """An epilogue the kernel cannot take leaves the bare VNNI convolution (i32 sums) and the
+    chain translated op by op: still bit-exact with LiteRT's reference kernels."""
+    if not host_has_vnni():
+        pytest.skip("this CPU has no AVX-512 VNNI: the bridge never emits the kernel")
+    from tests.tflite_writer import run_tflite
+    from transforms import pipelines
+    from tvm_bridge import epilogue
+    from tvm_bridge.compile import compile_module
+    from tvm_bridge.run_cli import load_module
+
+    def refuse(self, *args, **kwargs):
+        raise RuntimeError("this epilogue cannot be built")
+
+    monkeypatch.setattr(epilogue.Epilogue, "expr", refuse)
+    model = _epilogue_tflite()
+    path = tmp_path / "epilogue.tflite"
+    path.write_bytes(model)
+    module = load_module(path, 1)
+    pipelines.lower_to_l3(module)
+    built = compile_module(module)
+    x = np.random.default_rng(1).integers(-128, 128, (1, 8, 8, 16)).astype(np.int8)
+    (want,) = run_tflite(model, [x], reference=True)
+    assert int(np.count_nonzero(built(x)[0] != want)) == 0

@@ -90,6 +90,8 @@ def make_op(key: tuple, build: Callable[..., Operation], operands: Sequence[SSAV
         template = (type(proto), tuple(r.type for r in proto.results), dict(proto.properties),
                     dict(proto.attributes))
         proto.drop_all_references()
+        if len(_TEMPLATES) > 4096:  # bounded across the models of a long-lived process
+            _TEMPLATES.clear()
         _TEMPLATES[(key, types)] = template
     cls, result_types, properties, attributes = template
     return create_op(cls, operands, result_types, properties, attributes)
@@ -534,6 +536,8 @@ def _region_op(key: tuple, build: Callable[..., Operation], operands: Sequence[S
         placeholders = Block(arg_types=types + captured_types).args
         proto = build(*placeholders)
         template = (proto, placeholders[len(types):], [[BlockTemplate(b) for b in r.blocks] for r in proto.regions])
+        if len(_REGION_TEMPLATES) > 1024:  # bounded across the models of a long-lived process
+            _REGION_TEMPLATES.clear()
         _REGION_TEMPLATES[(key, types, captured_types)] = template
     proto, captured_placeholders, regions = template
     outside = dict(zip(captured_placeholders, captured))

@@ -8,6 +8,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 from collections.abc import Sequence
 
 import numpy as np
@@ -120,19 +124,56 @@ class CompiledModel:
         return staged[1]
 
     def export_library(self, path: str) -> None:
-        """Write a shared library with TVM's own export (load with tvm.runtime.load_module)."""
-        self.executable.export_library(path)
+        """Write a shared library with TVM's own export (load with tvm.runtime.load_module).
+
+        TVM 0.27 logs one `Warning: Scope Saving:` line per function when it saves a
+        `compiled`-mode VM executable (and `Scope Loaded:` when it loads one): debug
+        output, not a problem.  The save-side lines are filtered out here; anything
+        else TVM writes to stderr is passed on.
+        """
+        with _stderr_filtered("Warning: Scope Saving:"):
+            self.executable.export_library(path)
+
+
+@contextlib.contextmanager
+def _stderr_filtered(noise: str):
+    """Drop lines containing `noise` from what C++ code writes to file descriptor 2."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            kept = [ln for ln in tmp.read().decode(errors="replace").splitlines(keepends=True) if noise not in ln]
+            if kept:
+                sys.stderr.write("".join(kept))
+
+
+def build(mod, target):
+    """Build a translated Relax module with our pipeline, in the VM's `compiled` mode.
+
+    `relax.build(exec_mode="compiled")` turns `main`'s VM bytecode into a TIR
+    function compiled by LLVM, so each kernel call, allocation and shape check is a
+    direct C call instead of an interpreted instruction.  Same kernels, same
+    results; it takes about a third off the per-call overhead (mlp_act, 10 kernel
+    calls: 8.7 -> 6.2 us; mobilenetv2_tiny: 79 -> 75 us).
+    """
+    from tvm import relax
+
+    return relax.build(mod, target=target, relax_pipeline=pipeline(target), exec_mode="compiled")
 
 
 def compile_module(module, target=None, entry: str | None = None) -> CompiledModel:
-    """Translate an L3 module to Relax and build it with `tvm.compile`."""
-    import tvm
-
+    """Translate an L3 module to Relax and build it (`build`)."""
     from tvm_bridge.vnni import target_has_vnni
 
     tgt = as_target(target)
     mod, n_outputs = translate(module, entry, vnni=target_has_vnni(tgt))
-    executable = tvm.compile(mod, target=tgt, relax_pipeline=pipeline(tgt))
+    executable = build(mod, tgt)
     return CompiledModel(executable, n_outputs, tgt)
 
 

@@ -485,12 +485,12 @@ class Lowering(Emitter):
         maps = [broadcast_map(qint.shape_of(v), shape) for v in inputs]
         return self.generic(inputs, maps, out_type, identity(len(shape)), body, key=key)
 
-    def channel_constant(self, values, axis: int, rank: int):
-        """Per-channel i64 parameters: (operand, map) or a Python int when they are all one value."""
+    def channel_constant(self, values, axis: int, rank: int, width: int = 64):
+        """Per-channel i`width` parameters: (operand, map) or a Python int when they are all one value."""
         values = [int(v) for v in values]
         if len(set(values)) == 1:
             return values[0], None
-        return self.constant(np.asarray(values, np.int64), 64), axis_map(rank, axis)
+        return self.constant(np.asarray(values, np.int64), width), axis_map(rank, axis)
 
     def pad(self, x: SSAValue, low: Sequence[int], high: Sequence[int], value: int) -> SSAValue:
         if not any(low) and not any(high):
@@ -739,8 +739,8 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
     inputs, maps = [x], [identity(rank)]
     params: list = []  # per parameter: ("value", literal) or ("operand", index into the body's args)
 
-    def channel(values):
-        value, m = e.channel_constant(values, axis, rank)
+    def channel(values, width: int = 64):
+        value, m = e.channel_constant(values, axis, rank, width)
         if m is None:
             params.append(("value", value))
         else:
@@ -752,22 +752,40 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
         m = np.asarray(op.attr("multiplier"), np.int64)
         sft = np.asarray(op.attr("shift"), np.int64)
         if mode == "double_round":
-            channel(m)
-            channel(np.maximum(sft, 0))
+            # per-channel multipliers as i32 (extended in the body): the i64 product of
+            # two sign-extended i32 values is one vpmuldq, of an i64 operand a vpmullq
+            # (3 uops, 15 cycles latency on AVX-512)
+            in_i32 = bool(((m >= -(1 << 31)) & (m < (1 << 31))).all())
+            channel(m, 32 if in_i32 else 64)
+            left = np.maximum(sft, 0)
             right = np.maximum(-sft, 0)
-            channel(right)
-            ozp_ = op.attr("output_zp", 0)
-            lo_, hi_ = op.bounds()
-            # RoundingDivideByPOT and the clamp in 32-bit lanes (twice as many per SIMD
-            # register as i64): the SRDHM result fits int32, so gemmlowp's own
-            # remainder/threshold form has no overflow there; clamp(r + zp, lo, hi) is
-            # written clamp(r, lo - zp, hi - zp) + zp so the add cannot overflow either
-            narrow = (out_w <= 16 and int(right.max()) <= 30
-                      and all(-(1 << 31) <= b <= (1 << 31) - 1 for b in (lo_ - ozp_, hi_ - ozp_)))
+            # the one-shift form (see the body): the result and clamp(r, lo - zp, hi - zp)
+            # in 32-bit lanes (twice as many per SIMD register as i64)
+            narrow = (out_w <= 32 and int(right.max()) <= 31 and bool((m != -(1 << 31)).all())
+                      and all(-(1 << 31) <= b <= (1 << 31) - 1 for b in (lo - ozp, hi - ozp)))
+            # the left shifts fold into the final shift when x - input_zp shifted by them
+            # cannot wrap at 32 bits (ADD's inputs: int8 << 20)
+            if unsigned:
+                x_lo, x_hi = -izp, (1 << in_w) - 1 - izp
+            else:
+                x_lo, x_hi = -(1 << (in_w - 1)) - izp, (1 << (in_w - 1)) - 1 - izp
+            shift_in = ls + int(left[0])
+            fold_left = (narrow and len(set(left.tolist())) == 1 and shift_in <= 30
+                         and -(1 << 31) <= x_lo << shift_in and x_hi << shift_in < 1 << 31)
             if narrow:
-                mask = (np.int64(1) << right) - 1
-                channel(mask)
-                channel(mask >> 1)
+                if not fold_left:
+                    shift_in = 0
+                    channel(left)
+                folded = shift_in
+                one = np.int64(1)
+                pos = (one << (30 - shift_in)) + np.where(right > 0, one << (30 - shift_in + right), 0)
+                channel(pos)
+                channel(np.where(right > 0, pos - (one << (31 - shift_in)), pos))
+                channel(31 - shift_in + right)
+            else:
+                fold_left = False
+                channel(left)
+                channel(right)
         else:
             if mode == "single_round":
                 total = 31 - sft
@@ -796,7 +814,9 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
         offset = float(np.float32(op.attr("offset")[0]))
     never_min = mode == "double_round" and bool((m != -(1 << 31)).all())
     if mode != "double_round":
-        narrow = False
+        narrow = fold_left = False
+    if not narrow:
+        folded = 0
 
     def body(s: Scalar, *args):
         def p(k):
@@ -806,27 +826,48 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
         v = s.ext(args[0], 64, unsigned)
         if izp:
             v = s.sub(v, izp)
+        if mode == "double_round" and narrow:
+            # With a the shifted value (x - zp) << L wrapped to int32 and t = a*M
+            # (M in [0, 2^31)): SRDHM(a, M) = floor((t + 2^30) / 2^31) (see Scalar.srdhm)
+            # and RoundingDivideByPOT(q, e) = floor((q + 2^(e-1) - [q < 0]) / 2^e) for
+            # e >= 1 (q itself for e = 0).  Nested floors of divisions by positive integers
+            # compose, floor((floor(u / m) + c) / n) = floor((u + c*m) / (m*n)), and q < 0
+            # exactly when t < -2^30, so the double rounding is one add and one shift:
+            #   (t + 2^30 + 2^(30+e) - [t < -2^30] * 2^31) >> (31 + e)
+            # with the two constants precomputed per channel (both 2^30 when e = 0).
+            # When a = (x - zp) * 2^L does not wrap (L <= 30), t = 2^L * t' with
+            # t' = (x - zp) * M and the same division is
+            #   (t' + 2^(30-L) + 2^(30-L+e) - [t' < -2^(30-L)] * 2^(31-L)) >> (31 - L + e):
+            # the left shift disappears and both factors of the product stay 32-bit.
+            # |t'| < 2^(62-L) and the constants are below 2^(30-L) + 2^(61-L): it fits i64.
+            if fold_left:
+                a, k = v, 1
+            else:
+                if ls:
+                    v = s.shl(v, ls)
+                a = s.wrap(v, max(32, in_w))
+                left_ = p(1)
+                if not (isinstance(left_, int) and left_ == 0):
+                    a = s.wrap(s.shl(a, left_), 32)
+                k = 2
+            mult = p(0) if isinstance(p(0), int) else s.ext(p(0), 64)
+            t = s.mul(a, mult)
+            pos, neg = p(k), p(k + 1)
+            if not (isinstance(pos, int) and pos == neg):
+                pos = s.select(s.cmp("slt", t, -(1 << (30 - folded))), neg, pos)
+            x32 = s.trunc(s.shr(s.add(t, pos), p(k + 2)), 32)
+            r = s.min(s.max(x32, lo - ozp), hi - ozp)
+            if ozp:
+                r = s.add(r, ozp)
+            return s.trunc(r, out_w)
         if ls:
             v = s.shl(v, ls)
         v = s.wrap(v, max(32, in_w))
         if mode == "double_round":
-            left = p(1)
-            shifted = v if isinstance(left, int) and left == 0 else s.wrap(s.shl(v, left), 32)
-            high = s.srdhm(shifted, p(0), b_never_min=never_min)
-            if narrow:
-                def i32(k):
-                    val = p(k)
-                    return s.const(val, I32) if isinstance(val, int) else s.trunc(val, 32)
-
-                x32 = s.trunc(high, 32)
-                remainder = s.band(x32, i32(3))
-                threshold = s.add(i32(4), s.ext(s.cmp("slt", x32, 0), 32, True))
-                r = s.add(s.shr(x32, i32(2)), s.ext(s.cmp("sgt", remainder, threshold), 32, True))
-                r = s.min(s.max(r, lo - ozp), hi - ozp)
-                if ozp:
-                    r = s.add(r, ozp)
-                return s.trunc(r, out_w)
-            r = s.rdbpot(high, p(2))
+            left_ = p(1)
+            shifted = v if isinstance(left_, int) and left_ == 0 else s.wrap(s.shl(v, left_), 32)
+            mult = p(0) if isinstance(p(0), int) else s.ext(p(0), 64)
+            r = s.rdbpot(s.srdhm(shifted, mult, b_never_min=never_min), p(2))
         elif mode == "single_round":
             r = s.shr(s.add(s.mul(v, p(0)), p(2)), p(1))
         elif mode == "wide_round":
@@ -864,7 +905,7 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
         return s.trunc(s.clamp(r, lo, hi), out_w)
 
     # everything `body` reads (floats by their bits: 0.0 and -0.0 are different literals)
-    key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, never_min, _literal_key(offset),
+    key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, fold_left, folded, never_min, _literal_key(offset),
            tuple((kind, _literal_key(v)) for kind, v in params))
     return e.generic(inputs, maps, out_t, identity(rank), body, key=key)
 

@@ -8,36 +8,30 @@
 // the map of the channel axis; equal parameters are literals in the body.
 
 // double_round = TFLite MultiplyByQuantizedMultiplier:
-//   RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(v << max(s, 0), M), max(-s, 0)).
-// (2^30, shift 2): left 2, right 0.  SRDHM: gemmlowp's trunc((a*b + nudge) / 2^31) with
-// nudge = 2^30 or 1 - 2^30 by the product's sign is floor((a*b + 2^30) / 2^31) for every
-// product, so: add 2^30, shift right 31, in i64.  Multipliers are in [0, 2^31) (the verifier
-// says so), so the one saturating case (both INT32_MIN) cannot happen and has no check.
-// The SRDHM result fits int32, so the rest runs on i32 (twice the SIMD lanes of i64):
-// RDBPOT is gemmlowp's own form, (x >> e) + ((x & mask) > (mask >> 1) + [x < 0]), with
-// mask = 2^e - 1 = 0 here (the zero mask, the threshold's 0 + and the shift by 0 fold away),
-// and clamp(r + 5, -100, 100) is written clamp(r, -105, 95) + 5 so the add cannot overflow.
+//   RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(a, M), e), a = v << max(s, 0), e = max(-s, 0).
+// SRDHM: gemmlowp's trunc((a*M + nudge) / 2^31) with nudge = 2^30 or 1 - 2^30 by the product's
+// sign is floor((a*M + 2^30) / 2^31) for every product.  RDBPOT(q, e) is floor((q + 2^(e-1) -
+// [q < 0]) / 2^e) for e >= 1, and nested floors compose, so the whole is one add and one shift:
+// (a*M + 2^30 + 2^(30+e) - [a*M < -2^30] * 2^31) >> (31 + e).  Multipliers are in [0, 2^31)
+// (the verifier says so), so SRDHM's one saturating case (both INT32_MIN) cannot happen.
+// (2^30, shift 2): left 2, right 0.  v = x + 3 lies in [-125, 130], so v << 2 cannot wrap at
+// 32 bits and the left shift folds into the final one: a*M + 2^30 = 4 * (v*M + 2^28), and
+// floor(4u / 2^31) = floor(u / 2^29): v*M + 2^28 (= 268435456) >> 29; with e = 0 no sign term.
+// The result fits int32, so the clamp runs on i32 (twice the SIMD lanes of i64):
+// clamp(r + 5, -100, 100) is written clamp(r, -105, 95) + 5 so the add cannot overflow.
 // CHECK-LABEL: func.func @double_round
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}} : tensor<2x3xi8>) outs(%{{.*}} : tensor<2x3xi8>)
 // CHECK-NEXT:    ^bb0(%[[X:.*]]: i8, %{{.*}}: i8):
 // CHECK-NEXT:      %[[X64:.*]] = arith.extsi %[[X]] : i8 to i64
 // CHECK-NEXT:      %[[IZP:.*]] = arith.constant -3 : i64
 // CHECK-NEXT:      %[[V:.*]] = arith.subi %[[X64]], %[[IZP]] : i64
-// CHECK-NEXT:      %[[LEFT:.*]] = arith.constant 2 : i64
-// CHECK-NEXT:      %[[SH:.*]] = arith.shli %[[V]], %[[LEFT]] : i64
 // CHECK-NEXT:      %[[M:.*]] = arith.constant 1073741824 : i64
-// CHECK-NEXT:      %[[AB:.*]] = arith.muli %[[SH]], %[[M]] : i64
-// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[AB]], %[[M]] : i64
-// CHECK-NEXT:      %[[C31:.*]] = arith.constant 31 : i64
-// CHECK-NEXT:      %[[HIGH:.*]] = arith.shrsi %[[SUM]], %[[C31]] : i64
-// CHECK-NEXT:      %[[H32:.*]] = arith.trunci %[[HIGH]] : i64 to i32
-// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0 : i32
-// CHECK-NEXT:      %[[REM:.*]] = arith.andi %[[H32]], %[[ZERO]] : i32
-// CHECK-NEXT:      %[[NEG:.*]] = arith.cmpi slt, %[[H32]], %[[ZERO]] : i32
-// CHECK-NEXT:      %[[THR:.*]] = arith.extui %[[NEG]] : i1 to i32
-// CHECK-NEXT:      %[[UP:.*]] = arith.cmpi sgt, %[[REM]], %[[THR]] : i32
-// CHECK-NEXT:      %[[UP32:.*]] = arith.extui %[[UP]] : i1 to i32
-// CHECK-NEXT:      %[[R:.*]] = arith.addi %[[H32]], %[[UP32]] : i32
+// CHECK-NEXT:      %[[T:.*]] = arith.muli %[[V]], %[[M]] : i64
+// CHECK-NEXT:      %[[B:.*]] = arith.constant 268435456 : i64
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[T]], %[[B]] : i64
+// CHECK-NEXT:      %[[C29:.*]] = arith.constant 29 : i64
+// CHECK-NEXT:      %[[R64:.*]] = arith.shrsi %[[SUM]], %[[C29]] : i64
+// CHECK-NEXT:      %[[R:.*]] = arith.trunci %[[R64]] : i64 to i32
 // CHECK-NEXT:      %[[LO:.*]] = arith.constant -105 : i32
 // CHECK-NEXT:      %[[C1:.*]] = arith.maxsi %[[R]], %[[LO]] : i32
 // CHECK-NEXT:      %[[HI:.*]] = arith.constant 95 : i32
@@ -54,33 +48,68 @@ func.func @double_round(%x: tensor<2x3xi8>) -> tensor<2x3xi8> {
 }
 
 // Per-channel: multipliers [1374389504, 1374389504, 2^30] and shifts [-7, 1, -6] become
-// constants: left shifts max(s, 0) = [0, 1, 0], right shifts max(-s, 0) = [7, 0, 6], and for
-// the i32 RoundingDivideByPOT the masks 2^e - 1 = [127, 0, 63] and their halves [63, 0, 31],
-// each read with the channel map (d3); the body uses the block arguments where the literals
-// were.  No clamp bounds given: the i8 range [-128, 127] minus the zero point 5.
+// constants: the multipliers as i32 (extended in the body, so the i64 product is of two
+// sign-extended i32 values: one vpmuldq on AVX-512), the left shifts max(s, 0) = [0, 1, 0]
+// (an i32 input can wrap when shifted: no fold), and for right shifts e = [7, 0, 6] the two
+// added constants 2^30 + 2^(30+e) = [2^30 + 2^37, 2^30, 2^30 + 2^36] =
+// [138512695296, 1073741824, 69793218560], the same minus 2^31 where e >= 1 (taken when
+// a*M < -2^30) = [136365211648, 1073741824, 67645734912], and the shifts 31 + e = [38, 31, 37],
+// each read with the channel map (d3).  No clamp bounds given: the i8 range [-128, 127] minus
+// the zero point 5.
 // CHECK-LABEL: func.func @double_round_per_channel
-// CHECK-NEXT:    %[[M:.*]] = arith.constant dense<[1374389504, 1374389504, 1073741824]> : tensor<3xi64>
+// CHECK-NEXT:    %[[M:.*]] = arith.constant dense<[1374389504, 1374389504, 1073741824]> : tensor<3xi32>
 // CHECK-NEXT:    %[[L:.*]] = arith.constant dense<[0, 1, 0]> : tensor<3xi64>
-// CHECK-NEXT:    %[[RT:.*]] = arith.constant dense<[7, 0, 6]> : tensor<3xi64>
-// CHECK-NEXT:    %[[MASK:.*]] = arith.constant dense<[127, 0, 63]> : tensor<3xi64>
-// CHECK-NEXT:    %[[HALF:.*]] = arith.constant dense<[63, 0, 31]> : tensor<3xi64>
+// CHECK-NEXT:    %[[POS:.*]] = arith.constant dense<[138512695296, 1073741824, 69793218560]> : tensor<3xi64>
+// CHECK-NEXT:    %[[NEG:.*]] = arith.constant dense<[136365211648, 1073741824, 67645734912]> : tensor<3xi64>
+// CHECK-NEXT:    %[[RT:.*]] = arith.constant dense<[38, 31, 37]> : tensor<3xi64>
 // CHECK-NEXT:    tensor.empty() : tensor<1x2x2x3xi8>
-// CHECK-NEXT:    linalg.generic {{.*}} ins(%{{.*}}, %[[M]], %[[L]], %[[RT]], %[[MASK]], %[[HALF]] : tensor<1x2x2x3xi32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>)
-// CHECK-NEXT:    ^bb0(%{{.*}}: i32, %[[BM:.*]]: i64, %[[BL:.*]]: i64, %[[BR:.*]]: i64, %[[BK:.*]]: i64, %[[BH:.*]]: i64, %{{.*}}: i8):
-// CHECK:           arith.shli %{{.*}}, %[[BL]] : i64
-// CHECK:           arith.muli %{{.*}}, %[[BM]] : i64
-// CHECK:           %[[X32:.*]] = arith.trunci %{{.*}} : i64 to i32
-// CHECK-NEXT:      %[[K32:.*]] = arith.trunci %[[BK]] : i64 to i32
-// CHECK-NEXT:      arith.andi %[[X32]], %[[K32]] : i32
-// CHECK-NEXT:      %[[H32:.*]] = arith.trunci %[[BH]] : i64 to i32
-// CHECK:           %[[R32:.*]] = arith.trunci %[[BR]] : i64 to i32
-// CHECK-NEXT:      arith.shrsi %[[X32]], %[[R32]] : i32
-// CHECK:           arith.constant -133 : i32
+// CHECK-NEXT:    linalg.generic {{.*}} ins(%{{.*}}, %[[M]], %[[L]], %[[POS]], %[[NEG]], %[[RT]] : tensor<1x2x2x3xi32>, tensor<3xi32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>)
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: i32, %[[BM:.*]]: i32, %[[BL:.*]]: i64, %[[BP:.*]]: i64, %[[BN:.*]]: i64, %[[BR:.*]]: i64, %{{.*}}: i8):
+// CHECK-NEXT:      %[[X64:.*]] = arith.extsi %[[X]] : i32 to i64
+// CHECK-NEXT:      %[[SH:.*]] = arith.shli %[[X64]], %[[BL]] : i64
+// CHECK-NEXT:      %[[W32:.*]] = arith.trunci %[[SH]] : i64 to i32
+// CHECK-NEXT:      %[[A:.*]] = arith.extsi %[[W32]] : i32 to i64
+// CHECK-NEXT:      %[[M64:.*]] = arith.extsi %[[BM]] : i32 to i64
+// CHECK-NEXT:      %[[T:.*]] = arith.muli %[[A]], %[[M64]] : i64
+// CHECK-NEXT:      %[[THR:.*]] = arith.constant -1073741824 : i64
+// CHECK-NEXT:      %[[ISNEG:.*]] = arith.cmpi slt, %[[T]], %[[THR]] : i64
+// CHECK-NEXT:      %[[B:.*]] = arith.select %[[ISNEG]], %[[BN]], %[[BP]] : i64
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[T]], %[[B]] : i64
+// CHECK-NEXT:      %[[R64:.*]] = arith.shrsi %[[SUM]], %[[BR]] : i64
+// CHECK-NEXT:      %[[R:.*]] = arith.trunci %[[R64]] : i64 to i32
+// CHECK-NEXT:      arith.constant -133 : i32
 // CHECK:           arith.constant 122 : i32
 // MLIR-LABEL:  func.func @double_round_per_channel
 func.func @double_round_per_channel(%x: tensor<1x2x2x3xi32>) -> tensor<1x2x2x3xi8> {
   %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1374389504, 1374389504, 1073741824>, shift = array<i64: -7, 1, -6>, output_zp = 5 : i64} : (tensor<1x2x2x3xi32>) -> tensor<1x2x2x3xi8>
   func.return %0 : tensor<1x2x2x3xi8>
+}
+
+// ADD's input rescale: (x + 5) << 20 with x int8 lies in [-123 * 2^20, 132 * 2^20], so it cannot
+// wrap and L = 20 folds: with t = (x + 5) * 2^30 and e = 3 the one-shift form is
+// (t + 2^10 + 2^13 - [t < -2^10] * 2^11) >> (31 - 20 + 3): added constants 9216 or 7168, shift 14.
+// The i32 result needs no clamp (its bounds are the i32 range).
+// CHECK-LABEL: func.func @double_round_add_input
+// CHECK:         ^bb0(%[[X:.*]]: i8, %{{.*}}: i32):
+// CHECK-NEXT:      %[[X64:.*]] = arith.extsi %[[X]] : i8 to i64
+// CHECK-NEXT:      %[[IZP:.*]] = arith.constant -5 : i64
+// CHECK-NEXT:      %[[V:.*]] = arith.subi %[[X64]], %[[IZP]] : i64
+// CHECK-NEXT:      %[[M:.*]] = arith.constant 1073741824 : i64
+// CHECK-NEXT:      %[[T:.*]] = arith.muli %[[V]], %[[M]] : i64
+// CHECK-NEXT:      %[[THR:.*]] = arith.constant -1024 : i64
+// CHECK-NEXT:      %[[ISNEG:.*]] = arith.cmpi slt, %[[T]], %[[THR]] : i64
+// CHECK-NEXT:      %[[NEG:.*]] = arith.constant 7168 : i64
+// CHECK-NEXT:      %[[POS:.*]] = arith.constant 9216 : i64
+// CHECK-NEXT:      %[[B:.*]] = arith.select %[[ISNEG]], %[[NEG]], %[[POS]] : i64
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[T]], %[[B]] : i64
+// CHECK-NEXT:      %[[C14:.*]] = arith.constant 14 : i64
+// CHECK-NEXT:      %[[R64:.*]] = arith.shrsi %[[SUM]], %[[C14]] : i64
+// CHECK-NEXT:      %[[R:.*]] = arith.trunci %[[R64]] : i64 to i32
+// CHECK-NEXT:      linalg.yield %[[R]] : i32
+// MLIR-LABEL:  func.func @double_round_add_input
+func.func @double_round_add_input(%x: tensor<4xi8>) -> tensor<4xi32> {
+  %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: -3>, input_zp = -5 : i64, left_shift = 20 : i64} : (tensor<4xi8>) -> tensor<4xi32>
+  func.return %0 : tensor<4xi32>
 }
 
 // single_round = TFLITE_SINGLE_ROUNDING: (v * M + 2^(total - 1)) >> total with total = 31 - s.

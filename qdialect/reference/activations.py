@@ -1006,7 +1006,8 @@ def leaky_relu(
     the alpha multiplier from float32 `s_in * alpha / s_out` below (a negative
     alpha is applied as `-MBQM(d, |M|, s)`).  "litert": XNNPACK's vlrelu
     where LiteRT's delegate takes it: `m = lrintf(256 * ratio)`,
-    `((x - z_in) * m + 128) >> 8 + z_out`; otherwise the TFLite kernel.
+    `((x - z_in) * m + 128) >> 8 + z_out`; otherwise TFLite's optimized kernel,
+    which applies a negative alpha multiplier directly, `MBQM(d, M, s)`.
     """
     _check_rounding(rounding)
     _per_tensor(x_q, "x_q")
@@ -1021,7 +1022,13 @@ def leaky_relu(
             m = np.where(d >= 0, pm, nm)
             v = ((d * m + 128) >> 8) + zp(out_q)
             return np.clip(v, lo, hi).astype(out_q.dtype)
+        # LiteRT's default (optimized) kernel applies a negative alpha multiplier
+        # directly, MBQM(d, M < 0, s); the reference kernel as -MBQM(d, |M|, s).  They
+        # differ on ties: d = -12595, alpha -0.5, equal scales gives 6298 and 6297.
+        direct_negative = True
         rounding = "tflite"
+    else:
+        direct_negative = False
     ident = np.float32(scale32(x_q) / scale32(out_q))
     alpha_m = np.float32(np.float32(scale32(x_q) * np.float32(alpha)) / scale32(out_q))
     if rounding == "half_even":
@@ -1031,7 +1038,7 @@ def leaky_relu(
     mi, si = qmult(float(ident), rounding)
     ma, sa = qmult(float(alpha_m), rounding)
     pos = mbqm(d, mi, si, rounding)
-    if int(ma) < 0:
+    if int(ma) < 0 and not direct_negative:
         neg = -mbqm(d, -ma, sa, rounding)
     else:
         neg = mbqm(d, ma, sa, rounding)

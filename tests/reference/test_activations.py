@@ -407,3 +407,20 @@ def test_other_profiles_within_one_lsb(profile, s, z, seed):
         ref = fn("tflite").astype(int)
         other = fn(profile).astype(int)
         assert np.max(np.abs(other - ref)) <= 1, (name, profile)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+@pytest.mark.parametrize("profile,reference", PROFILES)
+def test_leaky_relu_negative_alpha_ties(dtype, profile, reference):
+    """A negative alpha on exact ties (d * -0.5 = k + 0.5): LiteRT's reference kernel
+    computes -MBQM(d, |M|, s), its default (optimized) kernel MBQM(d, M < 0, s); they
+    round the tie to different neighbours (d = -12595: 6297 and 6298)."""
+    s = f32(1.0 / 256) if dtype == "int16" else f32(1.0)
+    lo = -32768 if dtype == "int16" else -128
+    x = np.concatenate([np.arange(lo, 0, 7 if dtype == "int16" else 1), [-12595 if dtype == "int16" else -25]])
+    x = x.astype(dtype)
+    for alpha in (f32(-0.5), f32(-1.5)):
+        expected = run_unary("LEAKY_RELU", x, TensorSpec(x.shape, dtype, s, 0), TensorSpec(x.shape, dtype, s, 0),
+                             {"alpha": alpha}, reference)
+        got = act.leaky_relu(x, x_q=qp(s, 0, dtype), out_q=qp(s, 0, dtype), alpha=alpha, rounding=profile)
+        assert_exact(got, expected, f"LEAKY_RELU {dtype} {profile} alpha={alpha}")

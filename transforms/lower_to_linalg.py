@@ -641,8 +641,20 @@ def lower_depthwise(e: Lowering, op: qint.DepthwiseConv2DOp) -> SSAValue:
     # as for conv2d: sum(x * w) - izp * sum(w) (mod 2^acc_w, exactly sum((x - izp) * w)), the
     # correction a per-channel constant, so the inner loop has no subtraction
     correct = mult == 1 and izp != 0 and wzp == 0 and weights is not None and qint.int_width(w) <= acc_w
+    bias = 0
     if correct:
         body = _zp_product(0, 0, acc_w)
+    if (mult == 1 and wzp == 0 and weights is not None and x_bits == 8 and qint.int_width(w) == 8
+            and acc_w == 32):
+        # int8 x int8: sum((x + 128) * w) - (izp + 128) * sum(w).  x + 128 = x xor 0x80 read
+        # as unsigned is a zero-extended byte, so a vector compiler can multiply with a 16-bit
+        # multiply-add (x86 vpmaddwd: 1 uop) instead of a 32-bit multiply (vpmulld: 2 uops,
+        # 10 cycles) -- LLVM does when one factor has its upper 17 bits known zero
+        correct, bias = True, 128
+
+        def body(s, a, b, acc):
+            xu = s.ext(s._bin(arith.XOrIOp, a, s.const(-128, a.type)), acc_w, unsigned=True)
+            return s.emit(arith.AddiOp(acc, s.emit(arith.MuliOp(xu, s.ext(b, acc_w)))))
     if mult == 1:
         # loops (n, y, x, c, ky, kx), the (1, KH, KW, C) weights read in place: the result
         # is the NHWC output itself, so the rescale that follows fuses with it in TVM
@@ -653,7 +665,7 @@ def lower_depthwise(e: Lowering, op: qint.DepthwiseConv2DOp) -> SSAValue:
                         iterators=["parallel"] * 4 + ["reduction"] * 2, init=0)
         if not correct:
             return acc
-        corr = e.constant(izp * weights.astype(np.int64).reshape(-1, c).sum(axis=0), 64)
+        corr = e.constant((izp + bias) * weights.astype(np.int64).reshape(-1, c).sum(axis=0), 64)
         return e.generic([acc, corr], [identity(4), amap(4, [dim(3)])], out_t, identity(4),
                          lambda s, a, k, _o: s.trunc(s.sub(s.ext(a), k), acc_w), key=("correction", acc_w))
     # loops (n, y, x, c, m, ky, kx)

@@ -239,7 +239,7 @@ def _schedule_accumulation(sch, block, root, lanes_bits: int, local: bool) -> se
     wi = max((i for i in range(ci) if exts[i] > 1), default=None)
     t = None
     if wi is not None:
-        t = _largest_divisor(exts[wi], [4, 3, 2])
+        t = _largest_divisor(exts[wi], [4, 5, 3, 2])
     rest = [lp for i, lp in enumerate(s_loops) if i not in (ci, wi)]
     if t is not None and t > 1:
         w_out, w_in = sch.split(s_loops[wi], factors=[None, t])

@@ -92,19 +92,23 @@ func.func @depthwise_m1(%x: tensor<1x5x5x2xi8>, %w: tensor<1x3x3x2xi8>) -> tenso
   func.return %0 : tensor<1x2x2x2xi32>
 }
 
-// Depthwise with M = 1, constant weights and input zero point -3: as for conv2d, the reduction
-// sums x * w with no subtraction in the inner loop, and one elementwise generic subtracts
-// -3 * (per-channel tap sums 1 + 3 - 5 + 7 = 6 and -2 + 4 + 6 - 8 = 0) = [-18, 0] (mod 2^32,
-// exactly sum((x + 3) * w)).
+// Depthwise with M = 1, constant int8 weights and input zero point -3: as for conv2d, the
+// reduction has no subtraction in the inner loop, and one elementwise generic subtracts a
+// per-channel constant.  The reduction reads x + 128 = x xor 0x80 as an unsigned byte (a
+// zero-extended factor lets a vector compiler use a 16-bit multiply-add), so the constant is
+// (-3 + 128) * (per-channel tap sums 1 + 3 - 5 + 7 = 6 and -2 + 4 + 6 - 8 = 0) = [750, 0]
+// (mod 2^32, exactly sum((x + 3) * w)).
 // CHECK-LABEL: func.func @depthwise_m1_zp
 // CHECK:         %[[ACC:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[W:.*]] : tensor<1x3x3x2xi8>, tensor<1x2x2x2xi8>) outs(%{{.*}} : tensor<1x2x2x2xi32>)
 // CHECK-NEXT:    ^bb0(%[[A:.*]]: i8, %[[B:.*]]: i8, %[[S:.*]]: i32):
-// CHECK-NEXT:      %[[A32:.*]] = arith.extsi %[[A]] : i8 to i32
+// CHECK-NEXT:      %[[C128:.*]] = arith.constant -128 : i8
+// CHECK-NEXT:      %[[XU:.*]] = arith.xori %[[A]], %[[C128]] : i8
+// CHECK-NEXT:      %[[A32:.*]] = arith.extui %[[XU]] : i8 to i32
 // CHECK-NEXT:      %[[B32:.*]] = arith.extsi %[[B]] : i8 to i32
 // CHECK-NEXT:      %[[P:.*]] = arith.muli %[[A32]], %[[B32]] : i32
 // CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[S]], %[[P]] : i32
 // CHECK-NEXT:      linalg.yield %[[SUM]] : i32
-// CHECK:         %[[CORR:.*]] = arith.constant dense<[-18, 0]> : tensor<2xi64>
+// CHECK:         %[[CORR:.*]] = arith.constant dense<[750, 0]> : tensor<2xi64>
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[ACC]], %[[CORR]] : tensor<1x2x2x2xi32>, tensor<2xi64>)
 // CHECK-NEXT:    ^bb0(%[[V:.*]]: i32, %[[C:.*]]: i64, %{{.*}}: i32):
 // CHECK-NEXT:      %[[V64:.*]] = arith.extsi %[[V]] : i32 to i64

@@ -148,7 +148,8 @@ class Epilogue:
                 e = values[r] = e.asobject()
             if len(list(r.uses)) > 1 and str(e.ty) != "bool" and not isinstance(e, (tirx.IntImm, tirx.FloatImm)):
                 assigned, lane, lanes = temps
-                buf = tirx.decl_buffer((lanes,), str(e.ty), name=f"TMP{len(assigned)}", scope="local")
+                buf = tirx.decl_buffer((lanes,), str(e.ty), name=f"TMP{len(assigned)}", scope="local",
+                                      layout=None)  # as TVMScript declares it in the kernel
                 assigned.append((buf, e))
                 values[r] = buf[lane]
         raise TranslationError("linalg.generic body without linalg.yield")

@@ -41,7 +41,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
-from tvm_bridge.translate import TranslationError, dense_to_numpy, dtype_of, eval_scalar_op, scalar_constant
+from tvm_bridge.translate import TranslationError, dtype_of, eval_scalar_op, scalar_constant
 
 
 @dataclass
@@ -172,12 +172,10 @@ def _map_text(m) -> str:
     return hit[1]
 
 
-def _constant_of(v: SSAValue):
+def _constant_of(tr, v: SSAValue):
     """The numpy value of a dense arith.constant tensor, else None."""
-    owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
-        return dense_to_numpy(owner.value)
-    return None
+    dense = tr.dense(v)
+    return None if dense is None else dense.array()
 
 
 def _scalar_of(tr, v: SSAValue):
@@ -228,7 +226,7 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
                 return None
             binding[arg] = ("scalar", c)
             continue
-        const = _constant_of(v)
+        const = _constant_of(tr, v)
         if m == _CHANNEL[len(shape)] and const is not None and const.shape == (shape[-1],):
             kind, value = "channel", const
         elif m == _IDENTITY[len(shape)] and list(v.type.get_shape()) == shape:

@@ -41,7 +41,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
-from tvm_bridge.translate import TranslationError, dtype_of, eval_scalar_op, scalar_constant
+from tvm_bridge.translate import TranslationError, _is_subclass, dtype_of, eval_scalar_op, scalar_constant
 
 
 @dataclass
@@ -186,21 +186,41 @@ def _scalar_of(tr, v: SSAValue):
     return c[0] if isinstance(c, tuple) else None
 
 
+_ALL_PARALLEL: dict[int, tuple] = {}
+
+
+def _all_parallel(iterator_types) -> bool:
+    """Every iterator parallel; answered once per attribute object (as `_map_text`)."""
+    hit = _ALL_PARALLEL.get(id(iterator_types))
+    if hit is None or hit[0] is not iterator_types:
+        if len(_ALL_PARALLEL) > 4096:
+            _ALL_PARALLEL.clear()
+        hit = _ALL_PARALLEL[id(iterator_types)] = (
+            iterator_types, all("parallel" in str(it.data) for it in iterator_types.data))
+    return hit[1]
+
+
 def _elementwise(g: Operation, shape: list[int]) -> bool:
     """All loops parallel, identity output map of `shape`, the output's old value unread,
     a body of scalar ops only (no table reads)."""
-    if not isinstance(g, linalg.GenericOp) or len(g.outputs) != 1:
+    if not _is_subclass(type(g), linalg.GenericOp):
         return False
-    if any("parallel" not in str(it.data) for it in g.iterator_types.data):
+    outputs = g.outputs
+    if len(outputs) != 1 or not _all_parallel(g.iterator_types):
         return False
-    if _map_text(g.indexing_maps.data[-1]) != _IDENTITY[len(shape)] or list(g.outputs[0].type.get_shape()) != shape:
+    if _map_text(g.indexing_maps.data[-1]) != _IDENTITY[len(shape)] or list(outputs[0].type.get_shape()) != shape:
         return False
     body = g.body.block
-    if list(body.args[-1].uses):
+    if body.args[-1].first_use is not None:
         return False
-    for bop in body.ops:
-        if bop.regions or any(isinstance(o.type, TensorType) for o in bop.operands):
+    bop = body.first_op
+    while bop is not None:  # (the op's own fields: its `operands` and `type` are wrappers)
+        if bop.regions:
             return False
+        for o in bop._operands:
+            if isinstance(o._type, TensorType):
+                return False
+        bop = bop._next_op
     return True
 
 
@@ -211,10 +231,11 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
     some input cannot."""
     maps = [_map_text(m) for m in g.indexing_maps.data]
     body = g.body.block
-    if chain is not None and list(g.inputs).count(chain) != 1:
+    inputs = g.inputs
+    if chain is not None and list(inputs).count(chain) != 1:
         return None
     binding: dict = {}
-    for v, m, arg in zip(g.inputs, maps, body.args):
+    for v, m, arg in zip(inputs, maps, body.args):
         if chain is not None and v is chain:
             if m != _IDENTITY[len(shape)]:
                 return None

@@ -172,10 +172,18 @@ class Emitter:
         return op.results[0] if op.results else None
 
     def storage(self, value: SSAValue) -> SSAValue:
-        """The stored integers of a quantized value (a quant.scast), or the value itself."""
+        """The stored integers of a quantized value (a quant.scast), or the value itself.
+
+        A value that is itself the scast of stored integers (the result of an op decomposed
+        before) gives those integers back: the pair `FoldStorageCastPair` would fold is
+        never built."""
         if quantized_element_type(value.type) is None:
             return value
-        return self.add(StorageCastOp(value, storage_type(value.type)))
+        t = storage_type(value.type)
+        owner = value.owner
+        if isinstance(owner, StorageCastOp) and owner.input.type == t:
+            return owner.input
+        return self.add(StorageCastOp(value, t))
 
     def quantized(self, value: SSAValue, qtype) -> SSAValue:
         if value.type == qtype:

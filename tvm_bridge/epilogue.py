@@ -78,7 +78,7 @@ class Epilogue:
         epilogues with equal keys build the same PrimFunc (their constants are arguments)."""
         def step_key(g, binding):
             body = g.body.block
-            numbering = {arg: ("arg", i) for i, arg in enumerate(body.args)}
+            numbering = {id(arg): ("arg", i) for i, arg in enumerate(body.args)}  # see Translator.op_key
             args = []
             for arg in body.args:
                 b = binding.get(arg, ("unused",))
@@ -91,9 +91,13 @@ class Epilogue:
                     b = ("scalar", repr(b[1]), tr.token(arg.type))
                 args.append(b)
             ops = []
-            for i, bop in enumerate(body.ops):
-                ops.append(tr.op_key(bop, numbering))
-                numbering.update((r, ("result", i, j)) for j, r in enumerate(bop.results))
+            op_key = tr.op_key
+            bop, i = body.first_op, 0
+            while bop is not None:
+                ops.append(op_key(bop, numbering))
+                for j, r in enumerate(bop.results):
+                    numbering[id(r)] = ("result", i, j)
+                bop, i = bop._next_op, i + 1
             return tuple(args), tuple(ops)
 
         return (tuple(step_key(g, b) for (g, _), b in zip(self.steps, self.bindings)),
@@ -156,6 +160,7 @@ class Epilogue:
 
 
 _IDENTITY = {4: "(d0, d1, d2, d3) -> (d0, d1, d2, d3)", 2: "(d0, d1) -> (d0, d1)"}
+_I32 = IntegerType(32)
 _CHANNEL = {4: "(d0, d1, d2, d3) -> (d3)", 2: "(d0, d1) -> (d1)"}
 
 
@@ -187,6 +192,23 @@ def _scalar_of(tr, v: SSAValue):
 
 
 _ALL_PARALLEL: dict[int, tuple] = {}
+_SEGMENTS: dict[int, tuple] = {}
+
+
+def _inputs_outputs(g: linalg.GenericOp) -> tuple[tuple, tuple]:
+    """`(g.inputs, g.outputs)`, the operand segment sizes decoded once per attribute
+    object (xDSL's accessors unpack them on every access)."""
+    sizes = g.properties.get("operandSegmentSizes")
+    if sizes is None:
+        return tuple(g.inputs), tuple(g.outputs)
+    hit = _SEGMENTS.get(id(sizes))
+    if hit is None or hit[0] is not sizes:
+        if len(_SEGMENTS) > 4096:
+            _SEGMENTS.clear()
+        hit = _SEGMENTS[id(sizes)] = (sizes, tuple(sizes.get_values()))
+    n_in, n_out = hit[1]
+    operands = tuple(g._operands)
+    return operands[:n_in], operands[n_in:n_in + n_out]
 
 
 def _all_parallel(iterator_types) -> bool:
@@ -205,7 +227,7 @@ def _elementwise(g: Operation, shape: list[int]) -> bool:
     a body of scalar ops only (no table reads)."""
     if not _is_subclass(type(g), linalg.GenericOp):
         return False
-    outputs = g.outputs
+    outputs = _inputs_outputs(g)[1]
     if len(outputs) != 1 or not _all_parallel(g.iterator_types):
         return False
     if _map_text(g.indexing_maps.data[-1]) != _IDENTITY[len(shape)] or list(outputs[0].type.get_shape()) != shape:
@@ -231,8 +253,8 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
     some input cannot."""
     maps = [_map_text(m) for m in g.indexing_maps.data]
     body = g.body.block
-    inputs = g.inputs
-    if chain is not None and list(inputs).count(chain) != 1:
+    inputs = _inputs_outputs(g)[0]
+    if chain is not None and inputs.count(chain) != 1:
         return None
     binding: dict = {}
     for v, m, arg in zip(inputs, maps, body.args):
@@ -284,7 +306,7 @@ def _additive(g: linalg.GenericOp, binding: dict, epi: Epilogue):
     body = g.body.block
     ops = [o for o in body.ops if not isinstance(o, linalg.YieldOp)]
     chain = next(a for a in body.args if binding.get(a) == ("chain",))
-    i32 = IntegerType(32)
+    i32 = _I32
     if chain.type != i32 or g.results[0].type.element_type != i32:
         return None
 

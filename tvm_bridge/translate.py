@@ -341,15 +341,18 @@ class Translator:
         return d
 
     def op_key(self, op: Operation, numbering: dict) -> tuple:
-        """Structural key of one op: class, operands (by `numbering`, else by identity), result
-        types, properties and attributes; a scalar constant by its value."""
+        """Structural key of one op: class, operands (by `numbering`, which maps the `id` of
+        an SSA value to its position: SSAValue's own hash is a Python call; else by
+        identity), result types, properties and attributes; a scalar constant by its value."""
         token = self.token
-        if _is_subclass(type(op), arith.ConstantOp) and not isinstance(op.value, DenseIntOrFPElementsAttr):
+        cls = type(op)
+        properties, attributes = op.properties, op.attributes
+        if _is_subclass(cls, arith.ConstantOp) and not isinstance(properties.get("value"), DenseIntOrFPElementsAttr):
             c, dt = scalar_constant(op)
             return (arith.ConstantOp, _scalar_key(c), dt, token(op.results[0].type))
-        properties, attributes = op.properties, op.attributes
-        return (type(op), tuple([numbering.get(v) or ("outside", id(v)) for v in op._operands]),
-                tuple([token(r.type) for r in op.results]),
+        get = numbering.get
+        return (cls, tuple([get(id(v)) or ("outside", id(v)) for v in op._operands]),
+                tuple([token(r._type) for r in op.results]),
                 tuple([(k, token(a)) for k, a in sorted(properties.items())]) if properties else (),
                 tuple([(k, token(a)) for k, a in sorted(attributes.items())]) if attributes else ())
 
@@ -488,7 +491,7 @@ class Translator:
         def fte(*tensors):
             return te.compute(shape, lambda *i: rule(op, [t(*i) for t in tensors]), name=op.name.replace(".", "_"))
 
-        key = ("arith", self.op_key(op, {v: ("operand", i) for i, v in enumerate(op.operands)}),
+        key = ("arith", self.op_key(op, {id(v): ("operand", i) for i, v in enumerate(op.operands)}),
                tuple(self.token(v.type) for v in op.operands))
         self.env[op.results[0]] = self.emit_te(key, fte, *ins)
 
@@ -596,16 +599,16 @@ def _generic(tr: Translator, op: linalg.GenericOp):
     # which travel as extra TE inputs) and the structural key of every op (SSA values as
     # positions, constants by value: everything fcompute reads).
     captured: list[SSAValue] = []
-    numbering: dict[SSAValue, tuple] = {arg: ("arg", i) for i, arg in enumerate(body.args)}
+    numbering: dict[int, tuple] = {id(arg): ("arg", i) for i, arg in enumerate(body.args)}  # see op_key
     body_key = []
     for k, bop in enumerate(body.ops):
         for v in bop._operands:
-            if v not in numbering and isinstance(v.type, TensorType):
-                numbering[v] = ("captured", len(captured))
+            if id(v) not in numbering and isinstance(v.type, TensorType):
+                numbering[id(v)] = ("captured", len(captured))
                 captured.append(v)
         body_key.append(tr.op_key(bop, numbering))
         for i, r in enumerate(bop.results):
-            numbering[r] = ("result", k, i)
+            numbering[id(r)] = ("result", k, i)
     captured_at = {v: len(tensor_inputs) + k for k, v in enumerate(captured)}
     tensor_inputs.extend(tr.tensor(v) for v in captured)
     init_tensor, init_const = _init_value(tr, op_outputs[0])

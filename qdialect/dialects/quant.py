@@ -462,10 +462,16 @@ def _printed_parameters(text: str) -> tuple | None:
         if not (math.isfinite(scale) and scale > 0 and tiny / 2 <= scale <= huge and smin <= zero_point <= smax):
             return None
         scales.append(FloatData(scale))
-        zero_points.append(IntAttr(zero_point))
-    return (IntAttr(width), IntAttr(1 if kind == "i" else 0), IntAttr(smin), IntAttr(smax),
+        zero_points.append(_int_attr(zero_point))
+    return (_int_attr(width), _int_attr(1 if kind == "i" else 0), _int_attr(smin), _int_attr(smax),
             EXPRESSED_TYPES[ename](), ArrayAttr(scales), ArrayAttr(zero_points),
-            IntAttr(-1 if axis is None else int(axis)))
+            _int_attr(-1 if axis is None else int(axis)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _int_attr(value: int) -> IntAttr:
+    """IntAttr(value), built (and verified) once per value: zero points, widths and bounds recur."""
+    return IntAttr(value)
 
 
 def _parse_scale_zp(

@@ -306,11 +306,11 @@ class Translator:
         # repeated layers build and lower their TE once and call the same PrimFunc
         self.prim_funcs: dict[tuple, tuple] = {}
         # ops whose results an earlier op's kernel already computes (tvm_bridge/epilogue.py)
-        self.fused: set[Operation] = set()
+        self.fused: set[int] = set()  # their id()s (an IRDL op's hash is a Python call)
         # VNNI kernels of this translation by structure (tvm_bridge/vnni.py; keys use `token`)
         self.vnni_kernels: dict[tuple, object] = {}
         # dense constants by SSA value (see `dense`)
-        self._dense: dict[SSAValue, _Dense] = {}
+        self._dense: dict[int, _Dense] = {}  # by id(): SSAValue's own hash is a Python call
         # attribute interning for those keys (see `token`)
         self._token_of_id: dict[int, int] = {}
         self._token_of_attr: dict = {}
@@ -332,12 +332,12 @@ class Translator:
     def dense(self, value: SSAValue) -> _Dense | None:
         """The dense `arith.constant` `value` is, else None (also for a constant not
         translated yet: a fused epilogue looks ahead of the translation)."""
-        d = self._dense.get(value)
+        d = self._dense.get(id(value))
         if d is None:
             owner = value.owner
             if not (isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr)):
                 return None
-            d = self._dense[value] = _Dense(owner.value)
+            d = self._dense[id(value)] = _Dense(owner.value)
         return d
 
     def op_key(self, op: Operation, numbering: dict) -> tuple:
@@ -450,7 +450,7 @@ class Translator:
         return v
 
     def visit(self, op: Operation):
-        if op in self.fused:  # already computed inside an earlier op's kernel (a VNNI epilogue)
+        if id(op) in self.fused:  # already computed inside an earlier op's kernel (a VNNI epilogue)
             return
         handler = _OP_HANDLERS.get(type(op))
         if handler is None:
@@ -780,7 +780,7 @@ def _conv_nhwc_fhwc(tr: Translator, op):
             if epi.collapsed is not None:  # a fully connected layer's [1, 1, B, K] -> [B, K]
                 result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
             tr.env[epi.result] = result
-            tr.fused.update(epi.ops)
+            tr.fused.update(map(id, epi.ops))
             return
     w = tr.tensor(op.inputs[1])
     if dtype_of(op.inputs[0].type) != dtype_of(op.inputs[1].type):

@@ -59,7 +59,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -68,11 +68,12 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from qdialect import cyclic_gc
 from qdialect.dialects import qint, qnn
 from transforms.call_signatures import ConvertCallToStorage
+from transforms.fast_ir import create_op
 from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, quantized_element_type
 from qdialect.qparams import QParams
 from qdialect.reference import activations as act
@@ -194,7 +195,19 @@ class Emitter:
         return self.add(dense_constant(values, width))
 
     def qint(self, cls, operands, result_type, **attrs) -> SSAValue:
-        return self.add(cls(operands, [result_type], attrs))
+        """`cls(operands, [result_type], attrs)`, without xDSL's generic Operation builder
+        (a qint op has no properties and no regions: its attributes are the whole of it)."""
+        made: dict[str, Attribute] = {}
+        for key, value in attrs.items():
+            if value is None:
+                continue
+            if isinstance(value, Attribute):
+                made[key] = value
+            elif key in cls.ATTRS:
+                made[key] = qint.make_attr(cls.ATTRS[key][0], value)
+            else:
+                raise VerifyException(f"{cls.name}: unknown attribute '{key}'")
+        return self.add(create_op(cls, [SSAValue.get(o) for o in operands], [result_type], {}, made))
 
     def rescale(self, x: SSAValue, width: int, spec: dict, *, input_zp=0, output_zp=0,
                 bounds=None, left_shift=0, input_unsigned=False, axis=None) -> SSAValue:

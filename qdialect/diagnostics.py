@@ -36,6 +36,9 @@ _BRACKETED_TYPE = {str: re.compile(r"(?:tensor|vector|memref|![A-Za-z_][\w.$]*)<
                    bytes: re.compile(rb"(?:tensor|vector|memref|![A-Za-z_][\w.$]*)<")}
 _BRACKETED_ATTR = {str: re.compile(r"(?:array|affine_map)<"), bytes: re.compile(rb"(?:array|affine_map)<")}
 _BRACKETS = {str: re.compile(r'[<>"]'), bytes: re.compile(rb'[<>"]')}
+# an integer attribute `-3 : i64` (its extent: up to the type's name)
+_INTEGER_ATTR = {str: re.compile(r"-?[0-9]+ : (?:[su]?i[0-9]+|index)(?![\w$.])"),
+                 bytes: re.compile(rb"-?[0-9]+ : (?:[su]?i[0-9]+|index)(?![\w$.])")}
 _CLOSE = {str: ">", bytes: b">"}
 
 
@@ -46,8 +49,9 @@ class LocatingParser(Parser):
     tensor types on every op (a per-axis quantized type has a scale per channel),
     and xDSL lexes and builds them anew each time (about half of the parse time).
     A type (or `array<...>` / `affine_map<...>` attribute) that spans exactly its
-    balanced angle brackets is remembered by its text; the same text later is
-    skipped and answered with the same (immutable) object."""
+    balanced angle brackets, or an integer attribute `N : iW`, is remembered by its
+    text; the same text later is skipped and answered with the same (immutable)
+    object."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -77,6 +81,10 @@ class LocatingParser(Parser):
                 return parse()
         if end is None:
             return parse()
+        return self._remembered(content, start, end, parse)
+
+    def _remembered(self, content, start: int, end: int, parse):
+        """`parse()` of the text `content[start:end]`, or the object it parsed to before."""
         key = content[start:end]
         done = self._parsed_texts.get(key)
         if done is not None:
@@ -85,7 +93,8 @@ class LocatingParser(Parser):
         result = parse()
         # remembered only when the parse took exactly that text (then the same text
         # always parses to an equal object: nothing after the closing bracket matters)
-        if result is not None and not content[end:self._current_token.span.start].strip():
+        resumed = self._current_token.span.start
+        if result is not None and resumed >= end and not content[end:resumed].strip():
             self._parsed_texts[key] = result
         return result
 
@@ -93,6 +102,11 @@ class LocatingParser(Parser):
         return self._bracketed(_BRACKETED_TYPE, super().parse_optional_type)
 
     def parse_optional_attribute(self):
+        content = self.lexer.input.content
+        start = self._current_token.span.start
+        m = _INTEGER_ATTR[type(content)].match(content, start)
+        if m is not None:  # a 64-bit integer attribute costs ~70 us to lex and build
+            return self._remembered(content, start, m.end(), super().parse_optional_attribute)
         return self._bracketed(_BRACKETED_ATTR, super().parse_optional_attribute)
 
     def parse_operation(self) -> Operation:

@@ -59,7 +59,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -68,11 +68,12 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from qdialect import cyclic_gc
 from qdialect.dialects import qint, qnn
 from transforms.call_signatures import ConvertCallToStorage
+from transforms.fast_ir import create_op
 from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, quantized_element_type
 from qdialect.qparams import QParams
 from qdialect.reference import activations as act
@@ -172,10 +173,18 @@ class Emitter:
         return op.results[0] if op.results else None
 
     def storage(self, value: SSAValue) -> SSAValue:
-        """The stored integers of a quantized value (a quant.scast), or the value itself."""
+        """The stored integers of a quantized value (a quant.scast), or the value itself.
+
+        A value that is itself the scast of stored integers (the result of an op decomposed
+        before) gives those integers back: the pair `FoldStorageCastPair` would fold is
+        never built."""
         if quantized_element_type(value.type) is None:
             return value
-        return self.add(StorageCastOp(value, storage_type(value.type)))
+        t = storage_type(value.type)
+        owner = value.owner
+        if isinstance(owner, StorageCastOp) and owner.input.type == t:
+            return owner.input
+        return self.add(StorageCastOp(value, t))
 
     def quantized(self, value: SSAValue, qtype) -> SSAValue:
         if value.type == qtype:
@@ -186,7 +195,19 @@ class Emitter:
         return self.add(dense_constant(values, width))
 
     def qint(self, cls, operands, result_type, **attrs) -> SSAValue:
-        return self.add(cls(operands, [result_type], attrs))
+        """`cls(operands, [result_type], attrs)`, without xDSL's generic Operation builder
+        (a qint op has no properties and no regions: its attributes are the whole of it)."""
+        made: dict[str, Attribute] = {}
+        for key, value in attrs.items():
+            if value is None:
+                continue
+            if isinstance(value, Attribute):
+                made[key] = value
+            elif key in cls.ATTRS:
+                made[key] = qint.make_attr(cls.ATTRS[key][0], value)
+            else:
+                raise VerifyException(f"{cls.name}: unknown attribute '{key}'")
+        return self.add(create_op(cls, [SSAValue.get(o) for o in operands], [result_type], {}, made))
 
     def rescale(self, x: SSAValue, width: int, spec: dict, *, input_zp=0, output_zp=0,
                 bounds=None, left_shift=0, input_unsigned=False, axis=None) -> SSAValue:

@@ -41,7 +41,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
-from tvm_bridge.translate import TranslationError, dense_to_numpy, dtype_of, eval_scalar_op, scalar_constant
+from tvm_bridge.translate import TranslationError, _is_subclass, dtype_of, eval_scalar_op, scalar_constant
 
 
 @dataclass
@@ -78,7 +78,7 @@ class Epilogue:
         epilogues with equal keys build the same PrimFunc (their constants are arguments)."""
         def step_key(g, binding):
             body = g.body.block
-            numbering = {arg: ("arg", i) for i, arg in enumerate(body.args)}
+            numbering = {id(arg): ("arg", i) for i, arg in enumerate(body.args)}  # see Translator.op_key
             args = []
             for arg in body.args:
                 b = binding.get(arg, ("unused",))
@@ -91,9 +91,13 @@ class Epilogue:
                     b = ("scalar", repr(b[1]), tr.token(arg.type))
                 args.append(b)
             ops = []
-            for i, bop in enumerate(body.ops):
-                ops.append(tr.op_key(bop, numbering))
-                numbering.update((r, ("result", i, j)) for j, r in enumerate(bop.results))
+            op_key = tr.op_key
+            bop, i = body.first_op, 0
+            while bop is not None:
+                ops.append(op_key(bop, numbering))
+                for j, r in enumerate(bop.results):
+                    numbering[id(r)] = ("result", i, j)
+                bop, i = bop._next_op, i + 1
             return tuple(args), tuple(ops)
 
         return (tuple(step_key(g, b) for (g, _), b in zip(self.steps, self.bindings)),
@@ -148,13 +152,15 @@ class Epilogue:
                 e = values[r] = e.asobject()
             if len(list(r.uses)) > 1 and str(e.ty) != "bool" and not isinstance(e, (tirx.IntImm, tirx.FloatImm)):
                 assigned, lane, lanes = temps
-                buf = tirx.decl_buffer((lanes,), str(e.ty), name=f"TMP{len(assigned)}", scope="local")
+                buf = tirx.decl_buffer((lanes,), str(e.ty), name=f"TMP{len(assigned)}", scope="local",
+                                      layout=None)  # as TVMScript declares it in the kernel
                 assigned.append((buf, e))
                 values[r] = buf[lane]
         raise TranslationError("linalg.generic body without linalg.yield")
 
 
 _IDENTITY = {4: "(d0, d1, d2, d3) -> (d0, d1, d2, d3)", 2: "(d0, d1) -> (d0, d1)"}
+_I32 = IntegerType(32)
 _CHANNEL = {4: "(d0, d1, d2, d3) -> (d3)", 2: "(d0, d1) -> (d1)"}
 
 
@@ -171,12 +177,10 @@ def _map_text(m) -> str:
     return hit[1]
 
 
-def _constant_of(v: SSAValue):
+def _constant_of(tr, v: SSAValue):
     """The numpy value of a dense arith.constant tensor, else None."""
-    owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
-        return dense_to_numpy(owner.value)
-    return None
+    dense = tr.dense(v)
+    return None if dense is None else dense.array()
 
 
 def _scalar_of(tr, v: SSAValue):
@@ -187,21 +191,58 @@ def _scalar_of(tr, v: SSAValue):
     return c[0] if isinstance(c, tuple) else None
 
 
+_ALL_PARALLEL: dict[int, tuple] = {}
+_SEGMENTS: dict[int, tuple] = {}
+
+
+def _inputs_outputs(g: linalg.GenericOp) -> tuple[tuple, tuple]:
+    """`(g.inputs, g.outputs)`, the operand segment sizes decoded once per attribute
+    object (xDSL's accessors unpack them on every access)."""
+    sizes = g.properties.get("operandSegmentSizes")
+    if sizes is None:
+        return tuple(g.inputs), tuple(g.outputs)
+    hit = _SEGMENTS.get(id(sizes))
+    if hit is None or hit[0] is not sizes:
+        if len(_SEGMENTS) > 4096:
+            _SEGMENTS.clear()
+        hit = _SEGMENTS[id(sizes)] = (sizes, tuple(sizes.get_values()))
+    n_in, n_out = hit[1]
+    operands = tuple(g._operands)
+    return operands[:n_in], operands[n_in:n_in + n_out]
+
+
+def _all_parallel(iterator_types) -> bool:
+    """Every iterator parallel; answered once per attribute object (as `_map_text`)."""
+    hit = _ALL_PARALLEL.get(id(iterator_types))
+    if hit is None or hit[0] is not iterator_types:
+        if len(_ALL_PARALLEL) > 4096:
+            _ALL_PARALLEL.clear()
+        hit = _ALL_PARALLEL[id(iterator_types)] = (
+            iterator_types, all("parallel" in str(it.data) for it in iterator_types.data))
+    return hit[1]
+
+
 def _elementwise(g: Operation, shape: list[int]) -> bool:
     """All loops parallel, identity output map of `shape`, the output's old value unread,
     a body of scalar ops only (no table reads)."""
-    if not isinstance(g, linalg.GenericOp) or len(g.outputs) != 1:
+    if not _is_subclass(type(g), linalg.GenericOp):
         return False
-    if any("parallel" not in str(it.data) for it in g.iterator_types.data):
+    outputs = _inputs_outputs(g)[1]
+    if len(outputs) != 1 or not _all_parallel(g.iterator_types):
         return False
-    if _map_text(g.indexing_maps.data[-1]) != _IDENTITY[len(shape)] or list(g.outputs[0].type.get_shape()) != shape:
+    if _map_text(g.indexing_maps.data[-1]) != _IDENTITY[len(shape)] or list(outputs[0].type.get_shape()) != shape:
         return False
     body = g.body.block
-    if list(body.args[-1].uses):
+    if body.args[-1].first_use is not None:
         return False
-    for bop in body.ops:
-        if bop.regions or any(isinstance(o.type, TensorType) for o in bop.operands):
+    bop = body.first_op
+    while bop is not None:  # (the op's own fields: its `operands` and `type` are wrappers)
+        if bop.regions:
             return False
+        for o in bop._operands:
+            if isinstance(o._type, TensorType):
+                return False
+        bop = bop._next_op
     return True
 
 
@@ -212,10 +253,11 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
     some input cannot."""
     maps = [_map_text(m) for m in g.indexing_maps.data]
     body = g.body.block
-    if chain is not None and list(g.inputs).count(chain) != 1:
+    inputs = _inputs_outputs(g)[0]
+    if chain is not None and inputs.count(chain) != 1:
         return None
     binding: dict = {}
-    for v, m, arg in zip(g.inputs, maps, body.args):
+    for v, m, arg in zip(inputs, maps, body.args):
         if chain is not None and v is chain:
             if m != _IDENTITY[len(shape)]:
                 return None
@@ -227,7 +269,7 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
                 return None
             binding[arg] = ("scalar", c)
             continue
-        const = _constant_of(v)
+        const = _constant_of(tr, v)
         if m == _CHANNEL[len(shape)] and const is not None and const.shape == (shape[-1],):
             kind, value = "channel", const
         elif m == _IDENTITY[len(shape)] and list(v.type.get_shape()) == shape:
@@ -264,7 +306,7 @@ def _additive(g: linalg.GenericOp, binding: dict, epi: Epilogue):
     body = g.body.block
     ops = [o for o in body.ops if not isinstance(o, linalg.YieldOp)]
     chain = next(a for a in body.args if binding.get(a) == ("chain",))
-    i32 = IntegerType(32)
+    i32 = _I32
     if chain.type != i32 or g.results[0].type.element_type != i32:
         return None
 

@@ -283,6 +283,27 @@ class _Init:
         self.shape, self.dtype, self.value, self.tensor_expr = shape, dtype, value, tensor_expr
 
 
+class _Dense:
+    """A dense `arith.constant`, made a numpy array and a relax constant only when asked:
+    convolution weights (packed by the VNNI kernel) and the per-channel parameters of a
+    fused epilogue are read as numpy arrays and never need their own relax constant."""
+
+    __slots__ = ("attr", "_array", "_expr")
+
+    def __init__(self, attr: DenseIntOrFPElementsAttr):
+        self.attr, self._array, self._expr = attr, None, None
+
+    def array(self) -> np.ndarray:
+        if self._array is None:
+            self._array = dense_to_numpy(self.attr)
+        return self._array
+
+    def expr(self):
+        if self._expr is None:
+            self._expr = tensor_constant(self.array())
+        return self._expr
+
+
 def _functions(module: ModuleOp) -> list[func.FuncOp]:
     """The functions of `module` and of the modules nested in it, in order (their bodies,
     thousands of ops in a large model, are not walked)."""
@@ -304,9 +325,11 @@ class Translator:
         # repeated layers build and lower their TE once and call the same PrimFunc
         self.prim_funcs: dict[tuple, tuple] = {}
         # ops whose results an earlier op's kernel already computes (tvm_bridge/epilogue.py)
-        self.fused: set[Operation] = set()
+        self.fused: set[int] = set()  # their id()s (an IRDL op's hash is a Python call)
         # VNNI kernels of this translation by structure (tvm_bridge/vnni.py; keys use `token`)
         self.vnni_kernels: dict[tuple, object] = {}
+        # dense constants by SSA value (see `dense`)
+        self._dense: dict[int, _Dense] = {}  # by id(): SSAValue's own hash is a Python call
         # attribute interning for those keys (see `token`)
         self._token_of_id: dict[int, int] = {}
         self._token_of_attr: dict = {}
@@ -325,16 +348,30 @@ class Translator:
             self._tokened.append(attr)
         return t
 
+    def dense(self, value: SSAValue) -> _Dense | None:
+        """The dense `arith.constant` `value` is, else None (also for a constant not
+        translated yet: a fused epilogue looks ahead of the translation)."""
+        d = self._dense.get(id(value))
+        if d is None:
+            owner = value.owner
+            if not (isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr)):
+                return None
+            d = self._dense[id(value)] = _Dense(owner.value)
+        return d
+
     def op_key(self, op: Operation, numbering: dict) -> tuple:
-        """Structural key of one op: class, operands (by `numbering`, else by identity), result
-        types, properties and attributes; a scalar constant by its value."""
+        """Structural key of one op: class, operands (by `numbering`, which maps the `id` of
+        an SSA value to its position: SSAValue's own hash is a Python call; else by
+        identity), result types, properties and attributes; a scalar constant by its value."""
         token = self.token
-        if _is_subclass(type(op), arith.ConstantOp) and not isinstance(op.value, DenseIntOrFPElementsAttr):
+        cls = type(op)
+        properties, attributes = op.properties, op.attributes
+        if _is_subclass(cls, arith.ConstantOp) and not isinstance(properties.get("value"), DenseIntOrFPElementsAttr):
             c, dt = scalar_constant(op)
             return (arith.ConstantOp, _scalar_key(c), dt, token(op.results[0].type))
-        properties, attributes = op.properties, op.attributes
-        return (type(op), tuple([numbering.get(v) or ("outside", id(v)) for v in op._operands]),
-                tuple([token(r.type) for r in op.results]),
+        get = numbering.get
+        return (cls, tuple([get(id(v)) or ("outside", id(v)) for v in op._operands]),
+                tuple([token(r._type) for r in op.results]),
                 tuple([(k, token(a)) for k, a in sorted(properties.items())]) if properties else (),
                 tuple([(k, token(a)) for k, a in sorted(attributes.items())]) if attributes else ())
 
@@ -425,12 +462,14 @@ class Translator:
                     relax.op.full(v.shape, relax.const(fill, v.dtype), v.dtype)
                 )
             return v.tensor_expr
+        if isinstance(v, _Dense):
+            return v.expr()
         if isinstance(v, tuple):  # scalar constant
             raise TranslationError(f"scalar {value} used where a tensor is needed")
         return v
 
     def visit(self, op: Operation):
-        if op in self.fused:  # already computed inside an earlier op's kernel (a VNNI epilogue)
+        if id(op) in self.fused:  # already computed inside an earlier op's kernel (a VNNI epilogue)
             return
         handler = _OP_HANDLERS.get(type(op))
         if handler is None:
@@ -471,7 +510,7 @@ class Translator:
         def fte(*tensors):
             return te.compute(shape, lambda *i: rule(op, [t(*i) for t in tensors]), name=op.name.replace(".", "_"))
 
-        key = ("arith", self.op_key(op, {v: ("operand", i) for i, v in enumerate(op.operands)}),
+        key = ("arith", self.op_key(op, {id(v): ("operand", i) for i, v in enumerate(op.operands)}),
                tuple(self.token(v.type) for v in op.operands))
         self.env[op.results[0]] = self.emit_te(key, fte, *ins)
 
@@ -506,7 +545,7 @@ def _constant(tr: Translator, op: arith.ConstantOp):
     from tvm import relax
 
     if isinstance(op.value, DenseIntOrFPElementsAttr):
-        tr.env[op.results[0]] = tensor_constant(dense_to_numpy(op.value))
+        tr.env[op.results[0]] = tr.dense(op.results[0])
     else:
         tr.env[op.results[0]] = scalar_constant(op)
 
@@ -579,16 +618,16 @@ def _generic(tr: Translator, op: linalg.GenericOp):
     # which travel as extra TE inputs) and the structural key of every op (SSA values as
     # positions, constants by value: everything fcompute reads).
     captured: list[SSAValue] = []
-    numbering: dict[SSAValue, tuple] = {arg: ("arg", i) for i, arg in enumerate(body.args)}
+    numbering: dict[int, tuple] = {id(arg): ("arg", i) for i, arg in enumerate(body.args)}  # see op_key
     body_key = []
     for k, bop in enumerate(body.ops):
         for v in bop._operands:
-            if v not in numbering and isinstance(v.type, TensorType):
-                numbering[v] = ("captured", len(captured))
+            if id(v) not in numbering and isinstance(v.type, TensorType):
+                numbering[id(v)] = ("captured", len(captured))
                 captured.append(v)
         body_key.append(tr.op_key(bop, numbering))
         for i, r in enumerate(bop.results):
-            numbering[r] = ("result", k, i)
+            numbering[id(r)] = ("result", k, i)
     captured_at = {v: len(tensor_inputs) + k for k, v in enumerate(captured)}
     tensor_inputs.extend(tr.tensor(v) for v in captured)
     init_tensor, init_const = _init_value(tr, op_outputs[0])
@@ -731,17 +770,18 @@ def _conv_nhwc_fhwc(tr: Translator, op):
     out_dtype = dtype_of(op.results[0].type)
     strides = list(op.strides.get_values()) if getattr(op, "strides", None) is not None else [1, 1]
     dilations = list(op.dilations.get_values()) if getattr(op, "dilations", None) is not None else [1, 1]
-    x, w = (tr.tensor(v) for v in op.inputs)
+    x = tr.tensor(op.inputs[0])
     if getattr(tr, "vnni", False):
         from tvm_bridge import vnni
 
-        weights = w.value.numpy() if isinstance(w, tvm_constant_type()) else None
+        dense = tr.dense(op.inputs[1])
+        weights = dense.array() if dense is not None else None
         if vnni.applicable(list(op.inputs[0].type.get_shape()), weights, dtype_of(op.inputs[0].type),
                            dtype_of(op.inputs[1].type), out_dtype):
             init_tensor, init_const = _init_value(tr, op.outputs[0])
             if init_tensor is not None:  # sums added to a tensor: no epilogue fusion
                 _add_init(tr, op, vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
-                                                   strides, dilations))
+                                                   strides, dilations, kernels=tr.vnni_kernels))
                 return
             from tvm_bridge import epilogue
 
@@ -753,13 +793,15 @@ def _conv_nhwc_fhwc(tr: Translator, op):
             except Exception:  # noqa: BLE001 - an epilogue the kernel cannot take (nothing was
                 # emitted yet): the bare convolution, and the chain translated op by op, which
                 # names an op it cannot translate itself
-                _add_init(tr, op, vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations))
+                _add_init(tr, op, vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations,
+                                                   kernels=tr.vnni_kernels))
                 return
             if epi.collapsed is not None:  # a fully connected layer's [1, 1, B, K] -> [B, K]
                 result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
             tr.env[epi.result] = result
-            tr.fused.update(epi.ops)
+            tr.fused.update(map(id, epi.ops))
             return
+    w = tr.tensor(op.inputs[1])
     if dtype_of(op.inputs[0].type) != dtype_of(op.inputs[1].type):
         # mixed widths (16x8): widen both; same-width int8 operands stay int8 with an int32
         # accumulator (linalg's sign-extending semantics), which TVM compiles 2-3x faster

@@ -393,14 +393,7 @@ class ConstantOp(IRDLOperation):
         return self.results[0]
 
     def element_dtype(self) -> np.dtype:
-        t = self.results[0].type
-        el = t.element_type if isinstance(t, TensorType) else t
-        if isinstance(el, UniformQuantizedType):
-            return el.qparams().dtype
-        if isinstance(el, IntegerType):
-            w = el.width.data
-            return np.dtype(f"int{8 if w <= 8 else 16 if w <= 16 else 32 if w <= 32 else 64}")
-        raise VerifyException(f"qnn.constant: element type {el} is not quantized or integer")
+        return _constant_dtype(self.results[0].type)
 
     def array(self) -> np.ndarray:
         t = self.results[0].type
@@ -453,12 +446,23 @@ class ConstantOp(IRDLOperation):
         t = parser.parse_type()
         if not isinstance(t, TensorType):
             parser.raise_error(f"qnn.constant: result type {t} must be a ranked tensor", tpos)
-        itemsize = cls.create(result_types=[t]).element_dtype().itemsize
+        itemsize = _constant_dtype(t).itemsize
         return cls.create(result_types=[t], attributes={"value": _dense_bytes(data, itemsize, t.get_shape())})
 
     def print(self, printer: Printer):
         printer.print_string(f' dense<"0x{self.attributes["value"].data.data.hex().upper()}"> : ')
         printer.print_attribute(self.results[0].type)
+
+
+def _constant_dtype(t) -> np.dtype:
+    """The numpy dtype of a qnn.constant's stored values, for its result type `t`."""
+    el = t.element_type if isinstance(t, TensorType) else t
+    if isinstance(el, UniformQuantizedType):
+        return el.qparams().dtype
+    if isinstance(el, IntegerType):
+        w = el.width.data
+        return np.dtype(f"int{8 if w <= 8 else 16 if w <= 16 else 32 if w <= 32 else 64}")
+    raise VerifyException(f"qnn.constant: element type {el} is not quantized or integer")
 
 
 # ----- convolutions and matmuls --------------------------------------------------------

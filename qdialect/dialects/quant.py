@@ -64,6 +64,16 @@ _STORAGE_RE = re.compile(r"^([iu])([0-9]+)$")
 # the parameters of `!quant.uniform<...>` by the exact spelling of `<...>`
 _PARSED_PARAMETERS: dict[str, tuple] = {}
 
+# `<...>` as qdialect and MLIR print it: storage[<min:max>]:expressed[:axis], scale[:zp] or
+# {scale[:zp], ...} (decimal scales, decimal zero points).  Read with regular expressions
+# instead of token by token; any other spelling, and any value the checks refuse, goes
+# through the parser (which says what is wrong and where).
+_FLOAT_LITERAL = r"[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?"  # the lexer's FLOAT_LIT
+_PRINTED_PARAMETERS = re.compile(
+    rf"<([iu])([0-9]+)(?:<(-?[0-9]+):(-?[0-9]+)>)?:(f16|bf16|f32)(?::([0-9]+))?, "
+    rf"(\{{[^{{}}<>]*\}}|{_FLOAT_LITERAL}(?::-?[0-9]+)?)>")
+_PRINTED_PAIR = re.compile(rf"({_FLOAT_LITERAL})(?::(-?[0-9]+))?")
+
 
 @functools.cache
 def _integer_type(width: int) -> IntegerType:
@@ -313,6 +323,13 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
             if params is not None:
                 parser._resume_from(end)
                 return params
+            params = _printed_parameters(text[start:end])
+            if params is not None:
+                parser._resume_from(end)
+                if len(_PARSED_PARAMETERS) >= 4096:
+                    _PARSED_PARAMETERS.clear()
+                _PARSED_PARAMETERS[text[start:end]] = params
+                return params
         params = cls._parse_parameters(parser)
         if end is not None and parser.pos >= end and not text[end:parser.pos].strip():
             if len(_PARSED_PARAMETERS) >= 4096:
@@ -416,6 +433,45 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
             printer.print_string(f":{self.axis}, {{{', '.join(pairs)}}}>")
         else:
             printer.print_string(f", {pairs[0]}>")
+
+
+def _printed_parameters(text: str) -> tuple | None:
+    """`_parse_parameters` of `text` (the whole `<...>`) when it is in the printed form and
+    every check passes, else None (then the parser reads it, and reports what is wrong)."""
+    m = _PRINTED_PARAMETERS.fullmatch(text)
+    if m is None:
+        return None
+    kind, width, smin, smax, ename, axis, pairs = m.groups()
+    width = int(width)
+    if not 2 <= width <= 32:
+        return None
+    lo, hi = storage_bounds(width, kind == "i")
+    smin, smax = (lo, hi) if smin is None else (int(smin), int(smax))
+    if smin < lo or smax > hi or smin >= smax:
+        return None
+    if (axis is None) == pairs.startswith("{"):
+        return None
+    tiny, huge = _EXPRESSED_LIMITS[ename]
+    scales, zero_points = [], []
+    for pair in (pairs[1:-1].split(",") if axis is not None else (pairs,)):
+        p = _PRINTED_PAIR.fullmatch(pair.strip())
+        if p is None:
+            return None
+        scale = float(p.group(1))
+        zero_point = 0 if p.group(2) is None else int(p.group(2))
+        if not (math.isfinite(scale) and scale > 0 and tiny / 2 <= scale <= huge and smin <= zero_point <= smax):
+            return None
+        scales.append(FloatData(scale))
+        zero_points.append(_int_attr(zero_point))
+    return (_int_attr(width), _int_attr(1 if kind == "i" else 0), _int_attr(smin), _int_attr(smax),
+            EXPRESSED_TYPES[ename](), ArrayAttr(scales), ArrayAttr(zero_points),
+            _int_attr(-1 if axis is None else int(axis)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _int_attr(value: int) -> IntAttr:
+    """IntAttr(value), built (and verified) once per value: zero points, widths and bounds recur."""
+    return IntAttr(value)
 
 
 def _parse_scale_zp(

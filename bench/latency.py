@@ -2,7 +2,10 @@
 
     python bench/latency.py [--models a,b] [--runs 50] [--warmup 5] [--target "llvm -mcpu=..."]
 
-Measured in the same run, with warm-up, median of `--runs`:
+Measured in the same run, with warm-up, median of `--runs`.  The one-thread
+candidates of a model (LiteRT default, ours in both profiles, TVM's importer) are
+timed interleaved: `--rounds` rounds, each running every candidate runs/rounds
+times, so a change in machine load during the run hits all of them alike:
 - ours: import -> qnn-decompose -> qnn-lower-to-linalg -> Relax -> tvm.compile
   with our scheduled CPU pipeline (host CPU, one TVM thread; `ours_tflite_2`
   is the same build on two), `tflite` rounding (bit-exact with BUILTIN_REF) and
@@ -40,6 +43,22 @@ def median_ms(fn, runs: int, warmup: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1000
+
+
+def interleaved_medians(fns: dict, runs: int, warmup: int, rounds: int) -> dict:
+    """Median ms of each callable, measured in `rounds` interleaved rounds."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times = {k: [] for k in fns}
+    per = max(1, runs // rounds)
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            for _ in range(per):
+                t0 = time.perf_counter()
+                fn()
+                times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) * 1000 for k, v in times.items()}
 
 
 def set_tvm_threads(n: int) -> None:
@@ -121,6 +140,7 @@ def main(argv=None) -> int:
     p.add_argument("--models", default=None, help="comma-separated zoo names (default: all quantized)")
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=10, help="interleaved rounds of the one-thread candidates")
     p.add_argument("--target", default=None, help="TVM target (default: host CPU)")
     args = p.parse_args(argv)
 
@@ -142,30 +162,31 @@ def main(argv=None) -> int:
         ref1 = litert(buf, True, 1)
         dflt1 = litert(buf, False, 1)
         expected_ref, expected_default = ref1(sample), dflt1(sample)
-        row["litert_1"] = median_ms(lambda: dflt1(sample), args.runs, args.warmup)
         row["litert_2"] = median_ms(lambda r=litert(buf, False, 2): r(sample), args.runs, args.warmup)
         row["ref_1"] = median_ms(lambda: ref1(sample), max(3, args.runs // 5), 1)
         row["ref_2"] = median_ms(lambda r=litert(buf, True, 2): r(sample), max(3, args.runs // 5), 1)
+        one_thread = {"litert_1": lambda: dflt1(sample)}
         if have_ours:
             for rounding, expected in (("tflite", expected_ref), ("litert", expected_default)):
                 try:
                     run, compile_s = ours(path, rounding, args.target)
-                    row[f"ours_{rounding}"] = median_ms(lambda: run(sample), args.runs, args.warmup)
+                    row[f"ours_{rounding}_mismatch"] = mismatches(run(sample), expected)
+                    row[f"ours_{rounding}_compile_s"] = compile_s
+                    one_thread[f"ours_{rounding}"] = lambda run=run: run(sample)
                     if rounding == "tflite":
                         set_tvm_threads(2)
                         row["ours_tflite_2"] = median_ms(lambda: run(sample), args.runs, args.warmup)
                         set_tvm_threads(1)
-                    row[f"ours_{rounding}_mismatch"] = mismatches(run(sample), expected)
-                    row[f"ours_{rounding}_compile_s"] = compile_s
                 except Exception as e:  # noqa: BLE001 - report and go on to the next model
                     row[f"ours_{rounding}"] = f"failed: {type(e).__name__}: {str(e)[:80]}"
         try:
             run, compile_s = tvm_frontend(path, args.target)
-            row["tvm_frontend"] = median_ms(lambda: run(sample), args.runs, args.warmup)
             row["tvm_frontend_compile_s"] = compile_s
             row["tvm_frontend_mismatch"] = mismatches(run(sample), expected_default)
+            one_thread["tvm_frontend"] = lambda run=run: run(sample)
         except Exception as e:  # noqa: BLE001
             row["tvm_frontend"] = f"does not import: {type(e).__name__}"
+        row.update(interleaved_medians(one_thread, args.runs, args.warmup, args.rounds))
         rows.append(row)
         print(f"  .. {name} done", file=sys.stderr, flush=True)
 

@@ -158,3 +158,35 @@ def test_mlir_opt_reads_our_types_and_we_read_its_output(types):
         back = arg.type.element_type
         assert back == t, f"{t} came back as {back}"
         np.testing.assert_array_equal(back.scale_array(), t.scale_array())
+
+
+_SPELLINGS_OK = [
+    "<i8:f32, 0.5>", "<i8:f32, 0.5:-3>", "<u8:f32, 1.25e-3:128>", "<i8<-127:127>:f32:0, {0.5:1, 0.25:-2}>",
+    "<i16:f16, 3.0e+2:-7>", "<i32:f32, 2.0e-10>", "<i4:bf16:0, {0.75:3, 1.0:-8}>", "<u16<0:1000>:f32, 7.5:999>",
+]
+_SPELLINGS_BAD = [
+    "<i8:f32, 0.5:300>", "<i8:f32, 0.0>", "<i33:f32, 0.5>", "<i8<5:5>:f32, 0.5>", "<i8<-200:5>:f32, 0.5>",
+    "<i8:f32:0, 0.5>", "<i8:f32, {0.5}>", "<i8:f16, 1.0e+30>", "<i8:f32:0, {0.5, 0.5:128}>",
+]
+
+
+@pytest.mark.parametrize("spelling", _SPELLINGS_OK + _SPELLINGS_BAD)
+def test_printed_form_reader_agrees_with_the_parser(spelling, monkeypatch):
+    """The regular-expression reader of `!quant.uniform<...>` in its printed form gives the
+    parser's own parameters, and declines (None) every spelling the parser refuses."""
+    from qdialect.dialects import quant
+
+    fast = quant._printed_parameters(spelling)
+    text = f"func.func @f(%a: tensor<2x!quant.uniform{spelling}>) {{\n  func.return\n}}\n"
+    quant._PARSED_PARAMETERS.clear()
+    monkeypatch.setattr(quant, "_printed_parameters", lambda _text: None)  # the parser alone
+    if spelling in _SPELLINGS_BAD:
+        assert fast is None
+        with pytest.raises(Exception, match="quant.uniform"):
+            parse_module(_ctx(), text, "t.mlir")
+        return
+    assert fast is not None
+    f = next(iter(parse_module(_ctx(), text, "t.mlir").ops))
+    slow = f.body.block.args[0].type.element_type
+    assert tuple(slow.parameters) == tuple(fast)
+    quant._PARSED_PARAMETERS.clear()

@@ -773,7 +773,7 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
             right = np.maximum(-sft, 0)
             # the one-shift form (see the body): the result and clamp(r, lo - zp, hi - zp)
             # in 32-bit lanes (twice as many per SIMD register as i64)
-            narrow = (out_w <= 32 and int(right.max()) <= 31 and bool((m != -(1 << 31)).all())
+            narrow = (out_w <= 32 and in_w <= 32 and int(right.max()) <= 31 and bool((m != -(1 << 31)).all())
                       and all(-(1 << 31) <= b <= (1 << 31) - 1 for b in (lo - ozp, hi - ozp)))
             # the left shifts fold into the final shift when x - input_zp shifted by them
             # cannot wrap at 32 bits (ADD's inputs: int8 << 20)

@@ -8,8 +8,9 @@ printed as text first, so every stage is measured from text: parse + verify,
 qnn-canonicalize, qnn-decompose, qnn-lower-to-linalg, Relax translation (the
 last Python stage before TVM's own C++ build, which is timed separately and
 only up to `--tvm-build-up-to` blocks).  The translation is the one `qd-run` does
-here: with the AVX-512 VNNI kernels and their fused epilogues when the CPU has
-them (`--no-vnni` for the generic form).  Prints seconds per stage and
+here: with the dot-product convolution kernels (AVX-512 VNNI, else vpmaddwd)
+and their fused epilogues when the CPU has the instruction (`--no-dot` for the
+generic form).  Prints seconds per stage and
 milliseconds per op; the Python part should grow linearly (flat ms/op) and
 stay under 1 ms per op.  TVM is imported (about a second, once per process)
 and its TVMScript parser used once before anything is timed.  With `--repeat N` every chain is compiled N times and
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
     p.add_argument("--tvm-build-up-to", type=int, default=10,
                    help="also time tvm.compile for chains up to this many blocks")
     p.add_argument("--repeat", type=int, default=1, help="compile each chain this many times; print medians")
-    p.add_argument("--no-vnni", action="store_true", help="translate without the VNNI kernels")
+    p.add_argument("--no-dot", action="store_true", help="translate without the dot-product kernels")
     args = p.parse_args(argv)
 
     from qdialect.diagnostics import parse_module
@@ -71,13 +72,13 @@ def main(argv=None) -> int:
     from tvm import relax, te, tirx  # noqa: F401
 
     from tvm_bridge.compile import host_target
-    from tvm_bridge.vnni import clear_caches, target_has_vnni
+    from tvm_bridge.vnni import clear_caches, target_flavor
 
-    # what compile_module does on this machine: the VNNI kernels (with their fused
-    # epilogues) where the CPU has AVX-512 VNNI, and our fusing, scheduled pipeline
+    # what compile_module does on this machine: the dot-product kernels (with their fused
+    # epilogues) where the CPU has the instruction, and our fusing, scheduled pipeline
     target = host_target()
-    vnni = target_has_vnni(target) and not args.no_vnni
-    print(f"target {target}; VNNI kernels: {'yes' if vnni else 'no'}")
+    dot = None if args.no_dot else target_flavor(target)
+    print(f"target {target}; dot-product kernels: {dot.name if dot else 'no'}")
     # TVMScript's parser costs ~0.1 s on its first use in a process (lazy imports): a
     # once-per-process cost like importing TVM, paid here (the VNNI kernels no longer go
     # through it; the warm-up stays so these numbers compare with earlier runs)
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
                 times.append(time.perf_counter() - t0)
             clear_caches()  # every run builds its own kernels: no help from a previous run
             t0 = time.perf_counter()
-            mod, _ = translate(module, vnni=vnni)
+            mod, _ = translate(module, dot=dot)
             times.append(time.perf_counter() - t0)
             runs.append(times)
         times = [float(np.median(stage)) for stage in zip(*runs)]

@@ -49,9 +49,9 @@ def main(argv=None) -> int:
         set_rounding(module, args.rounding)
     pipelines.lower_to_l3(module)
     target = qc.host_target()
-    from tvm_bridge.vnni import target_has_vnni
+    from tvm_bridge.vnni import target_flavor
 
-    mod, _ = translate(module, vnni=target_has_vnni(target))
+    mod, _ = translate(module, dot=target_flavor(target))
     t0 = time.perf_counter()
     kwargs = {}
     if not args.no_schedule and hasattr(qc, "pipeline"):

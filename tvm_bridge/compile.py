@@ -167,12 +167,16 @@ def build(mod, target):
     return relax.build(mod, target=target, relax_pipeline=pipeline(target), exec_mode="compiled")
 
 
-def compile_module(module, target=None, entry: str | None = None) -> CompiledModel:
-    """Translate an L3 module to Relax and build it (`build`)."""
-    from tvm_bridge.vnni import target_has_vnni
+def compile_module(module, target=None, entry: str | None = None, dot="target") -> CompiledModel:
+    """Translate an L3 module to Relax and build it (`build`).
+
+    `dot`: the dot-product flavor of the int8 convolution kernels (tvm_bridge/vnni.py);
+    by default the target's own (`vnni.target_flavor`), None for the generic path, or
+    a `vnni.Flavor` (an emulated one runs on any CPU: tests of a flavor the host lacks)."""
+    from tvm_bridge.vnni import target_flavor
 
     tgt = as_target(target)
-    mod, n_outputs = translate(module, entry, vnni=target_has_vnni(tgt))
+    mod, n_outputs = translate(module, entry, dot=target_flavor(tgt) if dot == "target" else dot)
     executable = build(mod, tgt)
     return CompiledModel(executable, n_outputs, tgt)
 

@@ -11,8 +11,9 @@ The translation is structural:
   chains.
 - Named ops map to Relax ops TVM schedules well: `linalg.matmul` ->
   `relax.op.matmul`, `linalg.conv_2d_nhwc_fhwc` -> `relax.op.nn.conv2d`
-  (NHWC/HWIO, int32 accumulation) or, with `vnni=True` and constant int8
-  weights, the AVX-512 VNNI kernel of tvm_bridge/vnni.py (with the elementwise
+  (NHWC/HWIO, int32 accumulation) or, with a `dot` flavor and constant int8
+  weights, the dot-product kernel of tvm_bridge/vnni.py (AVX-512 VNNI or
+  `vpmaddwd`, with the elementwise
   chain after it fused in, tvm_bridge/epilogue.py), `linalg.transpose` -> `permute_dims`,
   `linalg.fill` -> `full`; tensor reshapes, slices, pads and concats map to
   their Relax ops.
@@ -763,6 +764,38 @@ def _matmul(tr: Translator, op):
     _add_init(tr, op, tr.bb.emit(relax.op.matmul(a, b, out_dtype=out_dtype)))
 
 
+def _dot_conv(tr: Translator, op, x, x_shape, weights, strides, dilations, flavor):
+    """The convolution `op` as a dot-product kernel (tvm_bridge/vnni.py) of `flavor`, with
+    the elementwise chain after it fused in when it can be."""
+    from tvm import relax
+
+    from tvm_bridge import epilogue, vnni
+
+    def bare():
+        return vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, kernels=tr.vnni_kernels,
+                                flavor=flavor)
+
+    init_tensor, init_const = _init_value(tr, op.outputs[0])
+    if init_tensor is not None:  # sums added to a tensor: no epilogue fusion
+        _add_init(tr, op, bare())
+        return
+    epi = epilogue.collect(tr, op)
+    try:
+        result = vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, epi, init_const,
+                                  epi.key(tr), tr.vnni_kernels, flavor)
+    except vnni.NotApplicable:
+        raise
+    except Exception:  # noqa: BLE001 - an epilogue the kernel cannot take (nothing was
+        # emitted yet): the bare convolution, and the chain translated op by op, which
+        # names an op it cannot translate itself
+        _add_init(tr, op, bare())
+        return
+    if epi.collapsed is not None:  # a fully connected layer's [1, 1, B, K] -> [B, K]
+        result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
+    tr.env[epi.result] = result
+    tr.fused.update(map(id, epi.ops))
+
+
 @handles(linalg.Conv2DNhwc_FhwcOp)
 def _conv_nhwc_fhwc(tr: Translator, op):
     from tvm import relax
@@ -771,36 +804,20 @@ def _conv_nhwc_fhwc(tr: Translator, op):
     strides = list(op.strides.get_values()) if getattr(op, "strides", None) is not None else [1, 1]
     dilations = list(op.dilations.get_values()) if getattr(op, "dilations", None) is not None else [1, 1]
     x = tr.tensor(op.inputs[0])
-    if getattr(tr, "vnni", False):
+    flavor = getattr(tr, "dot", None)
+    if flavor is not None:
         from tvm_bridge import vnni
 
         dense = tr.dense(op.inputs[1])
         weights = dense.array() if dense is not None else None
-        if vnni.applicable(list(op.inputs[0].type.get_shape()), weights, dtype_of(op.inputs[0].type),
-                           dtype_of(op.inputs[1].type), out_dtype):
-            init_tensor, init_const = _init_value(tr, op.outputs[0])
-            if init_tensor is not None:  # sums added to a tensor: no epilogue fusion
-                _add_init(tr, op, vnni.emit_conv2d(tr.bb, x, list(op.inputs[0].type.get_shape()), weights,
-                                                   strides, dilations, kernels=tr.vnni_kernels))
-                return
-            from tvm_bridge import epilogue
-
-            epi = epilogue.collect(tr, op)
-            x_shape = list(op.inputs[0].type.get_shape())
+        x_shape = list(op.inputs[0].type.get_shape())
+        if vnni.applicable(x_shape, weights, dtype_of(op.inputs[0].type), dtype_of(op.inputs[1].type), out_dtype,
+                           flavor):
             try:
-                result = vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, epi, init_const,
-                                          epi.key(tr), tr.vnni_kernels)
-            except Exception:  # noqa: BLE001 - an epilogue the kernel cannot take (nothing was
-                # emitted yet): the bare convolution, and the chain translated op by op, which
-                # names an op it cannot translate itself
-                _add_init(tr, op, vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations,
-                                                   kernels=tr.vnni_kernels))
+                _dot_conv(tr, op, x, x_shape, weights, strides, dilations, flavor)
                 return
-            if epi.collapsed is not None:  # a fully connected layer's [1, 1, B, K] -> [B, K]
-                result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
-            tr.env[epi.result] = result
-            tr.fused.update(map(id, epi.ops))
-            return
+            except vnni.NotApplicable:  # sums that could leave int32 (nothing emitted)
+                pass
     w = tr.tensor(op.inputs[1])
     if dtype_of(op.inputs[0].type) != dtype_of(op.inputs[1].type):
         # mixed widths (16x8): widen both; same-width int8 operands stay int8 with an int32
@@ -961,15 +978,17 @@ def _register_named_elementwise():
 
 
 @cyclic_gc.paused()
-def translate(module: ModuleOp, entry: str | None = None, vnni: bool = False):
+def translate(module: ModuleOp, entry: str | None = None, dot=None):
     """(tvm IRModule with Relax `main`, number of outputs).
 
-    `vnni`: int8 convolutions with constant weights use the AVX-512 VNNI form of
-    tvm_bridge/vnni.py (only for a target that has it; compile_module decides)."""
+    `dot` (a `tvm_bridge.vnni.Flavor`, or None for the generic path): int8 convolutions
+    with constant weights use the dot-product kernel of tvm_bridge/vnni.py on that
+    instruction (only for a target that has it: compile_module picks
+    `vnni.target_flavor(target)`)."""
     if linalg.AddOp not in _OP_HANDLERS:
         _register_named_elementwise()
     tr = Translator(module)
-    tr.vnni = vnni
+    tr.dot = dot
     return tr.translate(entry)
 
 

@@ -24,15 +24,68 @@ Used for int8 x int8 -> int32 `linalg.conv_2d_nhwc_fhwc` with constant weights
 when the target has `avx512vnni` and K % 8 == 0 (8-channel blocks use the
 256-bit `vpdpbusd`; C is padded to a multiple of 4); every other
 convolution takes the generic path.
+
+**Without VNNI** (AVX2, or AVX-512BW without VNNI) the same kernel runs on
+`vpmaddwd` (`PMADDWD` flavor): signed 16-bit activations and weights, two
+products per 32-bit lane added to the accumulator.  The activations travel as
+int16 (no +128, no correction), the weights are packed as int16
+`[KH, KW, C/2, K/KB, KB x 2]`, and each step computes TT output columns x KB
+(= NV vectors of L lanes) output channels.  `vpmaddwd` itself is exact for
+int8-ranged operands (|x w + x' w'| <= 2^15); its accumulation is a plain
+vector add, which TVM emits with `nsw`, so the flavor is used only where no
+partial sum can leave int32: |start| + C KH KW 2^14 < 2^31 for every channel
+(`_accumulation_fits`), and every other convolution takes the generic path.
+
+Each flavor can also be built **emulated** (`Flavor.emulate`): the intrinsic
+replaced by the same arithmetic written as portable vector TIR (bytes or
+halves extracted from 32-bit lanes with shifts), which any CPU runs.  The
+tests use it to check the packing, blocking, correction and epilogue of a
+flavor on a machine without its instruction; the native flavor is checked
+there by compiling for a CPU that has it and finding the instruction.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tvm_bridge.translate import TranslationError, tensor_constant
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """One dot-product instruction the kernel is built on.
+
+    `group` activations (of `xdtype`, in one 32-bit word) meet `group` weights (of
+    `wdtype`) per 32-bit accumulator lane; `bias` is added to each activation on the
+    way into `xdtype` (128 for VNNI's unsigned bytes) and corrected in the start value;
+    `max_lanes` is the widest vector (16 lanes: 512 bits; 8: 256) and `blocks` the
+    register tiles tried, (output columns TT, vectors per step NV), first fit first."""
+
+    name: str
+    group: int
+    xdtype: str
+    wdtype: str
+    bias: int
+    max_lanes: int
+    blocks: tuple
+    emulate: bool = False
+
+    def intrinsic(self, lanes: int) -> str:
+        if self.name == "vnni":
+            return f"llvm.x86.avx512.vpdpbusd.{32 * lanes}"
+        return "llvm.x86.avx2.pmadd.wd" if lanes == 8 else "llvm.x86.avx512.pmaddw.d.512"
+
+
+#: AVX-512 VNNI: `vpdpbusd`, u8 x s8, four products per lane, the add inside the instruction
+VNNI = Flavor("vnni", 4, "uint8", "int8", 128, 16, ((4, 1), (3, 1), (2, 1), (1, 1)))
+#: AVX2 `vpmaddwd` on 256-bit vectors: s16 x s16, two products per lane, then a vector add
+PMADDWD = Flavor("pmaddwd", 2, "int16", "int16", 0, 8,
+                 ((3, 2), (4, 2), (2, 2), (1, 2), (4, 1), (3, 1), (2, 1), (1, 1)))
+#: AVX-512BW `vpmaddwd` on 512-bit vectors
+PMADDWD_512 = replace(PMADDWD, name="pmaddwd512", max_lanes=16)
 
 
 def _buffer(shape, dtype: str, name: str, scope: str = "global"):
@@ -63,42 +116,66 @@ def _seq(stmts):
     return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 
 
-def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_vars, temps, value):
-    """The kernel's PrimFunc, built node by node (no TVMScript text to print and parse):
-    `g` holds the shapes (H, W, C, CP, K, KH, KWE, C4, K16, L, TT, OH, OW, OWT, strides,
-    dilations, output pad and dtype), `eparams` the epilogue's argument buffers, `acc_buf`
-    the accumulators, `loop_vars` the (y, xo, t, ko, l) variables the epilogue `value` and
-    its `temps` (local buffer, PrimExpr) are written in."""
-    import tvm
-    from tvm import tirx
+def _dot(f: Flavor, lanes: int, acc, xw, ww):
+    """`acc` (int32 x lanes) plus the flavor's dot products of the broadcast activation
+    group `xw` and the weight vector `ww` (both already reinterpreted to the
+    instruction's operand types for a native flavor, to int32 x lanes when emulated)."""
     from tvm.target.codegen import llvm_lookup_intrinsic_id
     from tvm.tirx.script.builder import ir as T
 
+    if f.emulate:
+        if f.name == "vnni":  # unsigned bytes of x times signed bytes of w, four per lane
+            dots = [((xw >> (8 * j)) & 255) * ((ww << (24 - 8 * j)) >> 24) for j in range(4)]
+            return acc + ((dots[0] + dots[1]) + (dots[2] + dots[3]))
+        return acc + (((xw << 16) >> 16) * ((ww << 16) >> 16) + (xw >> 16) * (ww >> 16))
+    intrinsic = llvm_lookup_intrinsic_id(f.intrinsic(lanes))
+    if f.name == "vnni":
+        return T.call_llvm_pure_intrin(intrinsic, acc, xw, ww, dtype=f"int32x{lanes}")
+    return acc + T.call_llvm_pure_intrin(intrinsic, xw, ww, dtype=f"int32x{lanes}")
+
+
+def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_vars, temps, value):
+    """The kernel's PrimFunc, built node by node (no TVMScript text to print and parse):
+    `g` holds the flavor F and the shapes (H, W, C, CP, K, KH, KWE, C4 groups, K16 channel
+    blocks of KB = NV x L channels, TT, OH, OW, OWT, strides, dilations, output pad and
+    dtype), `eparams` the epilogue's argument buffers, `acc_buf` the accumulators,
+    `loop_vars` the (y, xo, t, ko, l) variables the epilogue `value` and its `temps`
+    (local buffer, PrimExpr) are written in."""
+    import tvm
+    from tvm import tirx
+    from tvm.tirx.script.builder import ir as T
+
+    f: Flavor = g["F"]
+    G = f.group
     H, W, C, CP, K = g["H"], g["W"], g["C"], g["CP"], g["K"]
-    L, TT, SH, SW, DH, DW = g["L"], g["TT"], g["SH"], g["SW"], g["DH"], g["DW"]
+    L, NV, TT, SH, SW, DH, DW = g["L"], g["NV"], g["TT"], g["SH"], g["SW"], g["DH"], g["DW"]
+    KB = NV * L
     PT, PL, OH, OW, ODT = g["PT"], g["PL"], g["OH"], g["OW"], g["ODT"]
     X = _buffer((1, H, W, C), "int8", "X")
-    WP = _buffer((g["KH"], g["KWE"], g["C4"], g["K16"], 4 * L), "int8", "WP")
+    WP = _buffer((g["KH"], g["KWE"], g["C4"], g["K16"], G * KB), f.wdtype, "WP")
     INIT = _buffer((K,), "int32", "INIT")
     Y = _buffer((1, g["YH"], g["YW"], K), ODT, "Y")
-    XU = _buffer(xu_shape, "uint8", "XU")
+    XU = _buffer(xu_shape, f.xdtype, "XU")
+    zero = getattr(T, f.xdtype)(0)
 
     def widened(h, w, c):
-        return T.Cast("uint8", T.Cast("int32", X[0, h, w, c]) + 128)
+        if f.bias:
+            return T.Cast(f.xdtype, T.Cast("int32", X[0, h, w, c]) + f.bias)
+        return T.Cast(f.xdtype, X[0, h, w, c])
 
     body = [tirx.AllocBuffer(XU), tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for b, _ in temps]
     if fold:
         body.append(_loops("serial", (H, W), ("h", "w"), lambda h, w: _loops(
             kind, (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [h, w * C + c]))))
         body.append(_loops("serial", (H,), ("h",), lambda h: _loops(
-            "unroll", (4,), ("j",), lambda j: tirx.BufferStore(XU, T.uint8(0), [h, W * C + j]))))
+            "unroll", (G,), ("j",), lambda j: tirx.BufferStore(XU, zero, [h, W * C + j]))))
     elif CP == C:
         body.append(_loops("serial", (H, W), ("h", "w"), lambda h, w: _loops(
             "vectorized", (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [h, w, c]))))
     else:  # the padding channels hold 0 (and meet zero weights)
         body.append(_loops("serial", (H, W), ("h", "w"), lambda h, w: _seq([
             _loops(kind, (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [h, w, c])),
-            _loops("unroll", (CP - C,), ("c",), lambda c: tirx.BufferStore(XU, T.uint8(0), [h, w, C + c]))])))
+            _loops("unroll", (CP - C,), ("c",), lambda c: tirx.BufferStore(XU, zero, [h, w, C + c]))])))
     if PT or PL or g["PB"] or g["PR"]:
         pad_value = getattr(T, ODT)(g["PADV"])
 
@@ -113,36 +190,37 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
         body.append(_loops("serial", (g["YH"], g["YW"]), ("h", "w"), border))
 
     yv, xov, tv, kov, lv = loop_vars
-    lanes = T.ramp(0, 1, L)
-    intrinsic = llvm_lookup_intrinsic_id(f"llvm.x86.avx512.vpdpbusd.{32 * L}")
+    otype = "int32" if f.emulate else f"{f.wdtype}x{G * L}"  # the instruction's operand type
 
     def accumulate(rh, rw, rc):
         def step(t):
             if fold:
-                xidx = [yv * SH + rh * DH, (xov * TT + t) * SW * C + rc * 4]
+                xidx = [yv * SH + rh * DH, (xov * TT + t) * SW * C + rc * G]
             else:
-                xidx = [yv * SH + rh * DH, (xov * TT + t) * SW + rw * DW, rc * 4]
-            return tirx.BufferStore(acc_buf, T.call_llvm_pure_intrin(
-                intrinsic,
-                acc_buf.vload([t, 0], f"int32x{L}"),
-                T.reinterpret(T.Broadcast(T.reinterpret(XU.vload(xidx, "uint8x4"), dtype="int32"), L),
-                              dtype=f"int8x{4 * L}"),
-                WP.vload([rh, rw, rc, kov, 0], f"int8x{4 * L}"),
-                dtype=f"int32x{L}"), [t, lanes])
+                xidx = [yv * SH + rh * DH, (xov * TT + t) * SW + rw * DW, rc * G]
+            word = T.Broadcast(T.reinterpret(XU.vload(xidx, f"{f.xdtype}x{G}"), dtype="int32"), L)
+            xw = word if f.emulate else T.reinterpret(word, dtype=otype)
+            stores = []
+            for n in range(NV):
+                wv = WP.vload([rh, rw, rc, kov, n * L * G], f"{f.wdtype}x{G * L}")
+                ww = T.reinterpret(wv, dtype=f"int32x{L}") if f.emulate else wv
+                stores.append(tirx.BufferStore(acc_buf, _dot(f, L, acc_buf.vload([t, n * L], f"int32x{L}"), xw, ww),
+                                               [t, T.ramp(n * L, 1, L)]))
+            return _seq(stores)
         return _loops("unroll", (TT,), ("t",), step)
 
     def epilogue(lane):
         stores = [tirx.BufferStore(b, e, [lane]) for b, e in temps]
-        stores.append(tirx.BufferStore(Y, value, [0, yv + PT, xov * TT + tv + PL, kov * L + lane]))
+        stores.append(tirx.BufferStore(Y, value, [0, yv + PT, xov * TT + tv + PL, kov * KB + lane]))
         return _seq(stores)
 
     def block(y, xo, ko):
         return _seq([
             _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
-                acc_buf, INIT.vload([ko * L], f"int32x{L}"), [t, lanes])),
+                acc_buf, INIT.vload([ko * KB], f"int32x{KB}"), [t, T.ramp(0, 1, KB)])),
             _loops("serial", (g["KH"], g["KWE"], g["C4"]), ("rh", "rw", "rc"), accumulate),
             tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED,
-                     tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", L), tirx.ForKind.VECTORIZED,
+                     tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED,
                               epilogue(lv)))])
 
     main = block(yv, xov, kov)
@@ -154,51 +232,82 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
                          attrs=attrs)
 
 
-def target_has_vnni(target) -> bool:
+def _has(target, feature: str) -> bool:
     try:
         from tvm.target.codegen import target_has_features
 
-        return bool(target_has_features("avx512vnni", target))
+        return bool(target_has_features(feature, target))
     except Exception:  # noqa: BLE001 - not an llvm target
         return False
 
 
-def applicable(x_shape, weights: np.ndarray | None, x_dtype: str, w_dtype: str, out_dtype: str) -> bool:
-    """int8 x int8 -> int32, one image, constant weights, K % 8 == 0 (16 output channels
-    per 512-bit `vpdpbusd`, or 8 per 256-bit one when K % 16 != 0; C is padded to a
-    multiple of 4 with zero activations and zero weights).
+def target_has_vnni(target) -> bool:
+    return _has(target, "avx512vnni")
 
-    No range condition: `vpdpbusd` adds without saturating, so the kernel computes
-    sum((x + 128) * w) - 128 * sum(w) modulo 2^32, which is linalg's wrapping i32
-    accumulation exactly, overflow or not."""
+
+def target_flavor(target) -> Flavor | None:
+    """The dot-product flavor for `target`: VNNI where it has `avx512vnni`, 512-bit
+    `vpmaddwd` with `avx512bw`, 256-bit with `avx2`; None (the generic path) otherwise."""
+    if _has(target, "avx512vnni"):
+        return VNNI
+    if _has(target, "avx512bw"):
+        return PMADDWD_512
+    if _has(target, "avx2"):
+        return PMADDWD
+    return None
+
+
+#: the most an accumulator may start from and the most its products may add, so that no
+#: partial sum of a flavor without a wrapping add (vpmaddwd) leaves int32
+_HALF_RANGE = 1 << 30
+
+
+class NotApplicable(Exception):
+    """The convolution does not fit the flavor (nothing was emitted): take the generic path."""
+
+
+def applicable(x_shape, weights: np.ndarray | None, x_dtype: str, w_dtype: str, out_dtype: str,
+               flavor: Flavor = VNNI) -> bool:
+    """int8 x int8 -> int32, one image, constant weights, K % 8 == 0 (16 output channels
+    per 512-bit vector, or 8 per 256-bit one; C is padded to a multiple of the group
+    with zero activations and zero weights).
+
+    No range condition for VNNI: `vpdpbusd` adds without saturating, so the kernel
+    computes sum((x + 128) * w) - 128 * sum(w) modulo 2^32, which is linalg's wrapping
+    i32 accumulation exactly, overflow or not.  `vpmaddwd`'s accumulation is an `nsw`
+    add: the products of one output may add up to at most 2^30 in magnitude
+    (C KH KW 2^14 <= 2^30), and `emit_conv2d` checks the start value."""
     if weights is None or (x_dtype, w_dtype, out_dtype) != ("int8", "int8", "int32") or x_shape[0] != 1:
         return False
-    k, _, _, c = weights.shape
+    k, kh, kw, c = weights.shape
+    if flavor.name != "vnni" and c * kh * kw * (1 << 14) > _HALF_RANGE:
+        return False
     return k % 8 == 0
 
 
-def _geometry(h: int, w: int, c: int, k: int, kh: int, kw: int, strides, dilations) -> dict:
+def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides, dilations) -> dict:
     """The kernel's loop extents and blocking for an HxWxC input and K x KH x KW x C weights."""
     sh, sw = strides
     dh, dw = dilations
+    G = f.group
     oh = (h - dh * (kh - 1) - 1) // sh + 1
     ow = (w - dw * (kw - 1) - 1) // sw + 1
-    tt = next(t for t in (4, 3, 2, 1) if ow % t == 0)
-    cp = -(-c // 4) * 4
-    # Few input channels (C = 1, 2, 6, ... not a multiple of 4): the bytes of one input
-    # row under a kernel row, x[h, w0 + kw, c] for all (kw, c), are contiguous in NHWC
-    # (dilation 1), so the dot products run over (kw, c) in groups of 4 bytes instead of
-    # over c padded to 4 per tap: a 10x4 kernel on one channel takes 10 vpdpbusd per
-    # output block instead of 40.  The activations are then one byte row per image row
-    # (W * C bytes, 4 zero bytes after it for the last group's overhang).
-    fold = dw == 1 and kw > 1 and c % 4 != 0 and -(-kw * c // 4) < kw * (cp // 4)
-    lanes = 16 if k % 16 == 0 else 8
-    cf = -(-kw * c // 4) * 4
-    kwe, c4 = (1, cf // 4) if fold else (kw, cp // 4)
-    return dict(H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // lanes, L=lanes,
-                OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
+    lanes = 16 if k % 16 == 0 and f.max_lanes == 16 else 8
+    tt, nv = next((t, n) for t, n in f.blocks if ow % t == 0 and k % (n * lanes) == 0)
+    cp = -(-c // G) * G
+    # Few input channels (C = 1, 2, 6, ... not a multiple of the group): the bytes of one
+    # input row under a kernel row, x[h, w0 + kw, c] for all (kw, c), are contiguous in
+    # NHWC (dilation 1), so the dot products run over (kw, c) in groups of G values
+    # instead of over c padded to G per tap: a 10x4 kernel on one channel takes 10
+    # vpdpbusd per output block instead of 40.  The activations are then one row per
+    # image row (W * C values, G zeros after it for the last group's overhang).
+    fold = dw == 1 and kw > 1 and c % G != 0 and -(-kw * c // G) < kw * (cp // G)
+    cf = -(-kw * c // G) * G
+    kwe, c4 = (1, cf // G) if fold else (kw, cp // G)
+    return dict(F=f, H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
+                L=lanes, NV=nv, OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
                 KIND="unroll" if c < 16 else "vectorized",
-                XU=(h, w * c + 4) if fold else (h, w, cp))
+                XU=(h, w * c + G) if fold else (h, w, cp))
 
 
 def _build(g: dict, pad, odt: str, padv, epi, ebufs):
@@ -207,7 +316,7 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs):
     from tvm import tirx
 
     (pt, pl), (pb, pr) = pad
-    tt, lanes = g["TT"], g["L"]
+    tt, lanes = g["TT"], g["NV"] * g["L"]
     loop_vars = yv, xov, tv, kov, lv = tuple(tirx.Var(n, "int32") for n in ("y", "xo", "t", "ko", "l"))
     acc_buf = _buffer((tt, lanes), "int32", "ACC", scope="local")
     acc = acc_buf[tv, lv]
@@ -221,9 +330,9 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs):
 
 
 @functools.lru_cache(maxsize=256)
-def _bare_kernel(h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple):
-    """The kernel without an epilogue (int32 sums): a function of the shapes alone."""
-    return _build(_geometry(h, w, c, k, kh, kw, strides, dilations), ((0, 0), (0, 0)), "int32", 0, None, [])
+def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple):
+    """The kernel without an epilogue (int32 sums): a function of the flavor and shapes alone."""
+    return _build(_geometry(f, h, w, c, k, kh, kw, strides, dilations), ((0, 0), (0, 0)), "int32", 0, None, [])
 
 
 def clear_caches() -> None:
@@ -233,8 +342,8 @@ def clear_caches() -> None:
 
 
 def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=None, init: int = 0,
-                epi_key: tuple | None = None, kernels: dict | None = None):
-    """Emit the VNNI convolution of relax tensor `x` (NHWC int8, already padded, shape
+                epi_key: tuple | None = None, kernels: dict | None = None, flavor: Flavor = VNNI):
+    """Emit the `flavor` convolution of relax tensor `x` (NHWC int8, already padded, shape
     `x_shape`) with constant OHWI int8 `weights`, plus the constant `init` (the
     convolution's output init) and the fused epilogue `epi` (tvm_bridge/epilogue.py:
     additive constants folded into the accumulator's start, the elementwise chain
@@ -244,28 +353,36 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     `epi_key` (`Epilogue.key`) identifies the epilogue's structure within one translation
     (its tokens are the translator's): a kernel whose shapes and epilogue key are already
     in `kernels` (the translator's own dict, one per BlockBuilder) is reused without being
-    built again, and called through the GlobalVar it was added under."""
+    built again, and called through the GlobalVar it was added under.
+
+    Raises NotApplicable, having emitted nothing, when a flavor without a wrapping add
+    would start its sums from more than 2^30 in magnitude."""
     from tvm import relax
 
+    f = flavor
     k, kh, kw, c = weights.shape
     _, h, w, _ = x_shape
-    g = _geometry(h, w, c, k, kh, kw, tuple(strides), tuple(dilations))
-    lanes, kwe, c4 = g["L"], g["KWE"], g["C4"]
+    g = _geometry(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations))
+    G, lanes, kwe, c4 = f.group, g["NV"] * g["L"], g["KWE"], g["C4"]
     if g["FOLD"]:
         padded = np.zeros((k, kh, 1, g["CF"]), np.int8)
-        padded[:, :, 0, :kw * c] = weights.reshape(k, kh, kw * c)  # byte kw * C + c of the window
+        padded[:, :, 0, :kw * c] = weights.reshape(k, kh, kw * c)  # value kw * C + c of the window
     else:
         padded = np.zeros((k, kh, kw, g["CP"]), np.int8)
         padded[..., :c] = weights
-    packed = np.ascontiguousarray(padded.reshape(k // lanes, lanes, kh, kwe, c4, 4)
-                                  .transpose(2, 3, 4, 0, 1, 5).reshape(kh, kwe, c4, k // lanes, 4 * lanes))
-    # start value of the sums: -128 * sum(w) undoes the +128 of the activations;
+    packed = np.ascontiguousarray(padded.reshape(k // lanes, lanes, kh, kwe, c4, G)
+                                  .transpose(2, 3, 4, 0, 1, 5).reshape(kh, kwe, c4, k // lanes, G * lanes)
+                                  .astype(f.wdtype))
+    # start value of the sums: -bias * sum(w) undoes the activations' bias (VNNI's +128);
     # plus the output init and the folded additive epilogue steps, all modulo 2^32
-    start = -128 * weights.astype(np.int64).sum(axis=(1, 2, 3)) + int(init)
+    start = -f.bias * weights.astype(np.int64).sum(axis=(1, 2, 3)) + int(init)
     params = [] if epi is None else epi.params
     if epi is not None and epi.init is not None:
         start = start + epi.init.astype(np.int64)
-    start = ((start + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+    start = (start + (1 << 31)) % (1 << 32) - (1 << 31)
+    if f.name != "vnni" and np.abs(start).max(initial=0) > _HALF_RANGE:
+        raise NotApplicable(f"{f.name}: the sums would start from {int(np.abs(start).max())}, over 2^30")
+    start = start.astype(np.int32)
     pad, padv = (((0, 0), (0, 0)), 0) if epi is None or epi.pad is None else (
         ((epi.pad[0][1], epi.pad[0][2]), (epi.pad[1][1], epi.pad[1][2])), epi.pad[2])
     odt = "int32" if epi is None else epi.out_dtype
@@ -273,10 +390,10 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     args = [x, relax.const(packed), relax.const(start)]
     args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
     if epi is None:
-        prim_func = _bare_kernel(h, w, c, k, kh, kw, tuple(strides), tuple(dilations))
+        prim_func = _bare_kernel(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations))
     else:
         struct_key = None if epi_key is None or kernels is None else (
-            h, w, c, k, kh, kw, tuple(strides), tuple(dilations), epi_key)
+            f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), epi_key)
         prim_func = kernels.get(struct_key) if struct_key is not None else None
         if prim_func is None:
             ebufs = [_buffer(p.shape, p.dtype, f"E{i}") for i, p in enumerate(params)]
@@ -287,7 +404,7 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     # once per kernel object and translation
     gvar = None if kernels is None else kernels.get(("gvar", id(prim_func)), (None, None))[1]
     if gvar is None:
-        gvar = bb.add_func(prim_func, "vnni_conv2d")
+        gvar = bb.add_func(prim_func, f"{f.name}_conv2d")
         if kernels is not None:
             kernels[("gvar", id(prim_func))] = (prim_func, gvar)  # the kernel kept: its id stays its own
     return bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))

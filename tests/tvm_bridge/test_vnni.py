@@ -1,11 +1,18 @@
-"""The AVX-512 VNNI convolution kernel (tvm_bridge/vnni.py) against numpy.
+"""The dot-product convolution kernels (tvm_bridge/vnni.py) against numpy.
 
 Reference: int64 numpy convolution of the same int8 tensors (linalg's
 sign-extended products, accumulated exactly, then wrapped to int32), so the
-kernel's u8 activation trick and its 128 * sum(w) correction are checked for
-every element.  Shapes cover strides, dilations, several channel blocks, every
-register-tile width (4, 3, 2, 1 output columns) and extreme values (all -128
-activations with all -128/127 weights, where the uint8 bias matters most).
+kernel's packing, blocking, VNNI's u8 activation trick and its 128 * sum(w)
+correction are checked for every element.  Shapes cover strides, dilations,
+several channel blocks, every register-tile width (4, 3, 2, 1 output columns)
+and extreme values (all -128 activations with all -128/127 weights, where the
+uint8 bias matters most).
+
+Every flavor (VNNI `vpdpbusd`, 256-bit and 512-bit `vpmaddwd`) runs on every
+machine: natively where the CPU has the instruction, otherwise emulated (the
+same kernel with the instruction written as portable vector TIR,
+`Flavor.emulate`).  That the native kernels really are the instruction is
+checked by compiling each for a CPU that has it and reading the assembly.
 """
 
 from __future__ import annotations
@@ -16,11 +23,26 @@ import pytest
 tvm = pytest.importorskip("tvm")
 
 
-def host_has_vnni() -> bool:
-    from tvm_bridge.compile import host_target
-    from tvm_bridge.vnni import target_has_vnni
+#: CPU features each flavor needs (and LLVM CPUs that have them, for the assembly check)
+FEATURES = {"vnni": ("avx512vnni", "cascadelake"), "pmaddwd": ("avx2", "haswell"),
+            "pmaddwd512": ("avx512bw", "skylake-avx512")}
 
-    return target_has_vnni(host_target())
+
+def flavor(name: str):
+    """The flavor `name` as this machine runs it: native if the CPU has its instruction,
+    emulated otherwise."""
+    from dataclasses import replace
+
+    from tvm.target.codegen import target_has_features
+
+    from tvm_bridge import vnni
+    from tvm_bridge.compile import host_target
+
+    f = {"vnni": vnni.VNNI, "pmaddwd": vnni.PMADDWD, "pmaddwd512": vnni.PMADDWD_512}[name]
+    return f if target_has_features(FEATURES[name][0], host_target()) else replace(f, emulate=True)
+
+
+FLAVORS = list(FEATURES)
 
 
 def reference(x, w, strides, dilations):
@@ -38,7 +60,7 @@ def reference(x, w, strides, dilations):
     return ((out + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
 
 
-def run_kernel(x, w, strides, dilations):
+def run_kernel(x, w, strides, dilations, name):
     from tvm import relax
 
     from tvm_bridge.compile import host_target
@@ -48,7 +70,7 @@ def run_kernel(x, w, strides, dilations):
     xv = relax.Var("x", relax.TensorType(list(x.shape), "int8"))
     with bb.function("main", [xv]):
         with bb.dataflow():
-            out = bb.emit_output(emit_conv2d(bb, xv, list(x.shape), w, strides, dilations))
+            out = bb.emit_output(emit_conv2d(bb, xv, list(x.shape), w, strides, dilations, flavor=flavor(name)))
         bb.emit_func_output(out)
     target = host_target()
     ex = tvm.compile(bb.get(), target=target)
@@ -80,26 +102,93 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}-k{c[3]}-{c[4]}x{c[5]}-s{c[6][0]}{c[6][1]}-d{c[7][0]}"
                                              for c in CASES])
-def test_vnni_convolution_equals_the_int64_reference(case):
-    if not host_has_vnni():
-        pytest.skip("this CPU has no AVX-512 VNNI (the bridge then never emits the kernel)")
+@pytest.mark.parametrize("name", FLAVORS)
+def test_dot_convolution_equals_the_int64_reference(case, name):
     h, w, c, k, kh, kw, strides, dilations = case
     rng = np.random.default_rng(sum(case[:6]))
     x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
     wt = rng.integers(-128, 128, (k, kh, kw, c)).astype(np.int8)
-    got = run_kernel(x, wt, strides, dilations)
+    got = run_kernel(x, wt, strides, dilations, name)
     np.testing.assert_array_equal(got, reference(x, wt, strides, dilations))
 
 
+@pytest.mark.parametrize("name", FLAVORS)
 @pytest.mark.parametrize("wval", [-128, 127])
-def test_vnni_extremes(wval):
-    if not host_has_vnni():
-        pytest.skip("this CPU has no AVX-512 VNNI (the bridge then never emits the kernel)")
+def test_dot_extremes(wval, name):
     x = np.full((1, 6, 6, 16), -128, np.int8)
     x[0, ::2, ::3] = 127
     wt = np.full((16, 3, 3, 16), wval, np.int8)
-    got = run_kernel(x, wt, (1, 1), (1, 1))
+    got = run_kernel(x, wt, (1, 1), (1, 1), name)
     np.testing.assert_array_equal(got, reference(x, wt, (1, 1), (1, 1)))
+
+
+@pytest.mark.parametrize("name", FLAVORS)
+def test_native_kernel_is_the_instruction(name):
+    """Compiled for a CPU that has it (no need to run it), the native kernel's inner loop
+    is the instruction: `vpdpbusd` for VNNI, `vpmaddwd` on ymm or zmm registers."""
+    from tvm import relax
+
+    from tvm_bridge import vnni
+    from tvm_bridge.compile import as_target
+    from tvm_bridge.vnni import emit_conv2d
+
+    f = {"vnni": vnni.VNNI, "pmaddwd": vnni.PMADDWD, "pmaddwd512": vnni.PMADDWD_512}[name]
+    bb = relax.BlockBuilder()
+    xv = relax.Var("x", relax.TensorType([1, 8, 8, 16], "int8"))
+    with bb.function("main", [xv]):
+        with bb.dataflow():
+            out = bb.emit_output(emit_conv2d(bb, xv, [1, 8, 8, 16], np.ones((32, 3, 3, 16), np.int8), (1, 1),
+                                             (1, 1), flavor=f))
+        bb.emit_func_output(out)
+    ex = tvm.compile(bb.get(), target=as_target(f"llvm -mcpu={FEATURES[name][1]}"))
+
+    def sources(m):
+        try:
+            yield m.inspect_source("asm")
+        except Exception:  # noqa: BLE001 - a module without assembly (the VM's own)
+            pass
+        for sub in m.imports:
+            yield from sources(sub)
+
+    asm = "\n".join(sources(ex.mod))
+    want = {"vnni": "vpdpbusd\t%zmm", "pmaddwd": "vpmaddwd\t%ymm", "pmaddwd512": "vpmaddwd\t%zmm"}[name]
+    assert asm.count(want) >= 2, f"{want!r} not in the {name} kernel's assembly"
+
+
+def test_flavor_of_the_target():
+    from tvm_bridge import vnni
+    from tvm_bridge.compile import as_target
+
+    assert vnni.target_flavor(as_target("llvm -mcpu=cascadelake")) is vnni.VNNI
+    assert vnni.target_flavor(as_target("llvm -mcpu=skylake-avx512")) is vnni.PMADDWD_512
+    assert vnni.target_flavor(as_target("llvm -mcpu=znver3")) is vnni.PMADDWD
+    assert vnni.target_flavor(as_target("llvm -mcpu=haswell")) is vnni.PMADDWD
+    assert vnni.target_flavor(as_target("llvm -mcpu=nehalem")) is None  # SSE only: the generic path
+
+
+def test_pmaddwd_only_where_no_sum_can_leave_int32():
+    """vpmaddwd's accumulation is an `nsw` add: the flavor refuses a convolution whose
+    products could add up to more than 2^30 (C KH KW 2^14), and emit_conv2d refuses a start
+    value (bias, folded constants) over 2^30 before emitting anything."""
+    from tvm import relax
+
+    from tvm_bridge import vnni
+
+    assert vnni.applicable([1, 8, 8, 7281], np.zeros((16, 3, 3, 7281), np.int8), "int8", "int8", "int32",
+                           vnni.PMADDWD)   # 7281 * 9 * 2^14 < 2^30
+    assert not vnni.applicable([1, 8, 8, 7282], np.zeros((16, 3, 3, 7282), np.int8), "int8", "int8", "int32",
+                               vnni.PMADDWD)
+    assert vnni.applicable([1, 8, 8, 7282], np.zeros((16, 3, 3, 7282), np.int8), "int8", "int8", "int32",
+                           vnni.VNNI)      # vpdpbusd wraps like linalg
+    bb = relax.BlockBuilder()
+    xv = relax.Var("x", relax.TensorType([1, 4, 4, 8], "int8"))
+    with bb.function("main", [xv]):
+        with pytest.raises(vnni.NotApplicable, match="over 2"):
+            vnni.emit_conv2d(bb, xv, [1, 4, 4, 8], np.ones((8, 1, 1, 8), np.int8), (1, 1), (1, 1),
+                             init=(1 << 30) + 1, flavor=vnni.PMADDWD)
+        out = vnni.emit_conv2d(bb, xv, [1, 4, 4, 8], np.ones((8, 1, 1, 8), np.int8), (1, 1), (1, 1),
+                               init=1 << 30, flavor=vnni.PMADDWD)
+        bb.emit_func_output(out)
 
 
 def test_vnni_applicability():
@@ -153,13 +242,12 @@ def _epilogue_tflite() -> bytes:
     return build_model(ops, tensors, inputs=[0], outputs=[10])
 
 
+@pytest.mark.parametrize("name", FLAVORS)
 @pytest.mark.parametrize("rounding", ["tflite", "litert"])
-def test_vnni_fused_epilogues_equal_litert(rounding, tmp_path):
-    """Every epilogue fuses into its VNNI kernel (int8 results, the pad written in place, no
-    separate i32 tensor), and the result equals LiteRT: its reference kernels under
-    `tflite`, its default (XNNPACK) interpreter under `litert`."""
-    if not host_has_vnni():
-        pytest.skip("this CPU has no AVX-512 VNNI: the bridge never emits the kernel")
+def test_dot_fused_epilogues_equal_litert(rounding, name, tmp_path):
+    """Every epilogue fuses into its dot-product kernel (int8 results, the pad written in
+    place, no separate i32 tensor), and the result equals LiteRT: its reference kernels
+    under `tflite`, its default (XNNPACK) interpreter under `litert`."""
     from tvm import relax
 
     from qdialect.dialects.qnn import set_rounding
@@ -180,13 +268,13 @@ def test_vnni_fused_epilogues_equal_litert(rounding, tmp_path):
         pipelines.lower_to_l3(module)
         return module
 
-    mod, _ = translate(lowered(), vnni=True)
+    mod, _ = translate(lowered(), dot=flavor(name))
     calls = [bd.value for bd in mod["main"].body.blocks[0].bindings
-             if isinstance(bd.value, relax.Call) and "vnni_conv2d" in str(bd.value.args[0])]
+             if isinstance(bd.value, relax.Call) and f"{name}_conv2d" in str(bd.value.args[0])]
     # the second kernel ends in the residual add and writes the depthwise's padded input
     assert [([int(v) for v in c.ty.shape], str(c.ty.dtype)) for c in calls] == \
         [([1, 8, 8, 32], "int8"), ([1, 10, 10, 16], "int8")]
-    built = compile_module(lowered())
+    built = compile_module(lowered(), dot=flavor(name))
     rng = np.random.default_rng(0)
     for _ in range(4):
         x = rng.integers(-128, 128, (1, 8, 8, 16)).astype(np.int8)
@@ -195,14 +283,13 @@ def test_vnni_fused_epilogues_equal_litert(rounding, tmp_path):
         assert int(np.count_nonzero(got != want)) == 0, f"{np.count_nonzero(got != want)} of {want.size} differ"
 
 
+@pytest.mark.parametrize("fname", FLAVORS)
 @pytest.mark.parametrize("name", ["mlp_act", "cnn_small", "mobilenetv2_tiny", "ds_cnn_kws"])
-def test_zoo_vnni_kernels_end_in_int8(name):
-    """In the zoo, every VNNI kernel carries its epilogue: convolutions, fully connected
-    layers (through their [1, 1, B, K] -> [B, K] collapse) and residual adds all write
-    int8, never an i32 tensor for a separate kernel.  (Bit-exactness of the same builds:
-    tests/tvm_bridge/test_zoo_tvm.py.)"""
-    if not host_has_vnni():
-        pytest.skip("this CPU has no AVX-512 VNNI: the bridge never emits the kernel")
+def test_zoo_dot_kernels_end_in_int8(name, fname):
+    """In the zoo, every dot-product kernel carries its epilogue: convolutions, fully
+    connected layers (through their [1, 1, B, K] -> [B, K] collapse) and residual adds all
+    write int8, never an i32 tensor for a separate kernel.  (A translation: nothing runs.
+    Bit-exactness of the host's builds: tests/tvm_bridge/test_zoo_tvm.py.)"""
     from pathlib import Path
 
     from tvm import relax
@@ -213,18 +300,17 @@ def test_zoo_vnni_kernels_end_in_int8(name):
 
     module = load_module(Path(__file__).resolve().parents[2] / "models" / "zoo" / f"{name}.tflite", 1)
     pipelines.lower_to_l3(module)
-    mod, _ = translate(module, vnni=True)
+    mod, _ = translate(module, dot=flavor(fname))
     calls = [b.value for b in mod["main"].body.blocks[0].bindings
-             if isinstance(b.value, relax.Call) and "vnni_conv2d" in str(b.value.args[0])]
+             if isinstance(b.value, relax.Call) and f"{fname}_conv2d" in str(b.value.args[0])]
     assert calls
     assert all(str(c.ty.dtype) == "int8" for c in calls), [str(c.ty) for c in calls]
 
 
-def test_vnni_epilogue_that_cannot_be_built_falls_back(tmp_path, monkeypatch):
-    """An epilogue the kernel cannot take leaves the bare VNNI convolution (i32 sums) and the
-    chain translated op by op: still bit-exact with LiteRT's reference kernels."""
-    if not host_has_vnni():
-        pytest.skip("this CPU has no AVX-512 VNNI: the bridge never emits the kernel")
+@pytest.mark.parametrize("name", FLAVORS)
+def test_dot_epilogue_that_cannot_be_built_falls_back(name, tmp_path, monkeypatch):
+    """An epilogue the kernel cannot take leaves the bare dot-product convolution (i32 sums)
+    and the chain translated op by op: still bit-exact with LiteRT's reference kernels."""
     from tests.tflite_writer import run_tflite
     from transforms import pipelines
     from tvm_bridge import epilogue
@@ -240,7 +326,7 @@ def test_vnni_epilogue_that_cannot_be_built_falls_back(tmp_path, monkeypatch):
     path.write_bytes(model)
     module = load_module(path, 1)
     pipelines.lower_to_l3(module)
-    built = compile_module(module)
+    built = compile_module(module, dot=flavor(name))
     x = np.random.default_rng(1).integers(-128, 128, (1, 8, 8, 16)).astype(np.int8)
     (want,) = run_tflite(model, [x], reference=True)
     assert int(np.count_nonzero(built(x)[0] != want)) == 0

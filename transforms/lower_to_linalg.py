@@ -793,7 +793,15 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
                 pos = (one << (30 - shift_in)) + np.where(right > 0, one << (30 - shift_in + right), 0)
                 channel(pos)
                 channel(np.where(right > 0, pos - (one << (31 - shift_in)), pos))
-                channel(31 - shift_in + right)
+                # a total shift of 32 or more is the high 32 bits of the sum (no 64-bit
+                # shift: AVX2 has no arithmetic one, LLVM emulates it in 5-6 instructions)
+                # then a 32-bit shift by the rest: floor(floor(u / 2^32) / 2^(S-32)) = floor(u / 2^S)
+                total = 31 - shift_in + right
+                hi_form = int(total.min()) >= 32
+                if hi_form:
+                    channel(total - 32, 32)
+                else:
+                    channel(total)
             else:
                 fold_left = False
                 channel(left)
@@ -829,6 +837,7 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
         narrow = fold_left = False
     if not narrow:
         folded = 0
+        hi_form = False
 
     def body(s: Scalar, *args):
         def p(k):
@@ -867,7 +876,13 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
             pos, neg = p(k), p(k + 1)
             if not (isinstance(pos, int) and pos == neg):
                 pos = s.select(s.cmp("slt", t, -(1 << (30 - folded))), neg, pos)
-            x32 = s.trunc(s.shr(s.add(t, pos), p(k + 2)), 32)
+            u = s.add(t, pos)
+            if hi_form:
+                x32, rest = s.trunc(s.shr(u, 32), 32), p(k + 2)
+                if not (isinstance(rest, int) and rest == 0):
+                    x32 = s.shr(x32, rest)
+            else:
+                x32 = s.trunc(s.shr(u, p(k + 2)), 32)
             r = s.min(s.max(x32, lo - ozp), hi - ozp)
             if ozp:
                 r = s.add(r, ozp)
@@ -917,7 +932,7 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
         return s.trunc(s.clamp(r, lo, hi), out_w)
 
     # everything `body` reads (floats by their bits: 0.0 and -0.0 are different literals)
-    key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, fold_left, folded, never_min, _literal_key(offset),
+    key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, fold_left, folded, hi_form, never_min, _literal_key(offset),
            tuple((kind, _literal_key(v)) for kind, v in params))
     return e.generic(inputs, maps, out_t, identity(rank), body, key=key)
 

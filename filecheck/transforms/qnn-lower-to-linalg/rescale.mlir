@@ -85,6 +85,41 @@ func.func @double_round_per_channel(%x: tensor<1x2x2x3xi32>) -> tensor<1x2x2x3xi
   func.return %0 : tensor<1x2x2x3xi8>
 }
 
+// A total shift 31 + e of 32 or more (every channel here: e = [7, 6]) is taken as the high 32
+// bits of the i64 sum, then an i32 shift by the rest, (31 + e) - 32 = [6, 5]:
+// floor(floor(u / 2^32) / 2^(e-1)) = floor(u / 2^(31+e)), and AVX2 has no 64-bit arithmetic
+// shift while `trunci(shrsi(u, 32))` is a shuffle.  The i32 input shifted by 0 cannot wrap, so
+// there is no left-shift operand; the added constants are 2^30 + 2^(30+e) =
+// [2^30 + 2^37, 2^30 + 2^36] = [138512695296, 69793218560], minus 2^31 for a*M < -2^30:
+// [136365211648, 67645734912].
+// CHECK-LABEL: func.func @double_round_high_half
+// CHECK-NEXT:    %[[M:.*]] = arith.constant dense<[1374389504, 1073741824]> : tensor<2xi32>
+// CHECK-NEXT:    %[[POS:.*]] = arith.constant dense<[138512695296, 69793218560]> : tensor<2xi64>
+// CHECK-NEXT:    %[[NEG:.*]] = arith.constant dense<[136365211648, 67645734912]> : tensor<2xi64>
+// CHECK-NEXT:    %[[RT:.*]] = arith.constant dense<[6, 5]> : tensor<2xi32>
+// CHECK-NEXT:    tensor.empty() : tensor<1x3x2xi8>
+// CHECK-NEXT:    linalg.generic {{.*}} ins(%{{.*}}, %[[M]], %[[POS]], %[[NEG]], %[[RT]] : tensor<1x3x2xi32>, tensor<2xi32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi32>)
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: i32, %[[BM:.*]]: i32, %[[BP:.*]]: i64, %[[BN:.*]]: i64, %[[BR:.*]]: i32, %{{.*}}: i8):
+// CHECK-NEXT:      %[[X64:.*]] = arith.extsi %[[X]] : i32 to i64
+// CHECK-NEXT:      %[[M64:.*]] = arith.extsi %[[BM]] : i32 to i64
+// CHECK-NEXT:      %[[T:.*]] = arith.muli %[[X64]], %[[M64]] : i64
+// CHECK-NEXT:      %[[THR:.*]] = arith.constant -1073741824 : i64
+// CHECK-NEXT:      %[[ISNEG:.*]] = arith.cmpi slt, %[[T]], %[[THR]] : i64
+// CHECK-NEXT:      %[[B:.*]] = arith.select %[[ISNEG]], %[[BN]], %[[BP]] : i64
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[T]], %[[B]] : i64
+// CHECK-NEXT:      %[[C32:.*]] = arith.constant 32 : i64
+// CHECK-NEXT:      %[[H64:.*]] = arith.shrsi %[[SUM]], %[[C32]] : i64
+// CHECK-NEXT:      %[[H:.*]] = arith.trunci %[[H64]] : i64 to i32
+// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %[[H]], %[[BR]] : i32
+// CHECK-NEXT:      arith.constant -133 : i32
+// CHECK-NEXT:      arith.maxsi %[[R]], %{{.*}} : i32
+// MLIR-LABEL:  func.func @double_round_high_half
+// MLIR:          arith.trunci
+func.func @double_round_high_half(%x: tensor<1x3x2xi32>) -> tensor<1x3x2xi8> {
+  %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1374389504, 1073741824>, shift = array<i64: -7, -6>, output_zp = 5 : i64, axis = 2 : i64} : (tensor<1x3x2xi32>) -> tensor<1x3x2xi8>
+  func.return %0 : tensor<1x3x2xi8>
+}
+
 // ADD's input rescale: (x + 5) << 20 with x int8 lies in [-123 * 2^20, 132 * 2^20], so it cannot
 // wrap and L = 20 folds: with t = (x + 5) * 2^30 and e = 3 the one-shift form is
 // (t + 2^10 + 2^13 - [t < -2^10] * 2^11) >> (31 - 20 + 3): added constants 9216 or 7168, shift 14.

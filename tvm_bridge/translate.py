@@ -578,6 +578,19 @@ def _init_value(tr: Translator, value: SSAValue):
 def _generic(tr: Translator, op: linalg.GenericOp):
     from tvm import te, tirx
 
+    flavor = getattr(tr, "dot", None)
+    if flavor is not None and flavor.name != "vnni":  # vpmaddwd machines: tvm_bridge/depthwise.py
+        from tvm_bridge import depthwise
+        from tvm_bridge.vnni import NotApplicable
+
+        geometry = depthwise.match(tr, op)
+        if geometry is not None:
+            try:
+                depthwise.emit(tr, op, geometry, flavor)
+                return
+            except NotApplicable:  # sums that could leave int32 (nothing emitted)
+                pass
+
     op_inputs, op_outputs = list(op.inputs), list(op.outputs)  # (each a segment lookup)
     if len(op_outputs) != 1:
         raise TranslationError("linalg.generic with several outputs is not supported")

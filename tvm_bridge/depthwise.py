@@ -29,7 +29,7 @@ import numpy as np
 from xdsl.dialects import arith, linalg
 from xdsl.dialects.builtin import TensorType
 
-from tvm_bridge.translate import TranslationError, dtype_of, tensor_constant
+from tvm_bridge.translate import dtype_of, tensor_constant
 from tvm_bridge.vnni import _HALF_RANGE, Flavor, NotApplicable, _buffer, _dot, _loops, _seq
 
 #: register tiles (output columns TT, 8-channel vectors NV), first fit first
@@ -200,9 +200,13 @@ def emit(tr, op, g: dict, flavor: Flavor):
         loop_vars = yv, xov, tv, kov, lv = tuple(tirx.Var(n, "int32") for n in ("y", "xo", "t", "ko", "l"))
         acc_buf = _buffer((tt, kb), "int32", "ACC", scope="local")
         ebufs = [_buffer(p.shape, p.dtype, f"E{i}") for i, p in enumerate(params)]
-        temps, value = epi.expr(acc_buf[tv, lv], yv, xov * tt + tv, kov * kb + lv, ebufs, lv, kb)
+        try:
+            temps, value = epi.expr(acc_buf[tv, lv], yv, xov * tt + tv, kov * kb + lv, ebufs, lv, kb)
+        except Exception as e:  # noqa: BLE001 - an epilogue the kernel cannot take (nothing was
+            # emitted yet): the generic depthwise, with the chain translated op by op
+            raise NotApplicable(f"depthwise epilogue: {e}") from e
         if str(value.ty) != odt:
-            raise TranslationError(f"depthwise epilogue computes {value.ty}, its result is {odt}")
+            raise NotApplicable(f"depthwise epilogue computes {value.ty}, its result is {odt}")
         shapes = dict(g, YH=g["OH"] + pt + pb, YW=g["OW"] + pl + pr, PT=pt, PL=pl, PB=pb, PR=pr, ODT=odt,
                       PADV=float(padv) if "float" in odt else int(padv))
         prim_func = _kernel(shapes, flavor, ebufs, acc_buf, loop_vars, temps, value)

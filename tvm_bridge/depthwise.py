@@ -30,7 +30,8 @@ from xdsl.dialects import arith, linalg
 from xdsl.dialects.builtin import TensorType
 
 from tvm_bridge.translate import dtype_of, tensor_constant
-from tvm_bridge.vnni import _HALF_RANGE, Flavor, NotApplicable, _buffer, _dot, _loops, _seq
+from tvm_bridge.vnni import (_HALF_RANGE, Flavor, NotApplicable, _buffer, _dot, _loops, _pad_border,
+                              _prim_func, _seq, _tiles)
 
 #: register tiles (output columns TT, 8-channel vectors NV), first fit first
 BLOCKS = ((4, 2), (3, 2), (2, 2), (4, 1), (3, 1), (2, 1), (1, 2), (1, 1))
@@ -103,33 +104,22 @@ def match(tr, op) -> dict | None:
 
 def _kernel(g: dict, f: Flavor, eparams, acc_buf, loop_vars, temps, value):
     """The kernel's PrimFunc (built node by node, as tvm_bridge/vnni.py's)."""
-    import tvm
     from tvm import tirx
     from tvm.tirx.script.builder import ir as T
 
     H, W, C, KH, KW = g["H"], g["W"], g["C"], g["KH"], g["KW"]
     TT, NV, SH, SW, DH, DW = g["TT"], g["NV"], g["SH"], g["SW"], g["DH"], g["DW"]
     L, KB = 8, 8 * g["NV"]
-    PT, PL, OH, OW, ODT = g["PT"], g["PL"], g["OH"], g["OW"], g["ODT"]
     X = _buffer((1, H, W, C), "int8", "X")
     WP = _buffer((KH, KW, C), "int32", "WP")
     INIT = _buffer((C,), "int32", "INIT")
-    Y = _buffer((1, g["YH"], g["YW"], C), ODT, "Y")
+    Y = _buffer((1, g["YH"], g["YW"], C), g["ODT"], "Y")
     body = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for b, _ in temps]
-    if PT or PL or g["PB"] or g["PR"]:
-        pad_value = getattr(T, ODT)(g["PADV"])
+    border = _pad_border(Y, g, C)
+    if border is not None:
+        body.append(border)
 
-        def border(h, w):
-            inside = tirx.Or(tirx.Or(tirx.Or(tirx.LT(h, tirx.IntImm("int32", PT)),
-                                              tirx.GE(h, tirx.IntImm("int32", PT + OH))),
-                                     tirx.LT(w, tirx.IntImm("int32", PL))),
-                             tirx.GE(w, tirx.IntImm("int32", PL + OW)))
-            return tirx.IfThenElse(inside, _loops("vectorized", (C,), ("c",), lambda c: tirx.BufferStore(
-                Y, pad_value, [0, h, w, c])), None)
-
-        body.append(_loops("serial", (g["YH"], g["YW"]), ("h", "w"), border))
-
-    yv, xov, tv, kov, lv = loop_vars
+    yv, xov, _, kov, _ = loop_vars
     otype = "int32" if f.emulate else "int16x16"
 
     def accumulate(rh, rw):
@@ -146,24 +136,9 @@ def _kernel(g: dict, f: Flavor, eparams, acc_buf, loop_vars, temps, value):
             return _seq(stores)
         return _loops("unroll", (TT,), ("t",), step)
 
-    def epilogue(lane):
-        stores = [tirx.BufferStore(b, e, [lane]) for b, e in temps]
-        stores.append(tirx.BufferStore(Y, value, [0, yv + PT, xov * TT + tv + PL, kov * KB + lane]))
-        return _seq(stores)
-
-    main = _seq([
-        _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
-            acc_buf, INIT.vload([kov * KB], f"int32x{KB}"), [t, T.ramp(0, 1, KB)])),
-        _loops("serial", (KH, KW), ("rh", "rw"), accumulate),
-        tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED,
-                 tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED,
-                          epilogue(lv)))])
-    for v, e in zip((kov, xov, yv), (C // KB, OW // TT, OH)):
-        main = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, main)
-    body.append(main)
-    attrs = tvm.ir.make_node("ir.DictAttrs", **{"tirx.noalias": True, "tirx.is_scheduled": True, "s_tir": True})
-    return tirx.PrimFunc([X, WP, INIT, *eparams, Y], tirx.SeqStmt(body), ret_type=tvm.ir.TupleType([]),
-                         attrs=attrs)
+    body.append(_tiles(g, KB, C // KB, acc_buf, INIT, Y, loop_vars, temps, value,
+                        _loops("serial", (KH, KW), ("rh", "rw"), accumulate)))
+    return _prim_func([X, WP, INIT, *eparams, Y], body)
 
 
 def emit(tr, op, g: dict, flavor: Flavor):

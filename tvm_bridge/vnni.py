@@ -143,7 +143,6 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
     dtype), `eparams` the epilogue's argument buffers, `acc_buf` the accumulators,
     `loop_vars` the (y, xo, t, ko, l) variables the epilogue `value` and its `temps`
     (local buffer, PrimExpr) are written in."""
-    import tvm
     from tvm import tirx
     from tvm.tirx.script.builder import ir as T
 
@@ -152,7 +151,7 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
     H, W, C, CP, K = g["H"], g["W"], g["C"], g["CP"], g["K"]
     L, NV, TT, SH, SW, DH, DW = g["L"], g["NV"], g["TT"], g["SH"], g["SW"], g["DH"], g["DW"]
     KB = NV * L
-    PT, PL, OH, OW, ODT = g["PT"], g["PL"], g["OH"], g["OW"], g["ODT"]
+    ODT = g["ODT"]
     X = _buffer((1, H, W, C), "int8", "X")
     WP = _buffer((g["KH"], g["KWE"], g["C4"], g["K16"], G * KB), f.wdtype, "WP")
     INIT = _buffer((K,), "int32", "INIT")
@@ -178,18 +177,9 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
         body.append(_loops("serial", (H, W), ("h", "w"), lambda h, w: _seq([
             _loops(kind, (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [h, w, c])),
             _loops("unroll", (CP - C,), ("c",), lambda c: tirx.BufferStore(XU, zero, [h, w, C + c]))])))
-    if PT or PL or g["PB"] or g["PR"]:
-        pad_value = getattr(T, ODT)(g["PADV"])
-
-        def border(h, w):
-            inside = tirx.Or(tirx.Or(tirx.Or(tirx.LT(h, tirx.IntImm("int32", PT)),
-                                              tirx.GE(h, tirx.IntImm("int32", PT + OH))),
-                                     tirx.LT(w, tirx.IntImm("int32", PL))),
-                             tirx.GE(w, tirx.IntImm("int32", PL + OW)))
-            return tirx.IfThenElse(inside, _loops("vectorized", (K,), ("c",), lambda c: tirx.BufferStore(
-                Y, pad_value, [0, h, w, c])), None)
-
-        body.append(_loops("serial", (g["YH"], g["YW"]), ("h", "w"), border))
+    border = _pad_border(Y, g, K)
+    if border is not None:
+        body.append(border)
 
     yv, xov, tv, kov, lv = loop_vars
     operand = "int8" if f.name == "vnni" else "int16"
@@ -214,27 +204,67 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
             return _seq(stores)
         return _loops("unroll", (TT,), ("t",), step)
 
+    body.append(_tiles(g, KB, g["K16"], acc_buf, INIT, Y, loop_vars, temps, value,
+                        _loops("serial", (g["KH"], g["KWE"], g["C4"]), ("rh", "rw", "rc"), accumulate)))
+    return _prim_func([X, WP, INIT, *eparams, Y], body)
+
+
+def _pad_border(Y, g: dict, channels: int):
+    """The loops writing the pad value into the border of output Y (g: its padded size YH x
+    YW, the pad PT/PL/PB/PR, the unpadded OH x OW, ODT, PADV), or None without a pad."""
+    from tvm import tirx
+    from tvm.tirx.script.builder import ir as T
+
+    PT, PL, OH, OW = g["PT"], g["PL"], g["OH"], g["OW"]
+    if not (PT or PL or g["PB"] or g["PR"]):
+        return None
+    pad_value = getattr(T, g["ODT"])(g["PADV"])
+
+    def border(h, w):
+        inside = tirx.Or(tirx.Or(tirx.Or(tirx.LT(h, tirx.IntImm("int32", PT)),
+                                          tirx.GE(h, tirx.IntImm("int32", PT + OH))),
+                                 tirx.LT(w, tirx.IntImm("int32", PL))),
+                         tirx.GE(w, tirx.IntImm("int32", PL + OW)))
+        return tirx.IfThenElse(inside, _loops("vectorized", (channels,), ("c",), lambda c: tirx.BufferStore(
+            Y, pad_value, [0, h, w, c])), None)
+
+    return _loops("serial", (g["YH"], g["YW"]), ("h", "w"), border)
+
+
+def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, value, reduction):
+    """The output loops (y, column tile xo, channel block ko): TT x KB accumulators started
+    from INIT, the `reduction` loops accumulating into them, then the epilogue `value` (with
+    its `temps`) of each written to Y inside its pad."""
+    from tvm import tirx
+    from tvm.tirx.script.builder import ir as T
+
+    yv, xov, tv, kov, lv = loop_vars
+    TT, PT, PL = g["TT"], g["PT"], g["PL"]
+
     def epilogue(lane):
         stores = [tirx.BufferStore(b, e, [lane]) for b, e in temps]
         stores.append(tirx.BufferStore(Y, value, [0, yv + PT, xov * TT + tv + PL, kov * KB + lane]))
         return _seq(stores)
 
-    def block(y, xo, ko):
-        return _seq([
-            _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
-                acc_buf, INIT.vload([ko * KB], f"int32x{KB}"), [t, T.ramp(0, 1, KB)])),
-            _loops("serial", (g["KH"], g["KWE"], g["C4"]), ("rh", "rw", "rc"), accumulate),
-            tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED,
-                     tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED,
-                              epilogue(lv)))])
-
-    main = block(yv, xov, kov)
-    for v, e in zip((kov, xov, yv), (g["K16"], g["OWT"], OH)):
+    main = _seq([
+        _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
+            acc_buf, INIT.vload([kov * KB], f"int32x{KB}"), [t, T.ramp(0, 1, KB)])),
+        reduction,
+        tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED,
+                 tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED,
+                          epilogue(lv)))])
+    for v, e in zip((kov, xov, yv), (k_blocks, g["OW"] // TT, g["OH"])):
         main = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, main)
-    body.append(main)
+    return main
+
+
+def _prim_func(params, body):
+    """A scheduled PrimFunc of `params` (buffers) and the statements `body`."""
+    import tvm
+    from tvm import tirx
+
     attrs = tvm.ir.make_node("ir.DictAttrs", **{"tirx.noalias": True, "tirx.is_scheduled": True, "s_tir": True})
-    return tirx.PrimFunc([X, WP, INIT, *eparams, Y], tirx.SeqStmt(body), ret_type=tvm.ir.TupleType([]),
-                         attrs=attrs)
+    return tirx.PrimFunc(params, tirx.SeqStmt(body), ret_type=tvm.ir.TupleType([]), attrs=attrs)
 
 
 def _has(target, feature: str) -> bool:

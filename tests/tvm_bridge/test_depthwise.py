@@ -18,6 +18,8 @@ import pytest
 
 tvm = pytest.importorskip("tvm")
 
+from tests.tvm_bridge.helpers import assembly, lowered_tflite  # noqa: E402
+
 
 def _flavor():
     from dataclasses import replace
@@ -55,22 +57,10 @@ def _model(h, w, c, k, stride, dilation, padding, act, wfill=None, mult=1):
 
 
 def _compiled(model: bytes, rounding: str, tmp_path, dot):
-    from qdialect.dialects.qnn import set_rounding
-    from transforms import pipelines
     from tvm_bridge.compile import compile_module
-    from tvm_bridge.run_cli import load_module
     from tvm_bridge.translate import translate
 
-    path = tmp_path / "dw.tflite"
-    path.write_bytes(model)
-
-    def lowered():
-        module = load_module(path, 1)
-        if rounding != "tflite":
-            set_rounding(module, rounding)
-        pipelines.lower_to_l3(module)
-        return module
-
+    lowered = lowered_tflite(model, rounding, tmp_path, "dw.tflite")
     mod, _ = translate(lowered(), dot=dot)
     kernels = [gv.name_hint for gv, _ in mod.functions_items() if gv.name_hint.startswith("depthwise_conv2d")]
     return compile_module(lowered(), dot=dot), kernels
@@ -144,7 +134,6 @@ def test_vnni_machines_keep_the_generic_depthwise(tmp_path):
 def test_native_depthwise_is_vpmaddwd(tmp_path):
     """Compiled for an AVX2 CPU (no need to run it), the kernel's taps are a sign-extending
     load and a vpmaddwd."""
-    from qdialect.dialects.qnn import set_rounding  # noqa: F401  (same import path as the others)
     from transforms import pipelines
     from tvm_bridge import vnni
     from tvm_bridge.compile import as_target, build
@@ -158,14 +147,6 @@ def test_native_depthwise_is_vpmaddwd(tmp_path):
     mod, _ = translate(module, dot=vnni.PMADDWD)
     ex = build(mod, as_target("llvm -mcpu=haswell"))
 
-    def sources(m):
-        try:
-            yield m.inspect_source("asm")
-        except Exception:  # noqa: BLE001 - a module without assembly
-            pass
-        for sub in m.imports:
-            yield from sources(sub)
-
-    asm = "\n".join(sources(ex.mod))
+    asm = assembly(ex)
     body = asm[asm.index("depthwise_conv2d_compute_:"):]
     assert body.count("vpmaddwd\t%ymm") >= 9 and "vpmovsxbd" in body

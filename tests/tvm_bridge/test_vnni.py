@@ -22,6 +22,8 @@ import pytest
 
 tvm = pytest.importorskip("tvm")
 
+from tests.tvm_bridge.helpers import assembly, lowered_tflite  # noqa: E402
+
 
 #: CPU features each flavor needs (and LLVM CPUs that have them, for the assembly check)
 FEATURES = {"vnni": ("avx512vnni", "cascadelake"), "pmaddwd": ("avx2", "haswell"),
@@ -142,15 +144,7 @@ def test_native_kernel_is_the_instruction(name):
         bb.emit_func_output(out)
     ex = tvm.compile(bb.get(), target=as_target(f"llvm -mcpu={FEATURES[name][1]}"))
 
-    def sources(m):
-        try:
-            yield m.inspect_source("asm")
-        except Exception:  # noqa: BLE001 - a module without assembly (the VM's own)
-            pass
-        for sub in m.imports:
-            yield from sources(sub)
-
-    asm = "\n".join(sources(ex.mod))
+    asm = assembly(ex)
     want = {"vnni": "vpdpbusd\t%zmm", "pmaddwd": "vpmaddwd\t%ymm", "pmaddwd512": "vpmaddwd\t%zmm"}[name]
     assert asm.count(want) >= 2, f"{want!r} not in the {name} kernel's assembly"
 
@@ -250,24 +244,12 @@ def test_dot_fused_epilogues_equal_litert(rounding, name, tmp_path):
     under `tflite`, its default (XNNPACK) interpreter under `litert`."""
     from tvm import relax
 
-    from qdialect.dialects.qnn import set_rounding
     from tests.tflite_writer import run_tflite
-    from transforms import pipelines
     from tvm_bridge.compile import compile_module
-    from tvm_bridge.run_cli import load_module
     from tvm_bridge.translate import translate
 
     model = _epilogue_tflite()
-    path = tmp_path / "epilogue.tflite"
-    path.write_bytes(model)
-
-    def lowered():
-        module = load_module(path, 1)
-        if rounding != "tflite":
-            set_rounding(module, rounding)
-        pipelines.lower_to_l3(module)
-        return module
-
+    lowered = lowered_tflite(model, rounding, tmp_path, "epilogue.tflite")
     mod, _ = translate(lowered(), dot=flavor(name))
     calls = [bd.value for bd in mod["main"].body.blocks[0].bindings
              if isinstance(bd.value, relax.Call) and f"{name}_conv2d" in str(bd.value.args[0])]

@@ -42,6 +42,8 @@ def match(tr, op) -> dict | None:
     (loops n, y, x, c, ky, kx; x read at (n, y*sh + ky*dh, x*sw + kx*dw, c), constant
     (1, KH, KW, C) int8 weights read at (0, ky, kx, c); body acc + extui(x xor -128) *
     extsi(w) in i32; init 0), else None."""
+    if len(op.iterator_types.data) != 6:  # (cheap: this runs on every generic)
+        return None
     inputs, outputs = list(op.inputs), list(op.outputs)
     if len(inputs) != 2 or len(outputs) != 1:
         return None
@@ -62,6 +64,8 @@ def match(tr, op) -> dict | None:
         return None
     _, kh, kw, _ = weights.shape
     xm, wm, om = (m.data for m in op.indexing_maps.data)
+    if xm.num_symbols or wm.num_symbols or om.num_symbols or xm.num_dims != 6:
+        return None
     # the maps are affine: their values at the unit vectors give the coefficients
     unit = [[int(i == d) for i in range(6)] for d in range(6)]
     if [list(om.eval(u, [])) for u in unit] != [[int(i == d) for i in range(4)] if d < 4 else [0] * 4

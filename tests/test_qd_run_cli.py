@@ -80,3 +80,45 @@ def test_no_arguments_runs_the_bundled_example():
     assert proc.returncode == 0, proc.stderr
     assert "cnn_small.tflite" in proc.stdout
     assert "verdict    BIT-EXACT vs LiteRT litert-ref" in proc.stdout
+
+
+def _foreign_cpu() -> tuple[str, list[str]]:
+    """An x86 CPU whose code this machine cannot run, and the features it lacks for it."""
+    from tvm_bridge.compile import as_target, missing_host_features
+
+    for cpu in ("cascadelake", "sapphirerapids", "graniterapids"):
+        missing = missing_host_features(as_target(f"llvm -mcpu={cpu}"))
+        if missing:
+            return cpu, missing
+    raise AssertionError("this CPU runs code for every listed x86 CPU: add a newer one")
+
+
+def test_target_this_cpu_cannot_run_is_refused_not_crashed(tmp_path):
+    """--backend tvm --target for a CPU with instructions this one lacks: exit 2 with one
+    line naming them (running the code would stop on an illegal instruction, SIGILL)."""
+    pytest.importorskip("tvm")
+    cpu, missing = _foreign_cpu()
+    model = tmp_path / "m.tflite"
+    model.write_bytes((Path(__file__).resolve().parents[1] / "models" / "zoo" / "mlp_act.tflite").read_bytes())
+    proc = _run(model, "--backend", "tvm", "--target", f"llvm -mcpu={cpu}")
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr[-500:])
+    errors = [ln for ln in proc.stderr.splitlines() if not ln.startswith("  .. ") and "Scope" not in ln]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, errors
+    assert f"-mcpu={cpu}" in errors[0] and all(m in errors[0] for m in missing)
+
+
+def test_compiled_model_for_a_foreign_cpu_raises_on_call():
+    """From Python: compiling for another CPU works (for export_library), calling the
+    model here raises a TranslationError naming the missing instructions."""
+    pytest.importorskip("tvm")
+    from transforms import pipelines
+    from tvm_bridge.compile import compile_module
+    from tvm_bridge.run_cli import load_module
+    from tvm_bridge.translate import TranslationError
+
+    cpu, missing = _foreign_cpu()
+    module = load_module(Path(__file__).resolve().parents[1] / "models" / "zoo" / "mlp_act.tflite", 1)
+    pipelines.lower_to_l3(module)
+    model = compile_module(module, target=f"llvm -mcpu={cpu}")
+    with pytest.raises(TranslationError, match=missing[-1]):
+        model(np.zeros((1, 64), np.int8))

@@ -27,6 +27,27 @@ def host_target():
     return tvm.target.Target({"kind": "llvm", "mcpu": cpu})
 
 
+#: x86 instruction-set features a kernel compiled for a target may use (LLVM's names)
+_X86_FEATURES = ("sse4.1", "sse4.2", "avx", "avx2", "fma", "f16c", "avxvnni", "avx512f", "avx512bw", "avx512dq",
+                 "avx512vl", "avx512vnni", "avx512vbmi", "avx512bf16", "avx512fp16", "amx-int8", "amx-tile")
+
+
+def missing_host_features(target) -> list[str]:
+    """The instruction-set features `target` compiles for and this CPU lacks: code built
+    for it would stop on an illegal instruction here (empty for the host's own target)."""
+    from tvm.target.codegen import target_has_features
+
+    host = host_target()
+    missing = []
+    for feature in _X86_FEATURES:
+        try:
+            if target_has_features(feature, target) and not target_has_features(feature, host):
+                missing.append(feature)
+        except Exception:  # noqa: BLE001 - not an llvm target, or a feature LLVM does not know
+            continue
+    return missing
+
+
 def as_target(target):
     import tvm
 
@@ -87,9 +108,17 @@ class CompiledModel:
         self.device = tvm.cpu()
         self.vm = relax.VirtualMachine(executable, self.device)
         self._main = self.vm["main"]  # looked up once: a lookup costs about 1 us per call
+        self._runnable = False  # checked on the first call: a target this CPU cannot run
         self._inputs: dict[int, tuple] = {}
 
     def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        if not self._runnable:
+            missing = missing_host_features(self.target)
+            if missing:
+                raise TranslationError(f"the model was compiled for {self.target}, which uses "
+                                       f"{', '.join(missing)}: this CPU has not got them (export it with "
+                                       f"export_library and run it on such a machine)")
+            self._runnable = True
         args = []
         for i, x in enumerate(inputs):
             x = np.asarray(x)

@@ -7,10 +7,13 @@ where each op was parsed so that `verify_module` can report
 
 from __future__ import annotations
 
+import functools
 import re
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import (
+    BFloat16Type, Float16Type, Float32Type, Float64Type, IndexType, IntegerType, ModuleOp, TensorType,
+)
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
@@ -18,6 +21,7 @@ from xdsl.utils.lexer import Span
 
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
 from qdialect import cyclic_gc
+from qdialect.dialects import quant
 from qdialect.dialects.quant import quantized_tensor_problems
 
 
@@ -40,6 +44,21 @@ _BRACKETS = {str: re.compile(r'[<>"]'), bytes: re.compile(rb'[<>"]')}
 _INTEGER_ATTR = {str: re.compile(r"-?[0-9]+ : (?:[su]?i[0-9]+|index)(?![\w$.])"),
                  bytes: re.compile(rb"-?[0-9]+ : (?:[su]?i[0-9]+|index)(?![\w$.])")}
 _CLOSE = {str: ">", bytes: b">"}
+# a ranked tensor type of static, nonzero dimensions (`0x..` would lex as a hexadecimal
+# literal: those, dynamic dimensions and encodings go through the parser)
+_STATIC_TENSOR = {str: re.compile(r"tensor<((?:[1-9][0-9]*x)*)([^x<>][^<>]*(?:<.*>)?)>", re.S),
+                  bytes: re.compile(rb"tensor<((?:[1-9][0-9]*x)*)([^x<>][^<>]*(?:<.*>)?)>", re.S)}
+_QUANT_UNIFORM = {str: "!quant.uniform<", bytes: b"!quant.uniform<"}
+
+
+@functools.cache
+def _simple_types() -> dict:
+    """Element types spelled by a keyword, as the parser builds them."""
+    out = {f"i{w}": IntegerType(w) for w in (1, 2, 4, 8, 16, 32, 64)}
+    out.update({"f16": Float16Type(), "bf16": BFloat16Type(), "f32": Float32Type(), "f64": Float64Type(),
+                "index": IndexType()})
+    out.update({k.encode(): v for k, v in list(out.items())})
+    return out
 
 
 class LocatingParser(Parser):
@@ -87,6 +106,10 @@ class LocatingParser(Parser):
         """`parse()` of the text `content[start:end]`, or the object it parsed to before."""
         key = content[start:end]
         done = self._parsed_texts.get(key)
+        if done is None:
+            done = self._static_tensor(key)
+            if done is not None:
+                self._parsed_texts[key] = done
         if done is not None:
             self._resume_from(end)
             return done
@@ -97,6 +120,45 @@ class LocatingParser(Parser):
         if result is not None and resumed >= end and not content[end:resumed].strip():
             self._parsed_texts[key] = result
         return result
+
+    def _static_tensor(self, text):
+        """The TensorType `text` (`tensor<...>`, the whole text of a type) is when it has static
+        nonzero dimensions and an element type that is a keyword (`i8`, `f32`), a type parsed
+        before, or a `!quant.uniform` in the printed form that passes every check; else None
+        (then the parser reads it, and reports anything wrong where it is).  The same object
+        the parser builds: `TensorType(element, dims)`."""
+        m = _STATIC_TENSOR[type(text)].fullmatch(text)
+        if m is None:
+            return None
+        dims, el_text = m.groups()
+        # (remembered texts that start with `!` are dialect types, parsed as types)
+        element = self._parsed_texts.get(el_text) if el_text[:1] in ("!", b"!") else _simple_types().get(el_text)
+        if element is None:
+            prefix = _QUANT_UNIFORM[type(text)]
+            if not el_text.startswith(prefix) or self.ctx.get_optional_type("quant.uniform") is not quant.UniformQuantizedType:
+                return None
+            body = el_text[len(prefix) - 1:]
+            if isinstance(body, bytes):
+                try:
+                    body = body.decode("ascii")
+                except UnicodeDecodeError:
+                    return None
+            if quant._angle_bracket_end(body, 0) != len(body):
+                return None
+            params = quant._PARSED_PARAMETERS.get(body)
+            if params is None:
+                params = quant._printed_parameters(body)
+                if params is None:
+                    return None
+            try:
+                element = quant.UniformQuantizedType.new(params)
+            except Exception:  # noqa: BLE001 - the parser builds it again and says what is wrong
+                return None
+            self._parsed_texts[el_text] = element
+        try:
+            return TensorType(element, [int(d) for d in dims.split(b"x" if isinstance(dims, bytes) else "x")[:-1]])
+        except Exception:  # noqa: BLE001 - as above
+            return None
 
     def parse_optional_type(self):
         return self._bracketed(_BRACKETED_TYPE, super().parse_optional_type)

@@ -52,9 +52,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.utils.exceptions import PassFailedException
@@ -64,7 +62,7 @@ from qdialect.dialects import qint
 from qdialect.reference import activations as act
 from qdialect.reference.rescale import multiply_by_quantized_multiplier, multiply_single_rounding
 from transforms.decompose import Emitter, Unsupported, dense_constant, int_tensor, pad_op, scalar_constant
-from transforms.fast_ir import BlockTemplate, all_ops, create_op
+from transforms.fast_ir import BlockTemplate, all_ops, create_op, rewrite_once
 
 I64 = IntegerType(64)
 I32 = IntegerType(32)
@@ -1316,8 +1314,9 @@ class QnnLowerToLinalgPass(ModulePass):
     @cyclic_gc.paused()
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         failures: list[str] = []
-        PatternRewriteWalker(GreedyRewritePatternApplier([LowerQIntOp(failures)]),
-                             apply_recursively=False).rewrite_module(op)
+        # = PatternRewriteWalker(GreedyRewritePatternApplier([LowerQIntOp(failures)]),
+        #                        apply_recursively=False).rewrite_module(op)
+        rewrite_once(op.body, LowerQIntOp(failures))
         if failures:
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + "; ".join(dict.fromkeys(failures)))
         left = sorted(o.name for o in {type(o) for o in all_ops(op)}

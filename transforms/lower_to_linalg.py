@@ -758,63 +758,67 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
             inputs.append(value)
             maps.append(m)
 
-    if mode in ("double_round", "single_round", "wide_round"):
+    if mode == "double_round":
+        # per-channel values as Python ints (i64 array attributes: the numpy int64 arithmetic
+        # this replaces never wrapped either); numpy on a handful of values costs more
+        m = op.attr("multiplier")
+        sft = op.attr("shift")
+        # per-channel multipliers as i32 (extended in the body): the i64 product of
+        # two sign-extended i32 values is one vpmuldq, of an i64 operand a vpmullq
+        # (3 uops, 15 cycles latency on AVX-512)
+        in_i32 = all(-(1 << 31) <= v < (1 << 31) for v in m)
+        channel(m, 32 if in_i32 else 64)
+        left = [v if v > 0 else 0 for v in sft]
+        right = [-v if v < 0 else 0 for v in sft]
+        never_min = all(v != -(1 << 31) for v in m)
+        # the one-shift form (see the body): the result and clamp(r, lo - zp, hi - zp)
+        # in 32-bit lanes (twice as many per SIMD register as i64)
+        narrow = (out_w <= 32 and in_w <= 32 and max(right) <= 31 and never_min
+                  and all(-(1 << 31) <= b <= (1 << 31) - 1 for b in (lo - ozp, hi - ozp)))
+        # the left shifts fold into the final shift when x - input_zp shifted by them
+        # cannot wrap at 32 bits (ADD's inputs: int8 << 20)
+        if unsigned:
+            x_lo, x_hi = -izp, (1 << in_w) - 1 - izp
+        else:
+            x_lo, x_hi = -(1 << (in_w - 1)) - izp, (1 << (in_w - 1)) - 1 - izp
+        shift_in = ls + left[0]
+        fold_left = (narrow and len(set(left)) == 1 and shift_in <= 30
+                     and -(1 << 31) <= x_lo << shift_in and x_hi << shift_in < 1 << 31)
+        if narrow:
+            if not fold_left:
+                shift_in = 0
+                channel(left)
+            folded = shift_in
+            base = 1 << (30 - shift_in)
+            pos = [base + (1 << (30 - shift_in + r)) if r > 0 else base for r in right]
+            channel(pos)
+            channel([p - (1 << (31 - shift_in)) if r > 0 else p for p, r in zip(pos, right)])
+            # a total shift of 32 or more is the high 32 bits of the sum (no 64-bit
+            # shift: AVX2 has no arithmetic one, LLVM emulates it in 5-6 instructions)
+            # then a 32-bit shift by the rest: floor(floor(u / 2^32) / 2^(S-32)) = floor(u / 2^S)
+            total = [31 - shift_in + r for r in right]
+            hi_form = min(total) >= 32
+            if hi_form:
+                channel([t - 32 for t in total], 32)
+            else:
+                channel(total)
+        else:
+            fold_left = False
+            channel(left)
+            channel(right)
+    elif mode in ("single_round", "wide_round"):
         m = np.asarray(op.attr("multiplier"), np.int64)
         sft = np.asarray(op.attr("shift"), np.int64)
-        if mode == "double_round":
-            # per-channel multipliers as i32 (extended in the body): the i64 product of
-            # two sign-extended i32 values is one vpmuldq, of an i64 operand a vpmullq
-            # (3 uops, 15 cycles latency on AVX-512)
-            in_i32 = bool(((m >= -(1 << 31)) & (m < (1 << 31))).all())
-            channel(m, 32 if in_i32 else 64)
-            left = np.maximum(sft, 0)
-            right = np.maximum(-sft, 0)
-            # the one-shift form (see the body): the result and clamp(r, lo - zp, hi - zp)
-            # in 32-bit lanes (twice as many per SIMD register as i64)
-            narrow = (out_w <= 32 and in_w <= 32 and int(right.max()) <= 31 and bool((m != -(1 << 31)).all())
-                      and all(-(1 << 31) <= b <= (1 << 31) - 1 for b in (lo - ozp, hi - ozp)))
-            # the left shifts fold into the final shift when x - input_zp shifted by them
-            # cannot wrap at 32 bits (ADD's inputs: int8 << 20)
-            if unsigned:
-                x_lo, x_hi = -izp, (1 << in_w) - 1 - izp
-            else:
-                x_lo, x_hi = -(1 << (in_w - 1)) - izp, (1 << (in_w - 1)) - 1 - izp
-            shift_in = ls + int(left[0])
-            fold_left = (narrow and len(set(left.tolist())) == 1 and shift_in <= 30
-                         and -(1 << 31) <= x_lo << shift_in and x_hi << shift_in < 1 << 31)
-            if narrow:
-                if not fold_left:
-                    shift_in = 0
-                    channel(left)
-                folded = shift_in
-                one = np.int64(1)
-                pos = (one << (30 - shift_in)) + np.where(right > 0, one << (30 - shift_in + right), 0)
-                channel(pos)
-                channel(np.where(right > 0, pos - (one << (31 - shift_in)), pos))
-                # a total shift of 32 or more is the high 32 bits of the sum (no 64-bit
-                # shift: AVX2 has no arithmetic one, LLVM emulates it in 5-6 instructions)
-                # then a 32-bit shift by the rest: floor(floor(u / 2^32) / 2^(S-32)) = floor(u / 2^S)
-                total = 31 - shift_in + right
-                hi_form = int(total.min()) >= 32
-                if hi_form:
-                    channel(total - 32, 32)
-                else:
-                    channel(total)
-            else:
-                fold_left = False
-                channel(left)
-                channel(right)
+        if mode == "single_round":
+            total = 31 - sft
         else:
-            if mode == "single_round":
-                total = 31 - sft
-            else:
-                m = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, np.int64(0x7FFF))
-                total = 15 - sft
-            if (total > 62).any() or (total < 1).any():
-                raise Unsupported(f"{mode} shift {int(sft.min())}..{int(sft.max())} needs more than 64 bits")
-            channel(m)
-            channel(total)
-            channel(np.int64(1) << (total - 1))
+            m = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, np.int64(0x7FFF))
+            total = 15 - sft
+        if (total > 62).any() or (total < 1).any():
+            raise Unsupported(f"{mode} shift {int(sft.min())}..{int(sft.max())} needs more than 64 bits")
+        channel(m)
+        channel(total)
+        channel(np.int64(1) << (total - 1))
     elif mode in ("float_even", "float_away"):
         ftype, fdtype = (f32, np.float32) if mode == "float_even" else (f64, np.float64)
         scale = np.asarray(op.attr("scale"), np.float64).astype(fdtype)
@@ -830,9 +834,8 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
     offset = None
     if "offset" in op.attributes:
         offset = float(np.float32(op.attr("offset")[0]))
-    never_min = mode == "double_round" and bool((m != -(1 << 31)).all())
     if mode != "double_round":
-        narrow = fold_left = False
+        never_min = narrow = fold_left = False
     if not narrow:
         folded = 0
         hi_form = False

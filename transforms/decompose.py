@@ -128,9 +128,9 @@ def dense_constant(values: np.ndarray, width: int) -> arith.ConstantOp:
     container = np.dtype(f"int{max(8, width)}")
     arr = np.ascontiguousarray(np.asarray(values).astype(container))
     t = int_tensor(arr.shape, width)
-    # what arith.ConstantOp(attr, t) makes, without its generic builder
-    return arith.ConstantOp.create(result_types=[t],
-                                   properties={"value": DenseIntOrFPElementsAttr(t, BytesAttr(arr.tobytes()))})
+    # what arith.ConstantOp(attr, t) makes, without its generic builder (and what
+    # arith.ConstantOp.create makes, without its conversions: see transforms/fast_ir.py)
+    return create_op(arith.ConstantOp, (), (t,), {"value": DenseIntOrFPElementsAttr(t, BytesAttr(arr.tobytes()))}, {})
 
 
 def reassociation(groups) -> ArrayAttr:

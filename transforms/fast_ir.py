@@ -31,9 +31,16 @@ def create_op(cls: type[Operation], operands: Sequence[SSAValue], result_types: 
     both dicts are copied."""
     op = cls.__new__(cls)
     op._operands = operands = SSAValues(operands)
-    op._operand_uses = uses = tuple([Use(op, i) for i in range(len(operands))])
-    for value, use in zip(operands, uses):
-        value.add_use(use)
+    uses = []
+    for i, value in enumerate(operands):
+        # Use(op, i) then value.add_use(use), without the method call
+        first = value.first_use
+        use = Use(op, i, None, first)
+        if first is not None:
+            first._prev_use = use
+        value.first_use = use
+        uses.append(use)
+    op._operand_uses = tuple(uses)
     op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
     op.properties = dict(properties)
     op.attributes = dict(attributes)
@@ -69,11 +76,27 @@ class BlockTemplate:
         values = list(block.args)
         outside = outside or {}
         last = None
+        new_use, new_result = Use, OpResult
         for cls, operands, result_types, properties, attributes, location in self.ops:
-            op = create_op(cls, [values[v] if type(v) is int else outside.get(v, v) for v in operands],
-                           result_types, properties, attributes)
+            # create_op, inlined (a body is a dozen ops; this loop is most of a lowering)
+            op = cls.__new__(cls)
+            op._operands = args = SSAValues([values[v] if type(v) is int else outside.get(v, v) for v in operands])
+            uses = []
+            for i, value in enumerate(args):
+                # Use(op, i) then value.add_use(use)
+                first = value.first_use
+                use = new_use(op, i, None, first)
+                if first is not None:
+                    first._prev_use = use
+                value.first_use = use
+                uses.append(use)
+            op._operand_uses = tuple(uses)
+            op.results = results = SSAValues([new_result(t, op, i) for i, t in enumerate(result_types)])
+            op.properties = dict(properties)
+            op.attributes = dict(attributes)
             op.location = location
-            values.extend(op.results)
+            op.regions = ()
+            values.extend(results)
             # Block.add_op, minus its checks (a fresh op has no parent and no regions)
             op.parent = block
             if last is None:

@@ -21,6 +21,20 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.core import OpResult, SSAValues, Use
 
 
+def _linked_uses(op: Operation, operands) -> tuple:
+    """The operand uses of a new `op`, each linked at the head of its value's use list:
+    `Use(op, i)` then `value.add_use(use)`, without the method calls."""
+    uses = []
+    for i, value in enumerate(operands):
+        first = value.first_use
+        use = Use(op, i, None, first)
+        if first is not None:
+            first._prev_use = use
+        value.first_use = use
+        uses.append(use)
+    return tuple(uses)
+
+
 def create_op(cls: type[Operation], operands: Sequence[SSAValue], result_types: Sequence[Attribute],
               properties: Mapping[str, Attribute], attributes: Mapping[str, Attribute],
               regions: Sequence[Region] = ()) -> Operation:
@@ -31,16 +45,7 @@ def create_op(cls: type[Operation], operands: Sequence[SSAValue], result_types: 
     both dicts are copied."""
     op = cls.__new__(cls)
     op._operands = operands = SSAValues(operands)
-    uses = []
-    for i, value in enumerate(operands):
-        # Use(op, i) then value.add_use(use), without the method call
-        first = value.first_use
-        use = Use(op, i, None, first)
-        if first is not None:
-            first._prev_use = use
-        value.first_use = use
-        uses.append(use)
-    op._operand_uses = tuple(uses)
+    op._operand_uses = _linked_uses(op, operands)
     op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
     op.properties = dict(properties)
     op.attributes = dict(attributes)
@@ -76,21 +81,12 @@ class BlockTemplate:
         values = list(block.args)
         outside = outside or {}
         last = None
-        new_use, new_result = Use, OpResult
+        new_result = OpResult
         for cls, operands, result_types, properties, attributes, location in self.ops:
             # create_op, inlined (a body is a dozen ops; this loop is most of a lowering)
             op = cls.__new__(cls)
             op._operands = args = SSAValues([values[v] if type(v) is int else outside.get(v, v) for v in operands])
-            uses = []
-            for i, value in enumerate(args):
-                # Use(op, i) then value.add_use(use)
-                first = value.first_use
-                use = new_use(op, i, None, first)
-                if first is not None:
-                    first._prev_use = use
-                value.first_use = use
-                uses.append(use)
-            op._operand_uses = tuple(uses)
+            op._operand_uses = _linked_uses(op, args)
             op.results = results = SSAValues([new_result(t, op, i) for i, t in enumerate(result_types)])
             op.properties = dict(properties)
             op.attributes = dict(attributes)

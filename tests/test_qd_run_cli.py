@@ -122,3 +122,18 @@ def test_compiled_model_for_a_foreign_cpu_raises_on_call():
     model = compile_module(module, target=f"llvm -mcpu={cpu}")
     with pytest.raises(TranslationError, match=missing[-1]):
         model(np.zeros((1, 64), np.int8))
+
+
+def test_target_of_another_architecture_is_refused_not_an_internal_error(tmp_path):
+    """--target for aarch64 on an x86-64 machine (or x86-64 on an arm64 one): exit 2 naming
+    both architectures (TVM refused to load the module: an InternalError, exit 3)."""
+    pytest.importorskip("tvm")
+    import platform
+
+    other = "x86_64-linux-gnu" if platform.machine().lower() in ("aarch64", "arm64") else "aarch64-linux-gnu"
+    model = Path(__file__).resolve().parents[1] / "models" / "zoo" / "mlp_act.tflite"
+    proc = _run(model, "--backend", "tvm", "--target", f"llvm -mtriple={other}")
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-500:])
+    errors = [ln for ln in proc.stderr.splitlines() if not ln.startswith("  .. ") and "Scope" not in ln]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, errors
+    assert other.split("-")[0] in errors[0] and platform.machine() in errors[0]

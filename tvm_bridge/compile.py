@@ -48,6 +48,24 @@ def missing_host_features(target) -> list[str]:
     return missing
 
 
+def cannot_run_here(target) -> str | None:
+    """Why code built for `target` cannot run on this machine (another architecture, or
+    instruction-set features this CPU lacks), or None when it can."""
+    import platform
+
+    triple = target.attrs.get("mtriple") if hasattr(target, "attrs") else None
+    if triple:
+        arch, host = str(triple).split("-")[0].lower(), platform.machine().lower()
+        same = {"x86_64": {"x86_64", "amd64"}, "amd64": {"x86_64", "amd64"}, "aarch64": {"aarch64", "arm64"},
+                "arm64": {"aarch64", "arm64"}}.get(host, {host})
+        if arch not in same:
+            return f"it is built for {arch} and this machine is {platform.machine()}"
+    missing = missing_host_features(target)
+    if missing:
+        return f"it uses {', '.join(missing)}, which this CPU has not got"
+    return None
+
+
 def as_target(target):
     import tvm
 
@@ -100,25 +118,33 @@ class CompiledModel:
 
     def __init__(self, executable, n_outputs: int, target):
         import tvm
-        from tvm import relax
 
         self.executable = executable
         self.n_outputs = n_outputs
         self.target = target
         self.device = tvm.cpu()
-        self.vm = relax.VirtualMachine(executable, self.device)
-        self._main = self.vm["main"]  # looked up once: a lookup costs about 1 us per call
-        self._runnable = False  # checked on the first call: a target this CPU cannot run
+        self._vm = self._main = None  # made on the first use: a target this machine cannot run
         self._inputs: dict[int, tuple] = {}
 
+    @property
+    def vm(self):
+        """The Relax VM running the executable; TranslationError (naming why) when it was
+        built for another architecture or for instructions this CPU lacks (it can still be
+        exported with `export_library`)."""
+        if self._vm is None:
+            from tvm import relax
+
+            why = cannot_run_here(self.target)
+            if why is not None:
+                raise TranslationError(f"the model was compiled for {self.target} and cannot run here: {why} "
+                                       f"(export it with export_library and run it on such a machine)")
+            self._vm = relax.VirtualMachine(self.executable, self.device)
+            self._main = self._vm["main"]  # looked up once: a lookup costs about 1 us per call
+        return self._vm
+
     def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
-        if not self._runnable:
-            missing = missing_host_features(self.target)
-            if missing:
-                raise TranslationError(f"the model was compiled for {self.target}, which uses "
-                                       f"{', '.join(missing)}: this CPU has not got them (export it with "
-                                       f"export_library and run it on such a machine)")
-            self._runnable = True
+        if self._main is None:
+            self.vm  # noqa: B018 - made (or refused) here
         args = []
         for i, x in enumerate(inputs):
             x = np.asarray(x)

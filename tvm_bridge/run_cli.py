@@ -219,7 +219,7 @@ def _tvm_runner(module, args, stages):
     """Lower to L3, translate to Relax, compile; returns a callable sample -> outputs."""
     from qdialect.dialects.qnn import set_rounding
     from transforms import pipelines
-    from tvm_bridge.compile import compile_module, missing_host_features
+    from tvm_bridge.compile import cannot_run_here, compile_module
     from tvm_bridge.translate import TranslationError
 
     from xdsl.utils.exceptions import PassFailedException
@@ -245,10 +245,9 @@ def _tvm_runner(module, args, stages):
     except TranslationError as e:
         raise BadInput(f"TVM bridge: {e}") from None
     stages.append(("TVM compile", time.perf_counter() - t0))
-    missing = missing_host_features(model.target)
-    if missing:
-        raise BadInput(f"--target {args.target}: the code uses {', '.join(missing)}, which this CPU has not "
-                       f"got, so it cannot run here")
+    why = cannot_run_here(model.target)
+    if why is not None:
+        raise BadInput(f"--target {args.target}: the code cannot run here: {why}")
 
     def runner(sample):
         outs = model(*sample)

@@ -358,7 +358,7 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs):
     temps, value = ([], acc) if epi is None else epi.expr(acc, yv, xov * tt + tv, kov * lanes + lv, ebufs,
                                                           lv, lanes)
     if str(value.ty) != odt:
-        raise TranslationError(f"VNNI epilogue computes {value.ty}, its result is {odt}")
+        raise TranslationError(f"{g['F'].name} epilogue computes {value.ty}, its result is {odt}")
     shapes = dict(g, YH=g["OH"] + pt + pb, YW=g["OW"] + pl + pr, PT=pt, PL=pl, PB=pb, PR=pr, ODT=odt,
                   PADV=float(padv) if "float" in odt else int(padv))
     return _kernel(shapes, g["XU"], g["FOLD"], g["KIND"], ebufs, acc_buf, loop_vars, temps, value)

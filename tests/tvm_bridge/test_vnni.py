@@ -294,21 +294,15 @@ def test_dot_epilogue_that_cannot_be_built_falls_back(name, tmp_path, monkeypatc
     """An epilogue the kernel cannot take leaves the bare dot-product convolution (i32 sums)
     and the chain translated op by op: still bit-exact with LiteRT's reference kernels."""
     from tests.tflite_writer import run_tflite
-    from transforms import pipelines
     from tvm_bridge import epilogue
     from tvm_bridge.compile import compile_module
-    from tvm_bridge.run_cli import load_module
 
     def refuse(self, *args, **kwargs):
         raise RuntimeError("this epilogue cannot be built")
 
     monkeypatch.setattr(epilogue.Epilogue, "expr", refuse)
     model = _epilogue_tflite()
-    path = tmp_path / "epilogue.tflite"
-    path.write_bytes(model)
-    module = load_module(path, 1)
-    pipelines.lower_to_l3(module)
-    built = compile_module(module, dot=flavor(name))
+    built = compile_module(lowered_tflite(model, "tflite", tmp_path, "epilogue.tflite")(), dot=flavor(name))
     x = np.random.default_rng(1).integers(-128, 128, (1, 8, 8, 16)).astype(np.int8)
     (want,) = run_tflite(model, [x], reference=True)
     assert int(np.count_nonzero(built(x)[0] != want)) == 0

@@ -20,7 +20,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from xdsl.utils.lexer import Span
 
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
-from qdialect import cyclic_gc
+from qdialect import cyclic_gc, trusted
 from qdialect.dialects import quant
 from qdialect.dialects.quant import quantized_tensor_problems
 
@@ -44,6 +44,13 @@ _BRACKETS = {str: re.compile(r'[<>"]'), bytes: re.compile(rb'[<>"]')}
 _INTEGER_ATTR = {str: re.compile(r"-?[0-9]+ : (?:[su]?i[0-9]+|index)(?![\w$.])"),
                  bytes: re.compile(rb"-?[0-9]+ : (?:[su]?i[0-9]+|index)(?![\w$.])")}
 _CLOSE = {str: ">", bytes: b">"}
+# the extent of an attribute dictionary `{...}` and of a function type `(...) -> ...`
+_BRACES = {str: re.compile(r'[{}"]'), bytes: re.compile(rb'[{}"]')}
+_PARENS = {str: re.compile(r'[()"]'), bytes: re.compile(rb'[()"]')}
+_ARROW = {str: re.compile(r"\s*->\s*"), bytes: re.compile(rb"\s*->\s*")}
+_KEYWORD_TYPE = {str: re.compile(r"(?:[su]?i[0-9]+|f16|bf16|f32|f64|index|none)(?![\w$.<])"),
+                 bytes: re.compile(rb"(?:[su]?i[0-9]+|f16|bf16|f32|f64|index|none)(?![\w$.<])")}
+_SPACE = {str: re.compile(r"\s|$"), bytes: re.compile(rb"\s|$")}
 # a ranked tensor type of static, nonzero dimensions (`0x..` would lex as a hexadecimal
 # literal: those, dynamic dimensions and encodings go through the parser)
 _STATIC_TENSOR = {str: re.compile(r"tensor<((?:[1-9][0-9]*x)*)([^x<>][^<>]*(?:<.*>)?)>", re.S),
@@ -102,6 +109,62 @@ class LocatingParser(Parser):
             return parse()
         return self._remembered(content, start, end, parse)
 
+    @staticmethod
+    def _balanced_end(content, start: int, pattern: dict, opening) -> int | None:
+        """The end of the bracketed text opening at `start` (its brackets found by
+        `pattern`: the two brackets and `"`), or None when a string literal comes first (a
+        string could hold brackets) or it does not close."""
+        depth = 0
+        for m in pattern[type(content)].finditer(content, start):
+            c = m.group()
+            if c == opening:
+                depth += 1
+            elif c in ('"', b'"'):
+                return None
+            else:
+                depth -= 1
+                if depth == 0:
+                    return m.end()
+        return None
+
+    def parse_optional_attr_dict(self):
+        """xDSL's, but a dictionary text seen before is not parsed again (a model's ops
+        repeat theirs: strides, paddings, clamp bounds); each call gets its own dict."""
+        content = self.lexer.input.content
+        start = self._current_token.span.start
+        if content[start:start + 1] not in ("{", b"{"):
+            return super().parse_optional_attr_dict()
+        end = self._balanced_end(content, start, _BRACES, content[start:start + 1])
+        if end is None:
+            return super().parse_optional_attr_dict()
+        return dict(self._remembered(content, start, end, super().parse_optional_attr_dict))
+
+    def parse_optional_function_type(self):
+        """xDSL's, but a function type text seen before is not parsed again: its extent
+        is its balanced parentheses, `->` and a parenthesized list, a bracketed type or a
+        type keyword, followed by white space (anything else is parsed as usual)."""
+        content = self.lexer.input.content
+        start = self._current_token.span.start
+        kind = type(content)
+        if content[start:start + 1] not in ("(", b"("):
+            return super().parse_optional_function_type()
+        end = self._balanced_end(content, start, _PARENS, content[start:start + 1])
+        arrow = None if end is None else _ARROW[kind].match(content, end)
+        if arrow is None:
+            return super().parse_optional_function_type()
+        pos = arrow.end()
+        if content[pos:pos + 1] in ("(", b"("):
+            end = self._balanced_end(content, pos, _PARENS, content[pos:pos + 1])
+        elif (head := _BRACKETED_TYPE[kind].match(content, pos)) is not None:
+            end = self._balanced_end(content, head.end() - 1, _BRACKETS, head.group()[-1:])
+        elif (word := _KEYWORD_TYPE[kind].match(content, pos)) is not None:
+            end = word.end()
+        else:
+            end = None
+        if end is None or _SPACE[kind].match(content, end) is None:
+            return super().parse_optional_function_type()
+        return self._remembered(content, start, end, super().parse_optional_function_type)
+
     def _remembered(self, content, start: int, end: int, parse):
         """`parse()` of the text `content[start:end]`, or the object it parsed to before."""
         key = content[start:end]
@@ -150,15 +213,11 @@ class LocatingParser(Parser):
                 params = quant._printed_parameters(body)
                 if params is None:
                     return None
-            try:
-                element = quant.UniformQuantizedType.new(params)
-            except Exception:  # noqa: BLE001 - the parser builds it again and says what is wrong
-                return None
+            # _printed_parameters passed every check of the type's verifier
+            element = trusted.attr(quant.UniformQuantizedType, *params)
             self._parsed_texts[el_text] = element
-        try:
-            return TensorType(element, [int(d) for d in dims.split(b"x" if isinstance(dims, bytes) else "x")[:-1]])
-        except Exception:  # noqa: BLE001 - as above
-            return None
+        # static dimensions (>= 1, by the pattern) of a valid element type
+        return trusted.tensor_type(element, [int(d) for d in dims.split(b"x" if isinstance(dims, bytes) else "x")[:-1]])
 
     def parse_optional_type(self):
         return self._bracketed(_BRACKETED_TYPE, super().parse_optional_type)

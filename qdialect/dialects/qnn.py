@@ -52,6 +52,7 @@ from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from qdialect import trusted
 from qdialect.dialects.quant import UniformQuantizedType, quantized_tensor_problems
 from qdialect.qparams import ACC_WIDTHS, BIAS_MODES, ROUNDING_PROFILES
 
@@ -470,9 +471,13 @@ def _constant_dtype(t) -> np.dtype:
 
 def _dense_bytes(data: bytes, itemsize: int, shape) -> DenseIntOrFPElementsAttr:
     """Raw little-endian bytes as a dense attribute of the container integer type."""
-    return DenseIntOrFPElementsAttr(
-        TensorType(IntegerType(8 * itemsize), list(shape)), BytesAttr(bytes(data))
-    )
+    dims = tuple(int(d) for d in shape)
+    if len(data) != math.prod(dims) * itemsize or min(dims, default=0) < 0:
+        # the verified constructors say what is wrong
+        return DenseIntOrFPElementsAttr(TensorType(IntegerType(8 * itemsize), list(dims)), BytesAttr(bytes(data)))
+    # a constant's parse or build: the parts are valid by construction (qdialect/trusted.py)
+    return trusted.attr(DenseIntOrFPElementsAttr, trusted.tensor_type(trusted.integer_type(8 * itemsize), dims),
+                        BytesAttr(bytes(data)))
 
 
 def conv_output_size(in_size: int, kernel: int, stride: int, dilation: int, pad_before: int, pad_after: int) -> int:

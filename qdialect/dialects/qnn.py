@@ -54,7 +54,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from qdialect import trusted
 from qdialect.dialects.quant import UniformQuantizedType, quantized_tensor_problems
-from qdialect.qparams import ACC_WIDTHS, BIAS_MODES, ROUNDING_PROFILES
+from qdialect.qparams import ACC_WIDTHS, BIAS_MODES, ROUNDING_PROFILES, storage_dtype
 
 # ----- attribute schema --------------------------------------------------------------
 
@@ -421,8 +421,11 @@ class ConstantOp(IRDLOperation):
             raise VerifyException(f"qnn.constant: {p}")
         el = t.element_type
         if isinstance(el, UniformQuantizedType) and n:
-            arr = self.array()
             lo, hi = el.storage_range()
+            info = np.iinfo(dtype)
+            if lo <= info.min and hi >= info.max:
+                return  # the container holds nothing else (int8 storage of range [-128, 127])
+            arr = self.array()
             if arr.min() < lo or arr.max() > hi:
                 bad = arr[(arr < lo) | (arr > hi)].reshape(-1)[0]
                 raise VerifyException(
@@ -459,7 +462,7 @@ def _constant_dtype(t) -> np.dtype:
     """The numpy dtype of a qnn.constant's stored values, for its result type `t`."""
     el = t.element_type if isinstance(t, TensorType) else t
     if isinstance(el, UniformQuantizedType):
-        return el.qparams().dtype
+        return storage_dtype(el.storage_width.data, el.signed)  # = el.qparams().dtype, without the arrays
     if isinstance(el, IntegerType):
         w = el.width.data
         return np.dtype(f"int{8 if w <= 8 else 16 if w <= 16 else 32 if w <= 32 else 64}")

@@ -305,6 +305,30 @@ class _Dense:
         return self._expr
 
 
+class _Pad:
+    """A tensor.pad by a constant, emitted (a TE kernel) only when an op needs the padded
+    tensor itself: a dot-product convolution reads `source` and stages the pad with its
+    input instead (tvm_bridge/vnni.py), which saves a pass over the activations."""
+
+    __slots__ = ("source", "low", "high", "value", "_emit", "_expr")
+
+    def __init__(self, source, low: list[int], high: list[int], value, emit):
+        self.source, self.low, self.high, self.value, self._emit, self._expr = source, low, high, value, emit, None
+
+    def expr(self):
+        if self._expr is None:
+            self._expr = self._emit()
+        return self._expr
+
+    def spatial(self):
+        """((top, left), (bottom, right), value) when only H and W of an NHWC tensor are
+        padded, by an integer; else None."""
+        if len(self.low) != 4 or self.low[0] or self.high[0] or self.low[3] or self.high[3] or \
+                min(self.low + self.high) < 0 or not isinstance(self.value, int):
+            return None
+        return (self.low[1], self.low[2]), (self.high[1], self.high[2]), self.value
+
+
 def _functions(module: ModuleOp) -> list[func.FuncOp]:
     """The functions of `module` and of the modules nested in it, in order (their bodies,
     thousands of ops in a large model, are not walked)."""
@@ -463,7 +487,7 @@ class Translator:
                     relax.op.full(v.shape, relax.const(fill, v.dtype), v.dtype)
                 )
             return v.tensor_expr
-        if isinstance(v, _Dense):
+        if isinstance(v, (_Dense, _Pad)):
             return v.expr()
         if isinstance(v, tuple):  # scalar constant
             raise TranslationError(f"scalar {value} used where a tensor is needed")
@@ -777,16 +801,17 @@ def _matmul(tr: Translator, op):
     _add_init(tr, op, tr.bb.emit(relax.op.matmul(a, b, out_dtype=out_dtype)))
 
 
-def _dot_conv(tr: Translator, op, x, x_shape, weights, strides, dilations, flavor):
+def _dot_conv(tr: Translator, op, x, x_shape, weights, strides, dilations, flavor, in_pad=None):
     """The convolution `op` as a dot-product kernel (tvm_bridge/vnni.py) of `flavor`, with
-    the elementwise chain after it fused in when it can be."""
+    the elementwise chain after it fused in when it can be (and `x` padded to `x_shape` by
+    the kernel with `in_pad`, if given)."""
     from tvm import relax
 
     from tvm_bridge import epilogue, vnni
 
     def bare():
         return vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, kernels=tr.vnni_kernels,
-                                flavor=flavor)
+                                flavor=flavor, in_pad=in_pad)
 
     init_tensor, init_const = _init_value(tr, op.outputs[0])
     if init_tensor is not None:  # sums added to a tensor: no epilogue fusion
@@ -795,7 +820,7 @@ def _dot_conv(tr: Translator, op, x, x_shape, weights, strides, dilations, flavo
     epi = epilogue.collect(tr, op)
     try:
         result = vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, epi, init_const,
-                                  epi.key(tr), tr.vnni_kernels, flavor)
+                                  epi.key(tr), tr.vnni_kernels, flavor, in_pad)
     except vnni.NotApplicable:
         raise
     except Exception:  # noqa: BLE001 - an epilogue the kernel cannot take (nothing was
@@ -816,7 +841,6 @@ def _conv_nhwc_fhwc(tr: Translator, op):
     out_dtype = dtype_of(op.results[0].type)
     strides = list(op.strides.get_values()) if getattr(op, "strides", None) is not None else [1, 1]
     dilations = list(op.dilations.get_values()) if getattr(op, "dilations", None) is not None else [1, 1]
-    x = tr.tensor(op.inputs[0])
     flavor = getattr(tr, "dot", None)
     if flavor is not None:
         from tvm_bridge import vnni
@@ -826,11 +850,16 @@ def _conv_nhwc_fhwc(tr: Translator, op):
         x_shape = list(op.inputs[0].type.get_shape())
         if vnni.applicable(x_shape, weights, dtype_of(op.inputs[0].type), dtype_of(op.inputs[1].type), out_dtype,
                            flavor):
+            # an input padded by a constant: the kernel stages the pad with its input
+            padded = tr.env.get(op.inputs[0])
+            in_pad = padded.spatial() if isinstance(padded, _Pad) else None
+            x = padded.source if in_pad is not None else tr.tensor(op.inputs[0])
             try:
-                _dot_conv(tr, op, x, x_shape, weights, strides, dilations, flavor)
+                _dot_conv(tr, op, x, x_shape, weights, strides, dilations, flavor, in_pad)
                 return
             except vnni.NotApplicable:  # sums that could leave int32 (nothing emitted)
                 pass
+    x = tr.tensor(op.inputs[0])
     w = tr.tensor(op.inputs[1])
     if dtype_of(op.inputs[0].type) != dtype_of(op.inputs[1].type):
         # mixed widths (16x8): widen both; same-width int8 operands stay int8 with an int32
@@ -956,7 +985,8 @@ def _pad(tr: Translator, op):
         return te.compute(shape, body, name="pad")
 
     key = ("pad", op.source.type, op.results[0].type, tuple(low), tuple(high), _scalar_key(pad_value))
-    tr.env[op.results[0]] = tr.emit_te(key, fte, tr.tensor(op.source))
+    source = tr.tensor(op.source)
+    tr.env[op.results[0]] = _Pad(source, low, high, pad_value, lambda: tr.emit_te(key, fte, source))
 
 
 def _named_elementwise(combine):

@@ -152,7 +152,14 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
     L, NV, TT, SH, SW, DH, DW = g["L"], g["NV"], g["TT"], g["SH"], g["SW"], g["DH"], g["DW"]
     KB = NV * L
     ODT = g["ODT"]
-    X = _buffer((1, H, W, C), "int8", "X")
+    # an input pad (the producer's tensor.pad, staged here instead of run as its own kernel):
+    # X is the unpadded input, XU holds the padded one
+    pt, pl, pb, pr, padv = g.get("IN_PAD") or (0, 0, 0, 0, 0)
+    H0, W0 = H - pt - pb, W - pl - pr
+    X = _buffer((1, H0, W0, C), "int8", "X")
+
+    def at(v, offset: int):
+        return v + offset if offset else v
     WP = _buffer((g["KH"], g["KWE"], g["C4"], g["K16"], G * KB), f.wdtype, "WP")
     INIT = _buffer((K,), "int32", "INIT")
     Y = _buffer((1, g["YH"], g["YW"], K), ODT, "Y")
@@ -166,17 +173,31 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
 
     body = [tirx.AllocBuffer(XU), tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for b, _ in temps]
     if fold:
-        body.append(_loops("serial", (H, W), ("h", "w"), lambda h, w: _loops(
-            kind, (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [h, w * C + c]))))
+        body.append(_loops("serial", (H0, W0), ("h", "w"), lambda h, w: _loops(
+            kind, (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [at(h, pt), at(w, pl) * C + c]))))
         body.append(_loops("serial", (H,), ("h",), lambda h: _loops(
             "unroll", (G,), ("j",), lambda j: tirx.BufferStore(XU, zero, [h, W * C + j]))))
     elif CP == C:
-        body.append(_loops("serial", (H, W), ("h", "w"), lambda h, w: _loops(
-            "vectorized", (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [h, w, c]))))
+        body.append(_loops("serial", (H0, W0), ("h", "w"), lambda h, w: _loops(
+            "vectorized", (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [at(h, pt), at(w, pl), c]))))
     else:  # the padding channels hold 0 (and meet zero weights)
-        body.append(_loops("serial", (H, W), ("h", "w"), lambda h, w: _seq([
-            _loops(kind, (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [h, w, c])),
-            _loops("unroll", (CP - C,), ("c",), lambda c: tirx.BufferStore(XU, zero, [h, w, C + c]))])))
+        body.append(_loops("serial", (H0, W0), ("h", "w"), lambda h, w: _seq([
+            _loops(kind, (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [at(h, pt), at(w, pl), c])),
+            _loops("unroll", (CP - C,), ("c",), lambda c: tirx.BufferStore(XU, zero, [at(h, pt), at(w, pl), C + c]))])))
+    if pt or pl or pb or pr:
+        # the input pad: the pad value, widened as the activations are, in the border rows
+        # and columns (and in the padding channels there: they meet zero weights)
+        word = getattr(T, f.xdtype)(int(padv) + f.bias)
+
+        def fill(h0: int, nh: int, w0: int, nw: int):
+            if fold:
+                return _loops("serial", (nh, nw * C), ("h", "i"), lambda h, i: tirx.BufferStore(
+                    XU, word, [h0 + h, w0 * C + i]))
+            return _loops("serial", (nh, nw, CP), ("h", "w", "c"), lambda h, w, c: tirx.BufferStore(
+                XU, word, [h0 + h, w0 + w, c]))
+
+        body += [fill(h0, nh, w0, nw) for h0, nh, w0, nw in (
+            (0, pt, 0, W), (H - pb, pb, 0, W), (pt, H0, 0, pl), (pt, H0, W - pr, pr)) if nh and nw]
     border = _pad_border(Y, g, K)
     if border is not None:
         body.append(border)
@@ -365,9 +386,12 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs):
 
 
 @functools.lru_cache(maxsize=256)
-def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple):
-    """The kernel without an epilogue (int32 sums): a function of the flavor and shapes alone."""
-    return _build(_geometry(f, h, w, c, k, kh, kw, strides, dilations), ((0, 0), (0, 0)), "int32", 0, None, [])
+def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple,
+                 in_pad: tuple | None = None):
+    """The kernel without an epilogue (int32 sums): a function of the flavor, the shapes and
+    the input pad alone."""
+    g = dict(_geometry(f, h, w, c, k, kh, kw, strides, dilations), IN_PAD=in_pad)
+    return _build(g, ((0, 0), (0, 0)), "int32", 0, None, [])
 
 
 def clear_caches() -> None:
@@ -377,9 +401,11 @@ def clear_caches() -> None:
 
 
 def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=None, init: int = 0,
-                epi_key: tuple | None = None, kernels: dict | None = None, flavor: Flavor = VNNI):
-    """Emit the `flavor` convolution of relax tensor `x` (NHWC int8, already padded, shape
-    `x_shape`) with constant OHWI int8 `weights`, plus the constant `init` (the
+                epi_key: tuple | None = None, kernels: dict | None = None, flavor: Flavor = VNNI,
+                in_pad: tuple | None = None):
+    """Emit the `flavor` convolution of relax tensor `x` (NHWC int8, padded to `x_shape`:
+    already, or by the kernel itself when `in_pad` = ((top, left), (bottom, right), value)
+    is the pad `x` still needs) with constant OHWI int8 `weights`, plus the constant `init` (the
     convolution's output init) and the fused epilogue `epi` (tvm_bridge/epilogue.py:
     additive constants folded into the accumulator's start, the elementwise chain
     applied to the accumulators, the result written inside its pad); returns the
@@ -397,7 +423,11 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     f = flavor
     k, kh, kw, c = weights.shape
     _, h, w, _ = x_shape
-    g = _geometry(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations))
+    if in_pad is not None:
+        (pt, pl), (pb, pr), value = in_pad
+        # (the value as the int8 it pads with)
+        in_pad = (int(pt), int(pl), int(pb), int(pr), (int(value) + 128) % 256 - 128) if pt or pl or pb or pr else None
+    g = dict(_geometry(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations)), IN_PAD=in_pad)
     G, lanes, kwe, c4 = f.group, g["NV"] * g["L"], g["KWE"], g["C4"]
     if g["FOLD"]:
         padded = np.zeros((k, kh, 1, g["CF"]), np.int8)
@@ -425,10 +455,10 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     args = [x, relax.const(packed), relax.const(start)]
     args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
     if epi is None:
-        prim_func = _bare_kernel(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations))
+        prim_func = _bare_kernel(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad)
     else:
         struct_key = None if epi_key is None or kernels is None else (
-            f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), epi_key)
+            f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad, epi_key)
         prim_func = kernels.get(struct_key) if struct_key is not None else None
         if prim_func is None:
             ebufs = [_buffer(p.shape, p.dtype, f"E{i}") for i, p in enumerate(params)]

@@ -306,3 +306,51 @@ def test_dot_epilogue_that_cannot_be_built_falls_back(name, tmp_path, monkeypatc
     x = np.random.default_rng(1).integers(-128, 128, (1, 8, 8, 16)).astype(np.int8)
     (want,) = run_tflite(model, [x], reference=True)
     assert int(np.count_nonzero(built(x)[0] != want)) == 0
+
+
+def _padded_conv_tflite(c: int, stride: int, dilation: int, zero_point: int) -> bytes:
+    """One CONV_2D with SAME padding on a 9x9xC input whose zero point (the pad value) is
+    `zero_point`: stride 2 pads only the bottom and right, dilation 2 two on every side."""
+    from tests.tflite_writer import TensorSpec, build_model
+
+    rng = np.random.default_rng(c * 10 + stride + dilation)
+    x = TensorSpec((1, 9, 9, c), "int8", scale=0.05, zero_point=zero_point, name="x")
+    scales = list(rng.uniform(0.002, 0.02, 16))
+    w = TensorSpec((16, 3, 3, c), "int8", scale=scales, zero_point=[0] * 16, quantized_dimension=0,
+                   data=rng.integers(-127, 128, (16, 3, 3, c)).astype(np.int8), name="w")
+    b = TensorSpec((16,), "int32", scale=[0.05 * s for s in scales], zero_point=[0] * 16,
+                   data=rng.integers(-900, 900, 16).astype(np.int32), name="b")
+    out = -(-9 // stride)
+    y = TensorSpec((1, out, out, 16), "int8", scale=0.08, zero_point=4, name="y")
+    options = {"padding": "SAME", "stride_w": stride, "stride_h": stride, "dilation_w_factor": dilation,
+               "dilation_h_factor": dilation}
+    return build_model([("CONV_2D", [0, 1, 2], [3], options)], [x, w, b, y], inputs=[0], outputs=[3])
+
+
+@pytest.mark.parametrize("name", FLAVORS)
+@pytest.mark.parametrize("c,stride,dilation", [(3, 2, 1), (8, 1, 1), (3, 1, 2)],
+                         ids=["C3-stride2", "C8", "C3-dilation2"])
+def test_dot_kernel_stages_its_input_pad(c, stride, dilation, name, tmp_path):
+    """A convolution whose input is padded by a tensor.pad (the model's input, SAME padding)
+    stages the pad with its activations: one kernel, no pad kernel before it, and the
+    border holds the input's zero point (-7: a pad of 0 would change the border outputs).
+    Covers the kernel's three stagings (the (kw, c) fold, C a multiple of the group, C
+    padded to it).  Reference: LiteRT's reference kernels."""
+    from tvm import relax
+
+    from tests.tflite_writer import run_tflite
+    from tvm_bridge.compile import compile_module
+    from tvm_bridge.translate import translate
+
+    model = _padded_conv_tflite(c, stride, dilation, -7)
+    lowered = lowered_tflite(model, "tflite", tmp_path, "padded.tflite")
+    mod, _ = translate(lowered(), dot=flavor(name))
+    kernels = [str(bd.value.args[0]) for bd in mod["main"].body.blocks[0].bindings
+               if isinstance(bd.value, relax.Call) and "call_tir" in str(bd.value.op)]
+    assert len(kernels) == 1 and f"{name}_conv2d" in kernels[0], kernels
+    built = compile_module(lowered(), dot=flavor(name))
+    rng = np.random.default_rng(1)
+    for x in (rng.integers(-128, 128, (1, 9, 9, c)).astype(np.int8), np.full((1, 9, 9, c), 127, np.int8)):
+        (want,) = run_tflite(model, [x], reference=True)
+        got = built(x)[0]
+        assert int(np.count_nonzero(got != want)) == 0, f"{np.count_nonzero(got != want)} of {want.size} differ"

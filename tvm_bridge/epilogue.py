@@ -270,6 +270,9 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
             binding[arg] = ("scalar", c)
             continue
         const = _constant_of(tr, v)
+        if const is not None and const.size and (const == const.flat[0]).all():
+            binding[arg] = ("scalar", const.flat[0].item())  # a splat: its value inline
+            continue
         if m == _CHANNEL[len(shape)] and const is not None and const.shape == (shape[-1],):
             kind, value = "channel", const
         elif m == _IDENTITY[len(shape)] and list(v.type.get_shape()) == shape:

@@ -598,6 +598,20 @@ def _init_value(tr: Translator, value: SSAValue):
     return tr.tensor(value), None
 
 
+def _splat(tr: Translator, value: SSAValue):
+    """The one value (a Python int or float) of every element of `value` when it is a dense
+    constant with all elements equal (an average pool's window sizes without padding, ...):
+    read as a scalar, it lets LLVM fold what it is used in (a division by 4 into shifts);
+    else None."""
+    dense = tr.dense(value)
+    if dense is None:
+        return None
+    arr = dense.array()
+    if arr.size == 0 or arr.size > 1 << 16 or not (arr == arr.flat[0]).all():
+        return None
+    return arr.flat[0].item()
+
+
 @handles(linalg.GenericOp)
 def _generic(tr: Translator, op: linalg.GenericOp):
     from tvm import te, tirx
@@ -645,6 +659,10 @@ def _generic(tr: Translator, op: linalg.GenericOp):
     input_kinds = []  # ("tensor", k) or ("scalar", value)
     for v in op_inputs:
         if isinstance(v.type, TensorType):
+            splat = _splat(tr, v)
+            if splat is not None:  # every element the same constant: read as that scalar
+                input_kinds.append(("scalar", (splat, dtype_of(v.type))))
+                continue
             input_kinds.append(("tensor", len(tensor_inputs)))
             tensor_inputs.append(tr.tensor(v))
         else:

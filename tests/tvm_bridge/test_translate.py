@@ -182,3 +182,38 @@ func.func @main(%x: tensor<4xf64>) -> tensor<4xf64> {
     want = x * np.array([0.1, 0.3333333333333333, 1.0e-300, 12345.678901234567])
     assert got.dtype == np.float64
     assert int(np.count_nonzero(got != want)) == 0, (got, want)
+
+
+@pytest.mark.parametrize("padding, splat", [("VALID", True), ("SAME", False)])
+def test_average_pool_window_sizes(padding, splat, tmp_path):
+    """An average pool divides each window's sum by its size, a constant tensor from the
+    lowering.  Without padding every window has 2x2 = 4 values: the splat constant is
+    read as a scalar (no tensor argument; LLVM turns the division into shifts).  SAME
+    padding of a 3x3 window gives smaller windows at the border: a tensor.  Both are
+    checked against LiteRT's reference kernels."""
+    import tvm
+    from tvm import relax
+
+    from tests.tflite_writer import TensorSpec, build_model, run_tflite
+    from tests.tvm_bridge.helpers import lowered_tflite
+    from tvm_bridge.translate import translate
+
+    k = 2 if padding == "VALID" else 3
+    out = 4 if padding == "VALID" else 8
+    x = TensorSpec((1, 8, 8, 16), "int8", scale=0.05, zero_point=-3)
+    y = TensorSpec((1, out, out, 16), "int8", scale=0.05, zero_point=-3)
+    model = build_model([("AVERAGE_POOL_2D", [0], [1], {"padding": padding, "stride_w": 2 if k == 2 else 1,
+                                                          "stride_h": 2 if k == 2 else 1, "filter_width": k,
+                                                          "filter_height": k})], [x, y], [0], [1])
+    lowered = lowered_tflite(model, "tflite", tmp_path, "pool.tflite")
+    mod, _ = translate(lowered(), dot=None)
+    constants = [a for bd in mod["main"].body.blocks[0].bindings
+                 if isinstance(bd.value, relax.Call) and "call_tir" in str(bd.value.op)
+                 for a in bd.value.args[1].fields if isinstance(a, tvm.ir.expr.Constant)]
+    assert (not constants) == splat, constants
+    built = compile_module(lowered())
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        data = rng.integers(-128, 128, (1, 8, 8, 16)).astype(np.int8)
+        (want,) = run_tflite(model, [data], reference=True)
+        assert int(np.count_nonzero(built(data)[0] != want)) == 0

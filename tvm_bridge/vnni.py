@@ -85,7 +85,7 @@ class Flavor:
 VNNI = Flavor("vnni", 4, "uint8", "int8", 128, 16, ((4, 1), (3, 1), (2, 1), (1, 1)))
 #: AVX2 `vpmaddwd` on 256-bit vectors: s16 x s16, two products per lane, then a vector add
 PMADDWD = Flavor("pmaddwd", 2, "int16", "int8", 0, 8,
-                 ((3, 2), (4, 2), (2, 2), (1, 2), (4, 1), (3, 1), (2, 1), (1, 1)))
+                 ((3, 2), (4, 2), (5, 2), (2, 2), (1, 2), (4, 1), (3, 1), (5, 1), (2, 1), (1, 1)))
 #: AVX-512BW `vpmaddwd` on 512-bit vectors
 PMADDWD_512 = replace(PMADDWD, name="pmaddwd512", max_lanes=16)
 

@@ -84,7 +84,9 @@ CASES = [
     # (H, W, C, K, KH, KW, strides, dilations)
     (10, 10, 16, 32, 3, 3, (1, 1), (1, 1)),   # 8 output columns: tiles of 4
     (9, 9, 8, 16, 3, 3, (1, 1), (1, 1)),      # 7 columns: tiles of 1
-    (11, 11, 4, 48, 3, 3, (2, 2), (1, 1)),    # stride 2, 5 columns, 3 channel blocks
+    (11, 11, 4, 48, 3, 3, (2, 2), (1, 1)),    # stride 2, 5 columns (vpmaddwd: tiles of 5), 3 channel blocks
+    (25, 5, 64, 64, 1, 1, (1, 1), (1, 1)),    # ds_cnn's pointwise layers: 5 columns
+    (4, 10, 16, 24, 1, 1, (1, 1), (1, 1)),    # 10 columns, K = 24 (vpmaddwd: tiles of 5 x one vector)
     (8, 8, 12, 16, 1, 1, (1, 1), (1, 1)),     # 1x1 (pointwise)
     (12, 12, 8, 16, 3, 3, (1, 1), (2, 2)),    # dilation 2, 8 columns
     (7, 9, 4, 16, 2, 3, (1, 2), (1, 1)),      # uneven kernel and strides, 3 columns

@@ -194,7 +194,7 @@ def emit(tr, op, g: dict, flavor: Flavor):
     if gvar is None:
         gvar = tr.bb.add_func(prim_func, "depthwise_conv2d")
         tr.vnni_kernels[("gvar", id(prim_func))] = (prim_func, gvar)
-    args = [tr.tensor(op.inputs[0]), relax.const(packed), relax.const(start.astype(np.int32))]
+    args = [tr.tensor(op.inputs[0]), tensor_constant(packed), tensor_constant(start.astype(np.int32))]
     args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
     yh, yw = g["OH"] + pt + pb, g["OW"] + pl + pr
     result = tr.bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, c], odt)))

@@ -452,7 +452,7 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
         ((epi.pad[0][1], epi.pad[0][2]), (epi.pad[1][1], epi.pad[1][2])), epi.pad[2])
     odt = "int32" if epi is None else epi.out_dtype
     yh, yw = g["OH"] + pad[0][0] + pad[1][0], g["OW"] + pad[0][1] + pad[1][1]
-    args = [x, relax.const(packed), relax.const(start)]
+    args = [x, tensor_constant(packed), tensor_constant(start)]
     args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
     if epi is None:
         prim_func = _bare_kernel(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tvm_bridge.translate import TranslationError, translate
+from tvm_bridge.translate import TranslationError, aligned_empty, translate
 
 
 def host_target():
@@ -168,9 +168,7 @@ class CompiledModel:
         staged = self._inputs.get(i)
         if staged is None or staged[0].shape != x.shape or staged[0].dtype != x.dtype:
             try:
-                raw = np.empty(x.nbytes + 64, np.uint8)
-                offset = (-raw.ctypes.data) % 64
-                buf = raw[offset:offset + x.nbytes].view(x.dtype).reshape(x.shape)
+                buf = aligned_empty(x.shape, x.dtype)
                 staged = (buf, tvm_ffi.from_dlpack(buf))
             except Exception:  # noqa: BLE001 - a dtype or shape DLPack refuses: copy each call
                 return tvm.runtime.tensor(np.ascontiguousarray(x), self.device)

@@ -113,11 +113,19 @@ def tensor_constant(array: np.ndarray):
 
     if array.dtype == np.bool_ or array.size == 0:
         return relax.const(array, "bool" if array.dtype == np.bool_ else str(array.dtype))
-    raw = np.empty(array.nbytes + 64, np.uint8)
-    offset = (-raw.ctypes.data) % 64
-    buf = raw[offset:offset + array.nbytes].view(array.dtype).reshape(array.shape)
+    buf = aligned_empty(array.shape, array.dtype)
     buf[...] = array
     return relax.const(tvm_ffi.from_dlpack(buf))
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialized numpy array whose data starts on a 64-byte boundary (TVM's
+    allocation alignment, which its kernels may assume of their arguments)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + 64, np.uint8)
+    offset = (-raw.ctypes.data) % 64
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
 
 
 def scalar_constant(op: arith.ConstantOp):

@@ -356,3 +356,39 @@ def test_dot_kernel_stages_its_input_pad(c, stride, dilation, name, tmp_path):
         (want,) = run_tflite(model, [x], reference=True)
         got = built(x)[0]
         assert int(np.count_nonzero(got != want)) == 0, f"{np.count_nonzero(got != want)} of {want.size} differ"
+
+
+def test_input_pad_also_returned_is_materialized(tmp_path):
+    """An explicit PAD (uneven: 1/2 rows, 2/1 columns) feeding a VALID convolution and also a
+    model output: the convolution stages the pad itself, the output still gets the padded
+    tensor (the pad kernel emitted where it is needed).  Against LiteRT's reference kernels."""
+    from tvm import relax
+
+    from tests.tflite_writer import TensorSpec, build_model, run_tflite
+    from tvm_bridge.compile import compile_module
+    from tvm_bridge.translate import translate
+
+    rng = np.random.default_rng(5)
+    scales = list(rng.uniform(0.002, 0.02, 16))
+    tensors = [TensorSpec((1, 6, 6, 8), "int8", scale=0.05, zero_point=-7),
+               TensorSpec((4, 2), "int32", data=np.array([[0, 0], [1, 2], [2, 1], [0, 0]], np.int32)),
+               TensorSpec((1, 9, 9, 8), "int8", scale=0.05, zero_point=-7),
+               TensorSpec((16, 3, 3, 8), "int8", scale=scales, zero_point=[0] * 16, quantized_dimension=0,
+                          data=rng.integers(-127, 128, (16, 3, 3, 8)).astype(np.int8)),
+               TensorSpec((16,), "int32", scale=[0.05 * s for s in scales], zero_point=[0] * 16,
+                          data=rng.integers(-500, 500, 16).astype(np.int32)),
+               TensorSpec((1, 7, 7, 16), "int8", scale=0.1, zero_point=3)]
+    model = build_model([("PAD", [0, 1], [2], {}),
+                         ("CONV_2D", [2, 3, 4], [5], {"padding": "VALID", "stride_w": 1, "stride_h": 1})],
+                        tensors, [0], [2, 5])
+    lowered = lowered_tflite(model, "tflite", tmp_path, "pad_out.tflite")
+    host = flavor("pmaddwd")
+    mod, _ = translate(lowered(), dot=host)
+    calls = [bd.value for bd in mod["main"].body.blocks[0].bindings if isinstance(bd.value, relax.Call)]
+    conv = next(c for c in calls if "pmaddwd_conv2d" in str(c.args[0]))
+    assert [int(d) for d in conv.args[1].fields[0].ty.shape] == [1, 6, 6, 8]  # the unpadded input
+    built = compile_module(lowered(), dot=host)
+    for _ in range(3):
+        x = rng.integers(-128, 128, (1, 6, 6, 8)).astype(np.int8)
+        for got, want in zip(built(x), run_tflite(model, [x], reference=True)):
+            assert int(np.count_nonzero(got != want)) == 0

@@ -61,19 +61,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from qdialect import cyclic_gc
 from qdialect.dialects import qint, qnn
 from transforms.call_signatures import ConvertCallToStorage
-from transforms.fast_ir import create_op
+from transforms.fast_ir import create_op, rewrite_greedy
 from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, quantized_element_type
 from qdialect.qparams import QParams
 from qdialect.reference import activations as act
@@ -983,10 +977,34 @@ class QnnDecomposePass(ModulePass):
         import transforms.float_edges  # noqa: F401 - registers quant.qcast / dcast and float qnn.quantize
 
         failures: list[str] = []
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([DecomposeQnnOp(failures), FoldStorageCastPair(), ConvertCallToStorage()]),
-            apply_recursively=True,
-        ).rewrite_module(op)
+        # = PatternRewriteWalker(GreedyRewritePatternApplier([DecomposeQnnOp(failures),
+        #       FoldStorageCastPair(), ConvertCallToStorage()]), apply_recursively=True).rewrite_module(op)
+        decompose, fold, calls = DecomposeQnnOp(failures), FoldStorageCastPair(), ConvertCallToStorage()
+        failed: set[int] = set()  # id()s of the ops refused (they stay in the module, unchanged)
+
+        def match(o: Operation, rewriter) -> None:
+            # the applier's patterns in order; each acts on its own op classes only
+            if type(o) in DECOMPOSITIONS:
+                n = len(failures)
+                decompose.match_and_rewrite(o, rewriter)
+                if len(failures) > n:
+                    failed.add(id(o))
+            elif isinstance(o, StorageCastOp):
+                fold.match_and_rewrite(o, rewriter)
+            elif isinstance(o, func.CallOp):
+                calls.match_and_rewrite(o, rewriter)
+
+        def may_match(o: Operation) -> bool:
+            if type(o) in DECOMPOSITIONS:
+                return id(o) not in failed  # a refused op is refused again
+            if isinstance(o, StorageCastOp):
+                src = o.input.owner
+                return isinstance(src, StorageCastOp) and src.input.type == o.result.type
+            if isinstance(o, func.CallOp):
+                return any(quantized_element_type(v.type) is not None for v in (*o.arguments, *o.res))
+            return False
+
+        rewrite_greedy(op.body, match, may_match)
         if failures:
             # name every op at once: the refused ones and those with no decomposition at all
             missing = sorted({o.name for o in op.walk()

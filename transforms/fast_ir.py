@@ -14,11 +14,11 @@ the normal constructors): nothing is converted or checked here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.dialects.builtin import UNKNOWN_LOC
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.core import OpResult, SSAValues, Use
+from xdsl.ir.core import ErasedSSAValue, OpResult, SSAValues, Use
 
 
 def _linked_uses(op: Operation, operands) -> tuple:
@@ -198,3 +198,143 @@ def rewrite_once(region: Region, pattern) -> None:
             match(op, rewriter)
         except Exception as err:  # noqa: BLE001 - as the walker reports it
             op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
+
+
+class _GreedyRewriter:
+    """The part of xDSL's PatternRewriter a pattern run by `rewrite_greedy` may use (`replace`,
+    `erase`), telling the worklist what the walker's listeners would: inserted ops, the users
+    of replaced results and of values replaced in them, and the producers an erased op was
+    the only user of are (re)visited."""
+
+    __slots__ = ("has_done_action", "_stack", "_index")
+
+    def __init__(self):
+        self.has_done_action = False
+        # xdsl.utils.worklist.Worklist keyed by id(): an IRDL op's hash is a Python call
+        self._stack: list[Operation | None] = []
+        self._index: dict[int, int] = {}
+
+    def push(self, op: Operation) -> None:
+        """Worklist.push: on top, unless already in the worklist (then it keeps its place)."""
+        key = id(op)
+        if key not in self._index:
+            self._index[key] = len(self._stack)
+            self._stack.append(op)
+
+    def pop(self) -> Operation | None:
+        stack = self._stack
+        while stack:
+            op = stack.pop()
+            if op is not None:
+                del self._index[id(op)]
+                return op
+        return None
+
+    def _remove(self, op: Operation) -> None:
+        pos = self._index.pop(id(op), None)
+        if pos is not None:
+            self._stack[pos] = None
+
+    def erase(self, op: Operation, safe_erase: bool = True) -> None:
+        self.has_done_action = True
+        # PatternRewriteWalker._handle_operation_removal
+        for operand in op._operands:
+            first = operand.first_use
+            if (first is not None and first._next_use is None and not isinstance(operand, ErasedSSAValue)
+                    and isinstance(owner := operand.owner, Operation)):
+                self.push(owner)
+        if op.regions:
+            for nested in op.walk():
+                self._remove(nested)
+        else:
+            self._remove(op)
+        _erase(op, safe_erase)
+
+    def replace(self, op: Operation, new_ops, new_results=None, safe_erase: bool = True):
+        """PatternRewriter.replace with the walker's listeners inlined."""
+        self.has_done_action = True
+        if isinstance(new_ops, Operation):
+            new_ops = (new_ops,)
+        if new_ops:
+            op.parent.insert_ops_before(new_ops, op)
+            for new_op in new_ops:
+                self.push(new_op)
+        if new_results is None:
+            new_results = new_ops[-1].results if new_ops else []
+        if len(op.results) != len(new_results):
+            raise ValueError(f"Expected {len(op.results)} new results, but got {len(new_results)}")
+        for old_result in op.results:
+            for use in old_result.uses:
+                self.push(use.operation)
+        for old_result, new_result in zip(op.results, new_results):
+            if old_result is not new_result:
+                modified = [use.operation for use in old_result.uses]
+                if new_result is None:
+                    old_result.erase(safe_erase=safe_erase)
+                else:
+                    old_result.replace_all_uses_with(new_result)
+                for user in modified:
+                    self.push(user)
+            if new_result is not None and not new_result.name_hint:
+                new_result.name_hint = old_result.name_hint
+        if len(new_results) == 1 and (only := new_results[0]) is not None and (hint := only.name_hint) is not None:
+            for new_op in new_ops:
+                for res in new_op.results:
+                    if not res.name_hint:
+                        res.name_hint = hint
+        self.erase(op, safe_erase)
+
+
+def rewrite_greedy(region: Region, match: Callable[[Operation, _GreedyRewriter], None],
+                   may_match: Callable[[Operation], bool]) -> None:
+    """What `PatternRewriteWalker(GreedyRewritePatternApplier(patterns),
+    apply_recursively=True).rewrite_region(region)` does, for patterns that only replace
+    the op they are given (`rewriter.replace(op, ...)`), `match(op, rewriter)` applying
+    them in order: the same worklist (trivially dead ops erased, the others given to
+    `match`; what a rewrite touches visited again), rounds over the whole region until
+    one changes nothing.  Without the walker's PatternRewriter state, listeners and
+    pattern dispatch per op, and without its last round: when no op is trivially dead
+    and `may_match(op)` is false for every op (the patterns would leave it alone) that
+    round could not change anything and is skipped."""
+    from xdsl.transforms.dead_code_elimination import is_trivially_dead
+
+    rewriter = _GreedyRewriter()
+    while True:
+        ops = all_ops_in_walk_order(region)
+        if not any(may_match(op) or is_trivially_dead(op) for op in ops):
+            return
+        for op in reversed(ops):  # PatternRewriteWalker._populate_worklist: a stack
+            rewriter.push(op)
+        changed = False
+        while (op := rewriter.pop()) is not None:
+            rewriter.has_done_action = False
+            try:
+                if is_trivially_dead(op):
+                    rewriter.erase(op)
+                else:
+                    match(op, rewriter)
+            except Exception as err:  # noqa: BLE001 - as the walker reports it
+                op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
+            changed |= rewriter.has_done_action
+        if not changed:
+            return
+
+
+def all_ops_in_walk_order(region: Region) -> list[Operation]:
+    """`list(region.walk())` (an op, then the ops nested in it, in order), without its
+    generator per nesting level."""
+    ops: list[Operation] = []
+
+    def visit(region: Region) -> None:
+        block = region._first_block
+        while block is not None:
+            op = block._first_op
+            while op is not None:
+                ops.append(op)
+                for nested in op.regions:
+                    visit(nested)
+                op = op._next_op
+            block = block._next_block
+
+    visit(region)
+    return ops

@@ -25,6 +25,7 @@ Anything else raises `TranslationError` naming the op.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -59,8 +60,27 @@ class TranslationError(Exception):
     """An L3 construct the bridge cannot translate; the message names the op."""
 
 
+_DTYPES: dict[int, tuple] = {}  # id(type) -> (type, dtype string): see dtype_of
+
+
 def dtype_of(t) -> str:
-    """Relax/TIR dtype string of an MLIR element (or tensor) type."""
+    """Relax/TIR dtype string of an MLIR element (or tensor) type.
+
+    Remembered per type object (by identity, the object kept alive with its entry: an
+    xDSL attribute's hash rehashes its whole tree, and the isinstance checks go through
+    ABCMeta); the translation asks it about ten thousand times per hundred blocks, of a
+    few types."""
+    hit = _DTYPES.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    d = _dtype_of(t)
+    if len(_DTYPES) >= 4096:  # bounded across the models of a long-lived process
+        _DTYPES.clear()
+    _DTYPES[id(t)] = (t, d)
+    return d
+
+
+def _dtype_of(t) -> str:
     if isinstance(t, TensorType):
         t = t.element_type
     if isinstance(t, IntegerType):
@@ -88,7 +108,7 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     t = attr.type
     el = t.element_type
     shape = t.get_shape()
-    n = int(np.prod(shape)) if shape else 1
+    n = math.prod(shape)  # np.prod's conversions cost more than the product of a few ints
     if isinstance(el, IntegerType):
         w = el.width.data
         raw = np.frombuffer(attr.data.data, dtype=np.dtype(f"int{max(8, w)}" if w > 1 else "int8"))
@@ -379,6 +399,8 @@ class Translator:
         self._token_of_id: dict[int, int] = {}
         self._token_of_attr: dict = {}
         self._tokened: list = []
+        # op_key of scalar constants: id(value attribute) -> (attribute, key but the result type)
+        self._scalar_keys: dict[int, tuple] = {}
 
     def token(self, attr) -> int:
         """A small int standing for `attr` in PrimFunc keys: equal attributes, equal tokens.
@@ -411,14 +433,29 @@ class Translator:
         token = self.token
         cls = type(op)
         properties, attributes = op.properties, op.attributes
-        if _is_subclass(cls, arith.ConstantOp) and not isinstance(properties.get("value"), DenseIntOrFPElementsAttr):
-            c, dt = scalar_constant(op)
-            return (arith.ConstantOp, _scalar_key(c), dt, token(op.results[0].type))
+        if _is_subclass(cls, arith.ConstantOp):
+            value = properties.get("value")
+            # by the value attribute's identity (copies of a body share theirs): a third of
+            # the ops keyed are scalar constants
+            hit = self._scalar_keys.get(id(value))
+            if hit is None:
+                if isinstance(value, DenseIntOrFPElementsAttr):
+                    hit = (value, None)
+                else:
+                    c, dt = scalar_constant(op)
+                    hit = (value, (arith.ConstantOp, _scalar_key(c), dt))
+                self._scalar_keys[id(value)] = hit  # the attribute kept alive: no id reused
+            if hit[1] is not None:
+                return (*hit[1], token(op.results[0].type))
         get = numbering.get
+        # `token`, its lookup by identity inlined (a body op has a few attributes)
+        known = self._token_of_id.get
         return (cls, tuple([get(id(v)) or ("outside", id(v)) for v in op._operands]),
-                tuple([token(r._type) for r in op.results]),
-                tuple([(k, token(a)) for k, a in sorted(properties.items())]) if properties else (),
-                tuple([(k, token(a)) for k, a in sorted(attributes.items())]) if attributes else ())
+                tuple([t if (t := known(id(r._type))) is not None else token(r._type) for r in op.results]),
+                tuple([(k, t if (t := known(id(a))) is not None else token(a)) for k, a in sorted(properties.items())])
+                if properties else (),
+                tuple([(k, t if (t := known(id(a))) is not None else token(a)) for k, a in sorted(attributes.items())])
+                if attributes else ())
 
     def entry(self, name: str | None) -> func.FuncOp:
         funcs = _functions(self.module)

@@ -51,8 +51,6 @@ from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BytesAttr,
-    DenseIntOrFPElementsAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
@@ -67,7 +65,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from qdialect import cyclic_gc
 from qdialect.dialects import qint, qnn
 from transforms.call_signatures import ConvertCallToStorage
-from transforms.fast_ir import create_op, rewrite_greedy
+from transforms.fast_ir import create_op, dense_attr, rewrite_greedy
 from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, quantized_element_type
 from qdialect.qparams import QParams
 from qdialect.reference import activations as act
@@ -124,7 +122,7 @@ def dense_constant(values: np.ndarray, width: int) -> arith.ConstantOp:
     t = int_tensor(arr.shape, width)
     # what arith.ConstantOp(attr, t) makes, without its generic builder (and what
     # arith.ConstantOp.create makes, without its conversions: see transforms/fast_ir.py)
-    return create_op(arith.ConstantOp, (), (t,), {"value": DenseIntOrFPElementsAttr(t, BytesAttr(arr.tobytes()))}, {})
+    return create_op(arith.ConstantOp, (), (t,), {"value": dense_attr(t, arr.tobytes())}, {})
 
 
 def reassociation(groups) -> ArrayAttr:
@@ -156,6 +154,13 @@ def _grouping(src: tuple[int, ...], dst: tuple[int, ...]) -> list[list[int]] | N
     return groups
 
 
+def _storage_cast(value: SSAValue, t) -> StorageCastOp:
+    """`StorageCastOp(value, t)` (t: the storage integer type of value's quantized type or the
+    other way round, as the callers form it), without Operation's generic constructor (see
+    transforms/fast_ir.py): every op decomposed makes one or two."""
+    return create_op(StorageCastOp, (value,), (t,), {}, {})
+
+
 class Emitter:
     """Collects the ops that replace one L1 op."""
 
@@ -178,12 +183,12 @@ class Emitter:
         owner = value.owner
         if isinstance(owner, StorageCastOp) and owner.input.type == t:
             return owner.input
-        return self.add(StorageCastOp(value, t))
+        return self.add(_storage_cast(value, t))
 
     def quantized(self, value: SSAValue, qtype) -> SSAValue:
         if value.type == qtype:
             return value
-        return self.add(StorageCastOp(value, qtype))
+        return self.add(_storage_cast(value, qtype))
 
     def constant(self, values, width: int) -> SSAValue:
         return self.add(dense_constant(values, width))

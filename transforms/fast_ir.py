@@ -84,7 +84,12 @@ class BlockTemplate:
             result_types = tuple(r.type for r in op.results)
             for r in op.results:
                 index[r] = len(index)
-            self.ops.append((type(op), operands, result_types, op.properties, op.attributes, op.location))
+            # operands all defined in the block (None: some from outside), the one result's
+            # type (None: another number of results): instantiate's common case, made cheap
+            inside = operands if all(type(v) is int for v in operands) else None
+            single = result_types[0] if len(result_types) == 1 else None
+            self.ops.append((type(op), operands, inside, result_types, single, op.properties, op.attributes,
+                             op.location))
 
     def instantiate(self, outside: Mapping[SSAValue, SSAValue] | None = None) -> Block:
         """A new block, equal to the one compiled but for the values from outside it
@@ -94,17 +99,26 @@ class BlockTemplate:
         outside = outside or {}
         last = None
         new_result = OpResult
-        for cls, operands, result_types, properties, attributes, location in self.ops:
+        for cls, operands, inside, result_types, single, properties, attributes, location in self.ops:
             # create_op, inlined (a body is a dozen ops; this loop is most of a lowering)
             op = cls.__new__(cls)
-            op._operands = args = SSAValues([values[v] if type(v) is int else outside.get(v, v) for v in operands])
+            if inside is not None:
+                op._operands = args = SSAValues([values[v] for v in inside])
+            else:
+                op._operands = args = SSAValues([values[v] if type(v) is int else outside.get(v, v)
+                                                 for v in operands])
             op._operand_uses = _linked_uses(op, args)
-            op.results = results = SSAValues([new_result(t, op, i) for i, t in enumerate(result_types)])
-            op.properties = dict(properties)
-            op.attributes = dict(attributes)
+            if single is not None:
+                result = new_result(single, op, 0)
+                op.results = SSAValues((result,))
+                values.append(result)
+            else:
+                op.results = results = SSAValues([new_result(t, op, i) for i, t in enumerate(result_types)])
+                values.extend(results)
+            op.properties = dict(properties) if properties else {}
+            op.attributes = dict(attributes) if attributes else {}
             op.location = location
             op.regions = ()
-            values.extend(results)
             # Block.add_op, minus its checks (a fresh op has no parent and no regions)
             op.parent = block
             if last is None:

@@ -65,7 +65,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from qdialect import cyclic_gc
 from qdialect.dialects import qint, qnn
 from transforms.call_signatures import ConvertCallToStorage
-from transforms.fast_ir import create_op, dense_attr, rewrite_greedy
+from transforms.fast_ir import all_ops, create_op, dense_attr, rewrite_greedy
 from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, quantized_element_type
 from qdialect.qparams import QParams
 from qdialect.reference import activations as act
@@ -957,12 +957,23 @@ def convert_signature(fn: func.FuncOp, rewriter: PatternRewriter | None = None) 
 
 
 def remaining_quantized(module: ModuleOp) -> list[str]:
+    """The names of the ops (but quant.scast) with a quantized operand or result, in no
+    particular order.  Each type object asked about once (by identity: the types stay alive
+    in the module meanwhile), the ops listed without `walk`'s generators (fast_ir.all_ops):
+    a scan of the whole lowered module."""
+    quantized: dict[int, bool] = {}
+
+    def is_quantized(t) -> bool:
+        q = quantized.get(id(t))
+        if q is None:
+            q = quantized[id(t)] = quantized_element_type(t) is not None
+        return q
+
     names = []
-    for op in module.walk():
+    for op in all_ops(module):
         if isinstance(op, StorageCastOp) or op is module:
             continue
-        types = [v.type for v in op.results] + [v.type for v in op.operands]
-        if any(quantized_element_type(t) is not None for t in types):
+        if any(is_quantized(v.type) for v in op.results) or any(is_quantized(v.type) for v in op._operands):
             names.append(op.name)
     return names
 
@@ -1016,7 +1027,7 @@ class QnnDecomposePass(ModulePass):
                               if o.dialect_name() == "qnn" and type(o) not in DECOMPOSITIONS})
             raise PassFailedException("qnn-decompose cannot lower: " + "; ".join(
                 [*dict.fromkeys(failures), *(f"{name} (no decomposition)" for name in missing)]))
-        for fn in op.walk():
+        for fn in all_ops(op):  # (not in walk order: each function's signature is its own)
             if isinstance(fn, func.FuncOp):
                 convert_signature(fn)
         left = remaining_quantized(op)

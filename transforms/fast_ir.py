@@ -20,6 +20,8 @@ from xdsl.dialects.builtin import UNKNOWN_LOC, BytesAttr, DenseIntOrFPElementsAt
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.core import ErasedSSAValue, OpResult, SSAValues, Use
 
+from qdialect import trusted
+
 
 def _linked_uses(op: Operation, operands) -> tuple:
     """The operand uses of a new `op`, each linked at the head of its value's use list:
@@ -60,12 +62,8 @@ def dense_attr(t: TensorType, data: bytes) -> DenseIntOrFPElementsAttr:
     """`DenseIntOrFPElementsAttr(t, BytesAttr(data))` for `t` a static tensor type of integer
     or float elements and `data` exactly the bytes of its elements, without the IRDL
     verification of the attribute (about 10 us, two thirds of making a per-channel constant;
-    the lowerings make one or two per op).  The frozen dataclass's fields set as
-    ParametrizedAttribute.__init__ sets them (neither parameter has a converter)."""
-    attr = DenseIntOrFPElementsAttr.__new__(DenseIntOrFPElementsAttr)
-    object.__setattr__(attr, "type", t)
-    object.__setattr__(attr, "data", BytesAttr(data))
-    return attr
+    the lowerings make one or two per op): `qdialect.trusted.attr`."""
+    return trusted.attr(DenseIntOrFPElementsAttr, t, BytesAttr(data))
 
 
 class BlockTemplate:

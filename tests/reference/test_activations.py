@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from qdialect.qparams import QParams
@@ -406,6 +406,7 @@ def test_logistic_tanh_int16_pot_litert_exhaustive(op, scale):
 @settings(max_examples=30, deadline=None)
 @given(s=st.tuples(scales(-2.5, -0.5), scales(-2.5, -0.5)), z=st.tuples(
        zero_points("int8"), zero_points("int8")), seed=seeds)
+@example(s=(0.2502865493297577, 0.1), z=(0, 0), seed=283292)  # log_softmax at TFLite's cutoff
 def test_other_profiles_within_one_lsb(profile, s, z, seed):
     q_in, q_out = qp(s[0], z[0], "int8"), qp(s[1], z[1], "int8")
     q_a = qp(0.01, 3, "int8")
@@ -424,6 +425,20 @@ def test_other_profiles_within_one_lsb(profile, s, z, seed):
     for name, fn in cases.items():
         ref = fn("tflite").astype(int)
         other = fn(profile).astype(int)
+        if name == "log_softmax":
+            # TFLite's int8 LOG_SOFTMAX outputs -128 outright where x - max(x) is below its
+            # diff_min cutoff (the reference kernels agree); the profiles on its fixed-point
+            # path (single, half_up) do too, the float one (half_even) computes the value
+            # there (s = 0.2503, z = 0: exact -126.07, half_even -126, tflite -128).  Away
+            # from the cutoff every profile is within one LSB of tflite; at it, -128 or
+            # within one LSB of the exact value.
+            xf = (x.astype(np.float64) - z[0]) * float(np.float32(s[0]))
+            m = xf.max(axis=1, keepdims=True)
+            exact = np.clip((xf - m - np.log(np.exp(xf - m).sum(axis=1, keepdims=True))) * 16 + 127, -128, 127)
+            cut = ref == -128
+            assert np.max(np.abs(other - ref)[~cut], initial=0) <= 1, (name, profile)
+            assert np.all((other[cut] == -128) | (np.abs(other - exact)[cut] <= 1)), (name, profile, "cutoff")
+            continue
         assert np.max(np.abs(other - ref)) <= 1, (name, profile)
 
 

@@ -163,14 +163,7 @@ class _ReplacingRewriter:
 
     def replace(self, op: Operation, new_ops, new_results=None, safe_erase: bool = True):
         self.has_done_action = True
-        if isinstance(new_ops, Operation):
-            new_ops = (new_ops,)
-        if new_ops:
-            op.parent.insert_ops_before(new_ops, op)
-        if new_results is None:
-            new_results = new_ops[-1].results if new_ops else []
-        if len(op.results) != len(new_results):
-            raise ValueError(f"Expected {len(op.results)} new results, but got {len(new_results)}")
+        new_ops, new_results = _inserted(op, new_ops, new_results)
         for old_result, new_result in zip(op.results, new_results):
             if old_result is not new_result:
                 if new_result is None:
@@ -179,14 +172,34 @@ class _ReplacingRewriter:
                     old_result.replace_all_uses_with(new_result)
             if new_result is not None and not new_result.name_hint:
                 new_result.name_hint = old_result.name_hint
-        if len(new_results) == 1 and (only := new_results[0]) is not None and (hint := only.name_hint) is not None:
-            for new_op in new_ops:
-                for res in new_op.results:
-                    if not res.name_hint:
-                        res.name_hint = hint
+        _hint_new_results(new_ops, new_results)
         if op.regions:
             self.erased.update(id(o) for o in op.walk())
         _erase(op, safe_erase)
+
+
+def _inserted(op: Operation, new_ops, new_results) -> tuple:
+    """PatternRewriter.replace's start: `new_ops` (an op or a sequence) inserted before `op`,
+    and the values replacing its results (by default the last new op's), as many as it has."""
+    if isinstance(new_ops, Operation):
+        new_ops = (new_ops,)
+    if new_ops:
+        op.parent.insert_ops_before(new_ops, op)
+    if new_results is None:
+        new_results = new_ops[-1].results if new_ops else []
+    if len(op.results) != len(new_results):
+        raise ValueError(f"Expected {len(op.results)} new results, but got {len(new_results)}")
+    return new_ops, new_results
+
+
+def _hint_new_results(new_ops, new_results) -> None:
+    """PatternRewriter.replace's end: one replacing value's name hint given to the new ops'
+    results that have none."""
+    if len(new_results) == 1 and (only := new_results[0]) is not None and (hint := only.name_hint) is not None:
+        for new_op in new_ops:
+            for res in new_op.results:
+                if not res.name_hint:
+                    res.name_hint = hint
 
 
 def _erase(op: Operation, safe_erase: bool = True) -> None:
@@ -277,16 +290,9 @@ class _GreedyRewriter:
     def replace(self, op: Operation, new_ops, new_results=None, safe_erase: bool = True):
         """PatternRewriter.replace with the walker's listeners inlined."""
         self.has_done_action = True
-        if isinstance(new_ops, Operation):
-            new_ops = (new_ops,)
-        if new_ops:
-            op.parent.insert_ops_before(new_ops, op)
-            for new_op in new_ops:
-                self.push(new_op)
-        if new_results is None:
-            new_results = new_ops[-1].results if new_ops else []
-        if len(op.results) != len(new_results):
-            raise ValueError(f"Expected {len(op.results)} new results, but got {len(new_results)}")
+        new_ops, new_results = _inserted(op, new_ops, new_results)
+        for new_op in new_ops:
+            self.push(new_op)
         for old_result in op.results:
             for use in old_result.uses:
                 self.push(use.operation)
@@ -301,11 +307,7 @@ class _GreedyRewriter:
                     self.push(user)
             if new_result is not None and not new_result.name_hint:
                 new_result.name_hint = old_result.name_hint
-        if len(new_results) == 1 and (only := new_results[0]) is not None and (hint := only.name_hint) is not None:
-            for new_op in new_ops:
-                for res in new_op.results:
-                    if not res.name_hint:
-                        res.name_hint = hint
+        _hint_new_results(new_ops, new_results)
         self.erase(op, safe_erase)
 
 

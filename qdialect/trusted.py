@@ -15,12 +15,10 @@ constructors (or is checked before, as `quant._printed_parameters` does).
 
 from __future__ import annotations
 
-import functools
-
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, IntegerType, NoneAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, NoneAttr, TensorType
 from xdsl.ir import ParametrizedAttribute
 
-__all__ = ["attr", "integer_type", "tensor_type"]
+__all__ = ["attr", "tensor_type"]
 
 
 def attr(cls: type[ParametrizedAttribute], *params) -> ParametrizedAttribute:
@@ -31,19 +29,14 @@ def attr(cls: type[ParametrizedAttribute], *params) -> ParametrizedAttribute:
     return made
 
 
-@functools.cache
-def integer_type(width: int) -> IntegerType:
-    """The signless `iW` (one shared object per width)."""
-    return IntegerType(width)
-
-
 _NONE = NoneAttr()
 _TENSORS: dict[tuple, TensorType] = {}
 
 
 def tensor_type(element, dims) -> TensorType:
-    """`TensorType(element, dims)` for a valid element type and static dimensions (ints
-    >= 0); one shared object per (element object, dims) while that element is alive."""
+    """`TensorType(element, dims)` for a valid element type and dimensions (ints, -1 for a
+    dynamic one, as in a valid type); one shared object per (element object, dims) while
+    that element is alive."""
     key = (id(element), tuple(dims))
     hit = _TENSORS.get(key)
     if hit is not None and hit.element_type is element:

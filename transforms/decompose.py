@@ -41,7 +41,6 @@ once; nothing is approximated.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -62,11 +61,11 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from qdialect import cyclic_gc
+from qdialect import cyclic_gc, trusted
 from qdialect.dialects import qint, qnn
 from transforms.call_signatures import ConvertCallToStorage
 from transforms.fast_ir import all_ops, create_op, dense_attr, rewrite_greedy
-from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, quantized_element_type
+from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, _integer_type, quantized_element_type
 from qdialect.qparams import QParams
 from qdialect.reference import activations as act
 from qdialect.reference import elementwise as ew
@@ -81,28 +80,15 @@ class Unsupported(Exception):
 # ----- types and small IR helpers ----------------------------------------------------------------
 
 
-_TENSOR_TYPES: dict[tuple, TensorType] = {}
-
-
 def tensor_type(element, shape) -> TensorType:
     """TensorType(element, shape), one shared object per (element, shape): building and
-    verifying a type costs tens of microseconds, and the same few recur on every op."""
-    key = (element, tuple(int(d) for d in shape))
-    t = _TENSOR_TYPES.get(key)
-    if t is None:
-        if len(_TENSOR_TYPES) >= 4096:
-            _TENSOR_TYPES.clear()
-        t = _TENSOR_TYPES[key] = TensorType(element, list(key[1]))
-    return t
+    verifying a type costs tens of microseconds, and the same few recur on every op
+    (`qdialect.trusted.tensor_type`: the shapes and elements here come from valid types)."""
+    return trusted.tensor_type(element, [int(d) for d in shape])
 
 
 def int_tensor(shape, width: int) -> TensorType:
-    return tensor_type(_int_type(width), shape)
-
-
-@functools.cache
-def _int_type(width: int) -> IntegerType:
-    return IntegerType(width)
+    return tensor_type(_integer_type(width), shape)
 
 
 def storage_type(t):

@@ -53,7 +53,7 @@ from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from qdialect import trusted
-from qdialect.dialects.quant import UniformQuantizedType, quantized_tensor_problems
+from qdialect.dialects.quant import UniformQuantizedType, _integer_type, quantized_tensor_problems
 from qdialect.qparams import ACC_WIDTHS, BIAS_MODES, ROUNDING_PROFILES, storage_dtype
 
 # ----- attribute schema --------------------------------------------------------------
@@ -479,7 +479,7 @@ def _dense_bytes(data: bytes, itemsize: int, shape) -> DenseIntOrFPElementsAttr:
         # the verified constructors say what is wrong
         return DenseIntOrFPElementsAttr(TensorType(IntegerType(8 * itemsize), list(dims)), BytesAttr(bytes(data)))
     # a constant's parse or build: the parts are valid by construction (qdialect/trusted.py)
-    return trusted.attr(DenseIntOrFPElementsAttr, trusted.tensor_type(trusted.integer_type(8 * itemsize), dims),
+    return trusted.attr(DenseIntOrFPElementsAttr, trusted.tensor_type(_integer_type(8 * itemsize), dims),
                         BytesAttr(bytes(data)))
 
 

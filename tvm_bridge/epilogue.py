@@ -240,10 +240,33 @@ def _elementwise(g: Operation, shape: list[int]) -> bool:
         if bop.regions:
             return False
         for o in bop._operands:
-            if isinstance(o._type, TensorType):
+            if _is_subclass(type(o._type), TensorType):
                 return False
         bop = bop._next_op
     return True
+
+
+# numpy's reductions cost a few us a call: a constant this small is read as a list instead
+_SMALL = 64
+
+
+def _splat(const: np.ndarray):
+    """The value every element of `const` has (a Python scalar), else None."""
+    if not const.size:
+        return None
+    if const.size <= _SMALL:
+        values = const.ravel().tolist()
+        first = values[0]
+        return first if all(v == first for v in values) else None
+    first = const.flat[0]
+    return first.item() if (const == first).all() else None
+
+
+def _fits_int32(value: np.ndarray) -> bool:
+    if value.size <= _SMALL:
+        values = value.ravel().tolist()
+        return min(values) >= -(1 << 31) and max(values) < (1 << 31)
+    return bool(value.min() >= -(1 << 31) and value.max() < (1 << 31))
 
 
 def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: list[Param],
@@ -270,8 +293,8 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
             binding[arg] = ("scalar", c)
             continue
         const = _constant_of(tr, v)
-        if const is not None and const.size and (const == const.flat[0]).all():
-            binding[arg] = ("scalar", const.flat[0].item())  # a splat: its value inline
+        if const is not None and (splat := _splat(const)) is not None:
+            binding[arg] = ("scalar", splat)  # a splat: its value inline
             continue
         if m == _CHANNEL[len(shape)] and const is not None and const.shape == (shape[-1],):
             kind, value = "channel", const
@@ -295,8 +318,7 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
             return None
         dtype = dtype_of(v.type)
         widen = None
-        if isinstance(value, np.ndarray) and dtype == "int64" and value.size and \
-                value.min() >= -(1 << 31) and value.max() < (1 << 31):
+        if isinstance(value, np.ndarray) and dtype == "int64" and value.size and _fits_int32(value):
             value, dtype, widen = value.astype(np.int32), "int32", "int64"  # sext(i32) x sext(i32)
         binding[arg] = ("param", len(params))
         params.append(Param(kind, dtype, value, widen, (shape[-1],) if kind == "channel" else tuple(shape)))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -127,22 +128,55 @@ def tensor_constant(array: np.ndarray):
     The values are copied into a 64-byte aligned numpy buffer (the alignment TVM's kernels
     assume of their arguments) that TVM takes over through DLPack: `relax.const` of the
     numpy array itself builds an empty TVM tensor and copies into it, about 6x the time,
-    and a model has several constants per convolution."""
+    and a model has several constants per convolution.  The constant node is made by
+    `relax.const`'s own registered constructor: `relax.const` around it checks and
+    converts its argument for 7 of its 9 us."""
+    import tvm
     import tvm_ffi
     from tvm import relax
 
+    global _make_tensor_const
     if array.dtype == np.bool_ or array.size == 0:
         return relax.const(array, "bool" if array.dtype == np.bool_ else str(array.dtype))
-    buf = aligned_empty(array.shape, array.dtype)
+    buf = _arena_empty(array.shape, array.dtype)
     buf[...] = array
-    return relax.const(tvm_ffi.from_dlpack(buf))
+    if _make_tensor_const is None:
+        _make_tensor_const = tvm.get_global_func("relax.MakeTensorConst")
+    return _make_tensor_const(tvm_ffi.from_dlpack(buf), None, None)
+
+
+_make_tensor_const = None
+_ARENA_BYTES = 1 << 20
+_arenas = threading.local()
+
+
+def _arena_empty(shape, dtype: np.dtype) -> np.ndarray:
+    """`aligned_empty` for constants, carved out of 1 MiB buffers (each thread its own):
+    a buffer of its own costs a constant about 15 us (numpy's allocation and its address
+    read through ctypes), a slice of a shared one about 1.  A buffer lives as long as any
+    constant in it."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    arena = getattr(_arenas, "current", None)
+    if arena is not None:
+        raw, address, offset = arena
+        start = offset + (-(address + offset) % 64)
+        if start + nbytes <= len(raw):
+            _arenas.current = (raw, address, start + nbytes)
+            return raw[start:start + nbytes].view(dtype).reshape(shape)
+    if nbytes > _ARENA_BYTES // 4:
+        return aligned_empty(shape, dtype)
+    raw = np.empty(_ARENA_BYTES, np.uint8)
+    address = raw.ctypes.data
+    start = -address % 64
+    _arenas.current = (raw, address, start + nbytes)
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:
     """An uninitialized numpy array whose data starts on a 64-byte boundary (TVM's
     allocation alignment, which its kernels may assume of their arguments)."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     raw = np.empty(nbytes + 64, np.uint8)
     offset = (-raw.ctypes.data) % 64
     return raw[offset:offset + nbytes].view(dtype).reshape(shape)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.dialects.builtin import UNKNOWN_LOC, BytesAttr, DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.core import ErasedSSAValue, OpResult, SSAValues, Use
+from xdsl.ir.core import BlockArgument, ErasedSSAValue, OpResult, SSAValues, Use
 
 from qdialect import trusted
 
@@ -35,6 +35,15 @@ def _linked_uses(op: Operation, operands) -> tuple:
         value.first_use = use
         uses.append(use)
     return tuple(uses)
+
+
+def new_block(arg_types: Sequence[Attribute]) -> Block:
+    """`Block(arg_types=arg_types)`, its arguments given their unknown location directly
+    (their dataclass's default asks `_unknown_loc()`, an import statement per call: 4% of
+    a lowering)."""
+    block = Block()
+    block._args = tuple([BlockArgument(t, block, i, UNKNOWN_LOC) for i, t in enumerate(arg_types)])
+    return block
 
 
 def create_op(cls: type[Operation], operands: Sequence[SSAValue], result_types: Sequence[Attribute],
@@ -92,7 +101,7 @@ class BlockTemplate:
     def instantiate(self, outside: Mapping[SSAValue, SSAValue] | None = None) -> Block:
         """A new block, equal to the one compiled but for the values from outside it
         that `outside` maps to others."""
-        block = Block(arg_types=self.arg_types)
+        block = new_block(self.arg_types)
         values = list(block.args)
         outside = outside or {}
         last = None
@@ -169,7 +178,7 @@ class _ReplacingRewriter:
                 if new_result is None:
                     old_result.erase(safe_erase=safe_erase)
                 else:
-                    old_result.replace_all_uses_with(new_result)
+                    replace_uses(old_result, new_result)
             if new_result is not None and not new_result.name_hint:
                 new_result.name_hint = old_result.name_hint
         _hint_new_results(new_ops, new_results)
@@ -184,7 +193,7 @@ def _inserted(op: Operation, new_ops, new_results) -> tuple:
     if isinstance(new_ops, Operation):
         new_ops = (new_ops,)
     if new_ops:
-        op.parent.insert_ops_before(new_ops, op)
+        _insert_before(op.parent, new_ops, op)
     if new_results is None:
         new_results = new_ops[-1].results if new_ops else []
     if len(op.results) != len(new_results):
@@ -202,9 +211,60 @@ def _hint_new_results(new_ops, new_results) -> None:
                     res.name_hint = hint
 
 
+def _insert_before(block: Block, new_ops: Sequence[Operation], anchor: Operation) -> None:
+    """`block.insert_ops_before(new_ops, anchor)`.  A new op without regions is linked in
+    directly: xDSL's check that it is not an ancestor of `block` walks up every parent of
+    `block`, and an op without regions is nobody's ancestor."""
+    if anchor.parent is not block:
+        raise ValueError("Can't insert operation before operation not in current block")
+    for new in new_ops:
+        if new.parent is not None or new.regions:
+            block.insert_op_before(new, anchor)  # (with xDSL's checks and errors)
+            continue
+        new.parent = block
+        prev = anchor._prev_op
+        new._prev_op, new._next_op = prev, anchor
+        anchor._prev_op = new
+        if prev is None:
+            block._first_op = new
+        else:
+            prev._next_op = new
+
+
+def replace_uses(old: SSAValue, new: SSAValue) -> None:
+    """`old.replace_all_uses_with(new)`: each use of `old`, first to last, becomes the
+    first use of `new` (as `OpOperands.__setitem__` moves it), its op's operand tuple
+    rebuilt once instead of through a view object and two method calls."""
+    if new is old:
+        return
+    use = old.first_use
+    while use is not None:
+        following = use._next_use
+        user = use.operation
+        operands = list(user._operands)
+        operands[use.index] = new
+        user._operands = SSAValues(operands)
+        # unlinked from the head of old's list, linked at the head of new's
+        old.first_use = following
+        if following is not None:
+            following._prev_use = None
+        first = new.first_use
+        use._prev_use, use._next_use = None, first
+        if first is not None:
+            first._prev_use = use
+        new.first_use = use
+        use = following
+    if new.name_hint is None:
+        new.name_hint = old.name_hint
+
+
 def _erase(op: Operation, safe_erase: bool = True) -> None:
     if (block := op.parent) is not None:
-        block.erase_op(op, safe_erase=safe_erase)
+        block.detach_op(op)
+    if all(r.first_use is None for r in op.results):
+        # what op.erase does when no result is used (each result's erase would replace
+        # its no uses by a new ErasedSSAValue)
+        op.drop_all_references()
     else:
         op.erase(safe_erase=safe_erase)
 
@@ -302,7 +362,7 @@ class _GreedyRewriter:
                 if new_result is None:
                     old_result.erase(safe_erase=safe_erase)
                 else:
-                    old_result.replace_all_uses_with(new_result)
+                    replace_uses(old_result, new_result)
                 for user in modified:
                     self.push(user)
             if new_result is not None and not new_result.name_hint:

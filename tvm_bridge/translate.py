@@ -482,14 +482,28 @@ class Translator:
             if hit[1] is not None:
                 return (*hit[1], token(op.results[0].type))
         get = numbering.get
-        # `token`, its lookup by identity inlined (a body op has a few attributes)
+        # `token`, its lookup by identity inlined (a body op has a few attributes); one flat
+        # list (the sections end in None, which no operand, token or name is) built by plain
+        # loops: a comprehension is a call of its own, and this runs for every body op
         known = self._token_of_id.get
-        return (cls, tuple([get(id(v)) or ("outside", id(v)) for v in op._operands]),
-                tuple([t if (t := known(id(r._type))) is not None else token(r._type) for r in op.results]),
-                tuple([(k, t if (t := known(id(a))) is not None else token(a)) for k, a in sorted(properties.items())])
-                if properties else (),
-                tuple([(k, t if (t := known(id(a))) is not None else token(a)) for k, a in sorted(attributes.items())])
-                if attributes else ())
+        key = [cls]
+        for v in op._operands:
+            k = get(id(v))
+            key.append(k if k is not None else ("outside", id(v)))
+        key.append(None)
+        for r in op.results:
+            t = known(id(r._type))
+            key.append(t if t is not None else token(r._type))
+        key.append(None)
+        for named in (properties, attributes):
+            if named:
+                for k in (sorted(named) if len(named) > 1 else named):
+                    a = named[k]
+                    t = known(id(a))
+                    key.append(k)
+                    key.append(t if t is not None else token(a))
+            key.append(None)
+        return tuple(key)
 
     def entry(self, name: str | None) -> func.FuncOp:
         funcs = _functions(self.module)

@@ -241,10 +241,24 @@ def width_of(q: QParams) -> int:
     return q.bits
 
 
+_CLAMPS: dict[tuple, tuple[int, int]] = {}
+
+
 def clamp_bounds(finish, out_q: QParams, act_min, act_max) -> tuple[int, int]:
-    """The clamp a reference `_finish` applies: act bounds within storage and type range."""
-    lo, hi = finish(np.array([-(1 << 62), 1 << 62], dtype=np.int64), out_q, act_min, act_max)
-    return int(lo), int(hi)
+    """The clamp a reference `_finish` applies: act bounds within storage and type range.
+
+    Remembered per `out_q` object (a QParams is compared and hashed by identity, and a
+    type's is made once: `UniformQuantizedType.qparams`), as numpy on two values costs
+    more than the rest of a rescale's parameters."""
+    key = (finish, out_q, act_min, act_max)
+    hit = _CLAMPS.get(key)
+    if hit is None:
+        lo, hi = finish(np.array([-(1 << 62), 1 << 62], dtype=np.int64), out_q, act_min, act_max)
+        hit = (int(lo), int(hi))
+        if len(_CLAMPS) > 4096:  # bounded across the models of a long-lived process
+            _CLAMPS.clear()
+        _CLAMPS[key] = hit  # (the key keeps out_q alive)
+    return hit
 
 
 def full_range(out_q: QParams) -> tuple[int, int]:

@@ -63,6 +63,7 @@ _STORAGE_RE = re.compile(r"^([iu])([0-9]+)$")
 
 # the parameters of `!quant.uniform<...>` by the exact spelling of `<...>`
 _PARSED_PARAMETERS: dict[str, tuple] = {}
+_QPARAMS: dict[int, tuple] = {}  # id(type) -> (type, its QParams): see qparams
 
 # `<...>` as qdialect and MLIR print it: storage[<min:max>]:expressed[:axis], scale[:zp] or
 # {scale[:zp], ...} (decimal scales, decimal zero points).  Read with regular expressions
@@ -245,16 +246,27 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
         return self.storage_min.data, self.storage_max.data
 
     def qparams(self) -> QParams:
-        return QParams(
+        """The parameters as a `QParams`, made once per type object (a type is immutable,
+        and the passes ask this of every quantized operand): its arrays are read-only."""
+        hit = _QPARAMS.get(id(self))
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        scale, zero_point = self.scale_array(), self.zero_point_array()
+        scale.flags.writeable = zero_point.flags.writeable = False
+        q = QParams(
             bits=self.storage_width.data,
             signed=self.signed,
             storage_min=self.storage_min.data,
             storage_max=self.storage_max.data,
-            scale=self.scale_array(),
-            zero_point=self.zero_point_array(),
+            scale=scale,
+            zero_point=zero_point,
             axis=self.axis,
             expressed=expressed_name(self.expressed_type) or "f32",
         )
+        if len(_QPARAMS) > 4096:  # bounded across the models of a long-lived process
+            _QPARAMS.clear()
+        _QPARAMS[id(self)] = (self, q)  # the type kept alive, so its id stays its own
+        return q
 
     # ----- verification --------------------------------------------------------------
 

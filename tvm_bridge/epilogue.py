@@ -329,7 +329,14 @@ def _additive(g: linalg.GenericOp, binding: dict, epi: Epilogue):
     """The per-channel int32 vector this step adds (mod 2^32) if it is `x + c`, `x - c`
     (i32) or `trunci(extsi(x) +/- c)` with c a scalar or per-channel constant; else None."""
     body = g.body.block
-    ops = [o for o in body.ops if not isinstance(o, linalg.YieldOp)]
+    ops = []
+    bop = body._first_op
+    while bop is not None and len(ops) < 4:  # (a longer body is not additive: not listed whole)
+        if not _is_subclass(type(bop), linalg.YieldOp):
+            ops.append(bop)
+        bop = bop._next_op
+    if len(ops) not in (1, 3):
+        return None
     chain = next(a for a in body.args if binding.get(a) == ("chain",))
     i32 = _I32
     if chain.type != i32 or g.results[0].type.element_type != i32:

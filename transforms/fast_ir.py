@@ -46,6 +46,17 @@ def new_block(arg_types: Sequence[Attribute]) -> Block:
     return block
 
 
+def new_region(block: Block) -> Region:
+    """`Region(block)` for a new `block` no region holds (xDSL's constructor takes any
+    iterable of blocks and checks each)."""
+    if block.parent is not None:
+        return Region(block)  # (with xDSL's error)
+    region = Region()
+    block.parent = region
+    region._first_block = region._last_block = block
+    return region
+
+
 def create_op(cls: type[Operation], operands: Sequence[SSAValue], result_types: Sequence[Attribute],
               properties: Mapping[str, Attribute], attributes: Mapping[str, Attribute],
               regions: Sequence[Region] = ()) -> Operation:

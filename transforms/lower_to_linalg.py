@@ -62,7 +62,7 @@ from qdialect.dialects import qint
 from qdialect.reference import activations as act
 from qdialect.reference.rescale import multiply_by_quantized_multiplier, multiply_single_rounding
 from transforms.decompose import Emitter, Unsupported, dense_constant, int_tensor, pad_op, scalar_constant
-from transforms.fast_ir import BlockTemplate, all_ops, create_op, rewrite_once
+from transforms.fast_ir import BlockTemplate, all_ops, create_op, new_region, rewrite_once
 
 I64 = IntegerType(64)
 I32 = IntegerType(32)
@@ -73,6 +73,7 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 _TEMPLATES: dict[tuple, tuple] = {}
+_EMPTIES: dict[int, tuple] = {}  # id(tensor type) -> (type, tensor.empty template): Lowering.empty
 
 
 def make_op(key: tuple, build: Callable[..., Operation], operands: Sequence[SSAValue] = ()) -> Operation:
@@ -435,7 +436,16 @@ class Lowering(Emitter):
         self.bodies = {} if bodies is None else bodies
 
     def empty(self, t: TensorType) -> SSAValue:
-        return self.add(make_op(("empty", t), lambda: tensor.EmptyOp([], t)))
+        # make_op's template, found by the type's identity (hashing a tensor type walks
+        # its whole tree; a lowering makes an empty tensor per generic)
+        hit = _EMPTIES.get(id(t))
+        if hit is None or hit[0] is not t:
+            proto = tensor.EmptyOp([], t)
+            hit = (t, [r.type for r in proto.results], dict(proto.properties), dict(proto.attributes))
+            if len(_EMPTIES) > 4096:  # bounded across the models of a long-lived process
+                _EMPTIES.clear()
+            _EMPTIES[id(t)] = hit  # (t kept alive: its id stays its own)
+        return self.add(create_op(tensor.EmptyOp, (), hit[1], hit[2], hit[3]))
 
     def scalar(self, value, el) -> SSAValue:
         """An `arith.constant` of a scalar integer or float `el`."""
@@ -475,7 +485,7 @@ class Lowering(Emitter):
         op = create_op(GenericOp, [*inputs, out], [out_type],
                        {"indexing_maps": ArrayAttr([*maps, out_map]),
                         "iterator_types": _iterator_types(tuple(iterators)),
-                        "operandSegmentSizes": _segment_sizes(len(inputs))}, {}, [Region(block)])
+                        "operandSegmentSizes": _segment_sizes(len(inputs))}, {}, [new_region(block)])
         return self.add(op)
 
     def elementwise(self, inputs: Sequence[SSAValue], out_type: TensorType, body, key: tuple | None = None) -> SSAValue:
@@ -540,7 +550,8 @@ def _region_op(key: tuple, build: Callable[..., Operation], operands: Sequence[S
     proto, captured_placeholders, regions = template
     outside = dict(zip(captured_placeholders, captured))
     return create_op(type(proto), operands, [r.type for r in proto.results], proto.properties, proto.attributes,
-                     [Region([b.instantiate(outside) for b in blocks]) for blocks in regions])
+                     [new_region(blocks[0].instantiate(outside)) if len(blocks) == 1
+                      else Region([b.instantiate(outside) for b in blocks]) for blocks in regions])
 
 
 def signed_min(width: int) -> int:

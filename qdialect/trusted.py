@@ -16,9 +16,9 @@ constructors (or is checked before, as `quant._printed_parameters` does).
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, NoneAttr, TensorType
-from xdsl.ir import ParametrizedAttribute
+from xdsl.ir import Data, ParametrizedAttribute
 
-__all__ = ["attr", "tensor_type"]
+__all__ = ["attr", "data_attr", "tensor_type"]
 
 
 def attr(cls: type[ParametrizedAttribute], *params) -> ParametrizedAttribute:
@@ -26,6 +26,14 @@ def attr(cls: type[ParametrizedAttribute], *params) -> ParametrizedAttribute:
     made = cls.__new__(cls)
     for (name, _), param in zip(cls.get_irdl_definition().parameters, params, strict=True):
         object.__setattr__(made, name, param)
+    return made
+
+
+def data_attr(cls: type[Data], data) -> Data:
+    """What `cls(data)` makes for a `Data` attribute (one field, `data`), without its
+    `__post_init__` (the verifier): `data` must already be what the verifier accepts."""
+    made = cls.__new__(cls)
+    object.__setattr__(made, "data", data)
     return made
 
 

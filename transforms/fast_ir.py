@@ -83,7 +83,7 @@ def dense_attr(t: TensorType, data: bytes) -> DenseIntOrFPElementsAttr:
     or float elements and `data` exactly the bytes of its elements, without the IRDL
     verification of the attribute (about 10 us, two thirds of making a per-channel constant;
     the lowerings make one or two per op): `qdialect.trusted.attr`."""
-    return trusted.attr(DenseIntOrFPElementsAttr, t, BytesAttr(data))
+    return trusted.attr(DenseIntOrFPElementsAttr, t, trusted.data_attr(BytesAttr, bytes(data)))
 
 
 class BlockTemplate:

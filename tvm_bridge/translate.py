@@ -100,9 +100,16 @@ def _dtype_of(t) -> str:
     raise TranslationError(f"element type {t} has no TVM dtype")
 
 
+_NUMPY_DTYPES = {"bool": np.dtype(np.bool_)}  # dtype string -> numpy dtype
+_CONTAINERS: dict[int, np.dtype] = {}  # integer width -> numpy dtype of its stored bytes
+
+
 def numpy_dtype(t) -> np.dtype:
     d = dtype_of(t)
-    return np.dtype(np.bool_) if d == "bool" else np.dtype(d)
+    hit = _NUMPY_DTYPES.get(d)
+    if hit is None:
+        hit = _NUMPY_DTYPES[d] = np.dtype(d)
+    return hit
 
 
 def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
@@ -110,10 +117,12 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     el = t.element_type
     shape = t.get_shape()
     n = math.prod(shape)  # np.prod's conversions cost more than the product of a few ints
-    if isinstance(el, IntegerType):
+    if _is_subclass(type(el), IntegerType):
         w = el.width.data
-        raw = np.frombuffer(attr.data.data, dtype=np.dtype(f"int{max(8, w)}" if w > 1 else "int8"))
-        raw = raw.astype(numpy_dtype(el))
+        container = _CONTAINERS.get(w)
+        if container is None:  # the bytes' element: i1 and sub-byte integers are stored as bytes
+            container = _CONTAINERS[w] = np.dtype(f"int{max(8, w)}" if w > 1 else "int8")
+        raw = np.frombuffer(attr.data.data, dtype=container).astype(numpy_dtype(el))
     else:
         raw = np.frombuffer(attr.data.data, dtype=numpy_dtype(el))
     if raw.size == 1 and n != 1:

@@ -12,7 +12,8 @@ import re
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    BFloat16Type, Float16Type, Float32Type, Float64Type, IndexType, IntegerType, ModuleOp, TensorType,
+    ArrayAttr, BFloat16Type, Float16Type, Float32Type, Float64Type, FunctionType, IndexType, IntegerType, ModuleOp,
+    TensorType,
 )
 from xdsl.ir import Operation
 from xdsl.parser import Parser
@@ -41,18 +42,59 @@ class LocatedVerifyError(VerifyException):
 _BRACKETED_TYPE = {str: re.compile(r"(?:tensor|vector|memref|![A-Za-z_][\w.$]*)<"),
                    bytes: re.compile(rb"(?:tensor|vector|memref|![A-Za-z_][\w.$]*)<")}
 _BRACKETED_ATTR = {str: re.compile(r"(?:array|affine_map)<"), bytes: re.compile(rb"(?:array|affine_map)<")}
-_BRACKETS = {str: re.compile(r'[<>"]'), bytes: re.compile(rb'[<>"]')}
 # an integer attribute `-3 : i64` (its extent: up to the type's name)
 _INTEGER_ATTR = {str: re.compile(r"-?[0-9]+ : (?:[su]?i[0-9]+|index)(?![\w$.])"),
                  bytes: re.compile(rb"-?[0-9]+ : (?:[su]?i[0-9]+|index)(?![\w$.])")}
-_CLOSE = {str: ">", bytes: b">"}
+
+
+class _Brackets:
+    """A pair of brackets, to find where a text that opens with one closes."""
+
+    NESTING = 4
+    """Texts nested at most this deep are measured by one regular expression."""
+
+    def __init__(self, opening: str, closing: str):
+        both = re.escape(opening + closing)
+        pattern = f'{re.escape(opening)}[^{both}"]*+{re.escape(closing)}'
+        for _ in range(self.NESTING - 1):
+            pattern = f'{re.escape(opening)}(?:[^{both}"]++|{pattern})*+{re.escape(closing)}'
+        self._nested = {str: re.compile(pattern), bytes: re.compile(pattern.encode())}
+        self._scan = {str: re.compile(f'[{both}"]'), bytes: re.compile(f'[{both}"]'.encode())}
+        self._opening = {str: opening, bytes: opening.encode()}
+
+    def end(self, content, start: int) -> int | None:
+        """The end of the bracketed text that opens at `start`, or None when a string literal
+        comes first (a string could hold brackets) or it does not close."""
+        kind = type(content)
+        m = self._nested[kind].match(content, start)
+        if m is not None:
+            return m.end()
+        opening, depth = self._opening[kind], 0
+        for m in self._scan[kind].finditer(content, start):
+            c = m.group()
+            if c == opening:
+                depth += 1
+            elif c in ('"', b'"'):
+                return None
+            else:
+                depth -= 1
+                if depth == 0:
+                    return m.end()
+        return None
+
+
+_ANGLES = _Brackets("<", ">")
 # the extent of an attribute dictionary `{...}` and of a function type `(...) -> ...`
-_BRACES = {str: re.compile(r'[{}"]'), bytes: re.compile(rb'[{}"]')}
-_PARENS = {str: re.compile(r'[()"]'), bytes: re.compile(rb'[()"]')}
-_ARROW = {str: re.compile(r"\s*->\s*"), bytes: re.compile(rb"\s*->\s*")}
+_BRACES = _Brackets("{", "}")
+_PARENS = _Brackets("(", ")")
+# white space as the lexer skips it (not Unicode's)
+_ARROW = {str: re.compile(r"\s*->\s*", re.ASCII), bytes: re.compile(rb"\s*->\s*")}
 _KEYWORD_TYPE = {str: re.compile(r"(?:[su]?i[0-9]+|f16|bf16|f32|f64|index|none)(?![\w$.<])"),
                  bytes: re.compile(rb"(?:[su]?i[0-9]+|f16|bf16|f32|f64|index|none)(?![\w$.<])")}
 _SPACE = {str: re.compile(r"\s|$"), bytes: re.compile(rb"\s|$")}
+_SPACES = {str: re.compile(r"\s*", re.ASCII), bytes: re.compile(rb"\s*")}
+_COMMA = {str: re.compile(r"\s*,\s*", re.ASCII), bytes: re.compile(rb"\s*,\s*")}
+_OPEN_PAREN = {str: "(", bytes: b"("}
 # a ranked tensor type of static, nonzero dimensions (`0x..` would lex as a hexadecimal
 # literal: those, dynamic dimensions and encodings go through the parser)
 _STATIC_TENSOR = {str: re.compile(r"tensor<((?:[1-9][0-9]*x)*)([^x<>][^<>]*(?:<.*>)?)>", re.S),
@@ -91,44 +133,11 @@ class LocatingParser(Parser):
         """`parse()`, or the object the same text parsed to before (see the class doc)."""
         content = self.lexer.input.content
         start = self._current_token.span.start
-        kind = type(content)
-        head = starts[kind].match(content, start)
-        if head is None:
-            return parse()
-        depth, end = 1, None
-        close = _CLOSE[kind]
-        for m in _BRACKETS[kind].finditer(content, head.end()):
-            c = m.group()
-            if c == close:
-                depth -= 1
-                if depth == 0:
-                    end = m.end()
-                    break
-            elif c == "<" or c == b"<":
-                depth += 1
-            else:  # a string literal could hold brackets: parse as usual
-                return parse()
+        head = starts[type(content)].match(content, start)
+        end = None if head is None else _ANGLES.end(content, head.end() - 1)
         if end is None:
             return parse()
         return self._remembered(content, start, end, parse)
-
-    @staticmethod
-    def _balanced_end(content, start: int, pattern: dict, opening) -> int | None:
-        """The end of the bracketed text opening at `start` (its brackets found by
-        `pattern`: the two brackets and `"`), or None when a string literal comes first (a
-        string could hold brackets) or it does not close."""
-        depth = 0
-        for m in pattern[type(content)].finditer(content, start):
-            c = m.group()
-            if c == opening:
-                depth += 1
-            elif c in ('"', b'"'):
-                return None
-            else:
-                depth -= 1
-                if depth == 0:
-                    return m.end()
-        return None
 
     def parse_optional_attr_dict(self):
         """xDSL's, but a dictionary text seen before is not parsed again (a model's ops
@@ -137,7 +146,7 @@ class LocatingParser(Parser):
         start = self._current_token.span.start
         if content[start:start + 1] not in ("{", b"{"):
             return super().parse_optional_attr_dict()
-        end = self._balanced_end(content, start, _BRACES, content[start:start + 1])
+        end = _BRACES.end(content, start)
         if end is None:
             return super().parse_optional_attr_dict()
         return dict(self._remembered(content, start, end, super().parse_optional_attr_dict))
@@ -145,28 +154,77 @@ class LocatingParser(Parser):
     def parse_optional_function_type(self):
         """xDSL's, but a function type text seen before is not parsed again: its extent
         is its balanced parentheses, `->` and a parenthesized list, a bracketed type or a
-        type keyword, followed by white space (anything else is parsed as usual)."""
+        type keyword, followed by white space (anything else is parsed as usual).  A new
+        text whose every type is one seen before (a convolution's, whose weight types
+        were spelled on their constants) is put together from those (`_known_types`)."""
         content = self.lexer.input.content
         start = self._current_token.span.start
         kind = type(content)
         if content[start:start + 1] not in ("(", b"("):
             return super().parse_optional_function_type()
-        end = self._balanced_end(content, start, _PARENS, content[start:start + 1])
-        arrow = None if end is None else _ARROW[kind].match(content, end)
+        inputs_end = _PARENS.end(content, start)
+        arrow = None if inputs_end is None else _ARROW[kind].match(content, inputs_end)
         if arrow is None:
             return super().parse_optional_function_type()
         pos = arrow.end()
         if content[pos:pos + 1] in ("(", b"("):
-            end = self._balanced_end(content, pos, _PARENS, content[pos:pos + 1])
-        elif (head := _BRACKETED_TYPE[kind].match(content, pos)) is not None:
-            end = self._balanced_end(content, head.end() - 1, _BRACKETS, head.group()[-1:])
-        elif (word := _KEYWORD_TYPE[kind].match(content, pos)) is not None:
-            end = word.end()
+            end = _PARENS.end(content, pos)
+            outputs = (pos + 1, None if end is None else end - 1)
         else:
-            end = None
+            end = self._type_end(content, pos)
+            outputs = (pos, end)
         if end is None or _SPACE[kind].match(content, end) is None:
             return super().parse_optional_function_type()
-        return self._remembered(content, start, end, super().parse_optional_function_type)
+        return self._remembered(content, start, end, lambda: self._function_type_of_known_types(
+            content, (start + 1, inputs_end - 1), outputs, end))
+
+    def _function_type_of_known_types(self, content, inputs: tuple, outputs: tuple, end: int):
+        """The function type of the input and output type lists at `inputs` and `outputs`
+        (start, end) ending at `end` when `_known_types` knows both, else parsed as usual."""
+        input_types = self._known_types(content, *inputs)
+        output_types = None if input_types is None else self._known_types(content, *outputs)
+        if output_types is None:
+            return super().parse_optional_function_type()
+        self._resume_from(end)
+        # types (as the parser builds them) are valid parameters of a function type
+        return trusted.attr(FunctionType, ArrayAttr(input_types), ArrayAttr(output_types))
+
+    @staticmethod
+    def _type_end(content, pos: int) -> int | None:
+        """The end of the bracketed type or type keyword that starts at `pos`, if one does."""
+        kind = type(content)
+        if (head := _BRACKETED_TYPE[kind].match(content, pos)) is not None:
+            return _ANGLES.end(content, head.end() - 1)
+        if (word := _KEYWORD_TYPE[kind].match(content, pos)) is not None:
+            return word.end()
+        return None
+
+    def _known_types(self, content, start: int, end: int) -> list | None:
+        """The types of the comma-separated type list `content[start:end]` (without its
+        parentheses) when it is not empty and each type is a keyword type, a bracketed type
+        parsed before or a static tensor type (what parsing it would give, see
+        `_remembered`), else None."""
+        kind = type(content)
+        if _OPEN_PAREN[kind] in content[start:end]:
+            return None  # a nested function type or affine map: its `->` is not a bracket
+        pos = _SPACES[kind].match(content, start).end()
+        types = []
+        while True:
+            type_end = self._type_end(content, pos)
+            if type_end is None or type_end > end:
+                return None
+            text = content[pos:type_end]
+            known = _simple_types().get(text) if text[-1:] not in (">", b">") else self._parsed_texts.get(text)
+            if known is None:
+                known = self._static_tensor(text)
+                if known is None:
+                    return None
+                self._parsed_texts[text] = known
+            types.append(known)
+            separator = _COMMA[kind].match(content, type_end, end)
+            if separator is None:
+                return types if _SPACES[kind].match(content, type_end, end).end() == end else None
+            pos = separator.end()
 
     def _remembered(self, content, start: int, end: int, parse):
         """`parse()` of the text `content[start:end]`, or the object it parsed to before."""

@@ -1,0 +1,57 @@
+"""`LocatingParser`'s short cuts give what xDSL's parser gives: the same IR, the same errors."""
+
+import pytest
+
+from qdialect.diagnostics import LocatingParser, one_line, parse_module
+from transforms.opt import QdOptMain
+
+W = "tensor<2x1x1x2x!quant.uniform<i8<-127:127>:f32:0, {0.5, 0.25}>>"
+X = "tensor<1x1x1x2x!quant.uniform<i8:f32, 0.05:-3>>"
+B = "tensor<2xi32>"
+CONV = "qnn.conv2d %x, %w, %b"
+
+
+def _module(signature: str) -> str:
+    return (f"func.func @main(%x: {X}) -> {X} {{\n"
+            f'  %w = qnn.constant dense<"0x01020304"> : {W}\n'
+            f'  %b = qnn.constant dense<"0x0100000002000000"> : {B}\n'
+            f"  %y = {CONV} : {signature}\n"
+            f"  func.return %y : {X}\n}}\n")
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return QdOptMain(args=[]).ctx
+
+
+def _outcome(ctx, text: str) -> str:
+    try:
+        return str(parse_module(ctx, text, "t.mlir"))
+    except Exception as e:  # noqa: BLE001  (the diagnostic is what is compared)
+        return one_line(e, "t.mlir")
+
+
+@pytest.mark.parametrize("signature", [
+    f"({X}, {W}, {B}) -> {X}",
+    f"({X},{W},{B})->({X})",
+    f"(\n    {X},\n    {W}, {B}\n  ) -> {X}",
+    f"({X}, {W}, {B}) -> (i8, {X})",
+    f"({X}, {W} {B}) -> {X}",  # no comma
+    f"({X}, {W},, {B}) -> {X}",
+    f"({X}, {W}, {B},) -> {X}",
+    f"({X}, {W}, {B} -> {X}",
+    f"({X}, {W}, // a comment\n {B}) -> {X}",
+    f"({X}, {W},\u2003{B}) -> {X}",  # white space the lexer does not take
+    f"({X}, {W}, {B}) -> {X}x",
+    f"({X}, {W}, {B}) -> si8",
+    f"({X}, {W}, tensor<2xi33>) -> {X}",
+    f"({X}, {W}, array<i64: 1>) -> {X}",
+    f"({X}, {W}, {B}) -> ((i8) -> i8)",
+    f"({X}, {W.replace('0.5', '0.50')}, {B}) -> {X}",  # a spelling not seen before
+])
+def test_function_types_from_known_types_parse_as_xdsl_parses_them(ctx, signature, monkeypatch):
+    text = _module(signature)
+    fast = _outcome(ctx, text)
+    monkeypatch.setattr(LocatingParser, "_known_types", lambda *_args: None)  # every type list parsed
+    assert fast == _outcome(ctx, text)
+

@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr, BFloat16Type, Float16Type, Float32Type, Float64Type, FunctionType, IndexType, IntegerType, ModuleOp,
     TensorType,
 )
-from xdsl.ir import Operation
+from xdsl.ir import ErasedSSAValue, Operation
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
@@ -24,6 +24,7 @@ from xdsl.utils.lexer import Span
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
 from qdialect import cyclic_gc, trusted
 from qdialect.dialects import quant
+from qdialect.dialects.qnn import QnnOp
 from qdialect.dialects.quant import quantized_tensor_problems
 from qdialect.lexer import FastMLIRLexer
 
@@ -337,17 +338,25 @@ def verify_module(
     """xDSL's verifier op by op, plus the quantized-type rules that need a value's shape.
 
     Per-axis types must have one scale per index of an existing dimension; these
-    are checked on every block argument and op result.  Raises
-    LocatedVerifyError naming the op (and its source location when known).
+    are checked on every block argument and op result.  A qnn op whose verifier
+    reads nothing but what an op verified before had (`_signature`) is not
+    verified again.  Raises LocatedVerifyError naming the op (and its source
+    location when known).
     """
     spans = op_spans or {}
-    problems_of: dict[int, list] = {}  # id(type) -> its problems (the types stay alive in module)
+    # by id: the types and attributes stay alive in module while it is verified
+    problems_of: dict[int, list] = {}  # id(type) -> its problems
+    verified: set[tuple] = set()  # the signatures of the qnn ops verified so far
     for op in module.walk():
         span = spans.get(id(op))
         if span is not None and line_offset:
             span = Span(span.start, span.end, span.input, line_offset)
         try:
-            op.verify(verify_nested_ops=False)
+            signature = _signature(op)
+            if signature is None or signature not in verified:
+                op.verify(verify_nested_ops=False)
+                if signature is not None:
+                    verified.add(signature)
             for region in op.regions:
                 for block in region.blocks:
                     for arg in block.args:
@@ -358,6 +367,22 @@ def verify_module(
             raise
         except VerifyException as e:
             raise LocatedVerifyError(_first_reason(str(e), op), span) from None
+
+
+def _signature(op: Operation) -> tuple | None:
+    """All that verifying `op` reads, when it is a qnn op: its class, the identities of its
+    operand and result types and its attributes in order (QnnOp's contract for its
+    verifiers; xDSL's part, IRDL's and the Pure trait's, reads no more of such an op).
+    None for other ops, and for a qnn op with regions, successors, properties or an
+    erased operand, or that ends its block (where xDSL requires a terminator)."""
+    if (not isinstance(op, QnnOp) or op.regions or op.successors or op.properties
+            or op.next_op is None):
+        return None
+    operands = op.operands
+    if any(isinstance(value, ErasedSSAValue) for value in operands):
+        return None
+    return (type(op), tuple(id(value.type) for value in operands), tuple(id(r.type) for r in op.results),
+            tuple((name, id(attr)) for name, attr in op.attributes.items()))
 
 
 def _check_value_type(op: Operation, t, what: str, problems_of: dict[int, list] | None = None) -> None:

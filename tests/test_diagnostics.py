@@ -55,3 +55,31 @@ def test_function_types_from_known_types_parse_as_xdsl_parses_them(ctx, signatur
     monkeypatch.setattr(LocatingParser, "_known_types", lambda *_args: None)  # every type list parsed
     assert fast == _outcome(ctx, text)
 
+
+
+def _adds(*lines: str, end: str = "  func.return %x : {X}\n") -> str:
+    body = "".join(f"  {line}\n" for line in lines)
+    return f"func.func @main(%x: {X}) -> {X} {{\n{body}{end.format(X=X)}}}\n"
+
+
+ADD = f"qnn.add %x, %x : ({X}, {X}) -> {X}"
+
+
+def test_ops_of_one_signature_are_verified_once(ctx, monkeypatch):
+    from xdsl.ir import Operation
+
+    verified = []
+    verify = Operation.verify
+    monkeypatch.setattr(Operation, "verify", lambda op, **kw: (verified.append(op.name), verify(op, **kw)))
+    parse_module(ctx, _adds(f"%a = {ADD}", f"%b = {ADD}", f"%c = {ADD.replace('%x, %x', '%x, %a')}"))
+    assert verified.count("qnn.add") == 1
+
+
+def test_a_signature_seen_before_is_still_checked_where_it_stands(ctx):
+    # the last op of a block must be a terminator, whatever its signature
+    assert _outcome(ctx, _adds(f"%a = {ADD}", f"%b = {ADD}", end="")) == (
+        "t.mlir:3:3: error: qnn.add: Operation qnn.add terminates block in single-block region but is not a terminator")
+    # other attributes: verified again (and reported at the op)
+    assert _outcome(ctx, _adds(f"%a = {ADD}", f"%b = {ADD.replace(' :', ' {act_min = 200 : i64} :')}")) == (
+        "t.mlir:3:3: error: qnn.add: clamp bounds [200, 127] are not inside the result storage range "
+        "[-128, 127] or are empty")

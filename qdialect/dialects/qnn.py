@@ -150,6 +150,11 @@ class QnnOp(IRDLOperation):
     Subclasses declare `ATTRS` (name -> (kind, allowed values or None)),
     `REQUIRED` attribute names, `OPERAND_NAMES` for diagnostics, and
     `QUANTIZED_OPERANDS` (indices that must be quantized; default all).
+
+    A verifier (`verify_`, `verify_op`) reads nothing but the op's operand and
+    result types and its attributes (never an operand's defining op or a
+    constant's values): `qdialect.diagnostics.verify_module` verifies ops that
+    share all of those once.
     """
 
     ATTRS: ClassVar[dict] = {}

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, TensorType
 from xdsl.dialects.func import Func
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 from qdialect.diagnostics import parse_module
 from qdialect.dialects.quant import Quant, UniformQuantizedType, format_scale
@@ -168,6 +168,20 @@ _SPELLINGS_BAD = [
     "<i8:f32, 0.5:300>", "<i8:f32, 0.0>", "<i33:f32, 0.5>", "<i8<5:5>:f32, 0.5>", "<i8<-200:5>:f32, 0.5>",
     "<i8:f32:0, 0.5>", "<i8:f32, {0.5}>", "<i8:f16, 1.0e+30>", "<i8:f32:0, {0.5, 0.5:128}>",
 ]
+
+
+@pytest.mark.parametrize("space", ["\u2003", "\x1c", "\xa0"])
+def test_printed_form_reader_takes_only_the_lexers_white_space(space):
+    """A space the lexer refuses is refused in a type too: the reader declines it, and the
+    parser reports it (the reader used to accept any Unicode space between per-axis scales)."""
+    from qdialect.dialects import quant
+
+    spelling = f"<i8:f32:0, {{0.5,{space}0.25}}>"
+    assert quant._printed_parameters(spelling) is None
+    assert quant._printed_parameters(spelling.replace(space, "\n ")) is not None
+    text = f"func.func @f(%a: tensor<2x!quant.uniform{spelling}>) {{\n  func.return\n}}\n"
+    with pytest.raises(ParseError, match="Unexpected character"):
+        parse_module(_ctx(), text, "t.mlir")
 
 
 @pytest.mark.parametrize("spelling", _SPELLINGS_OK + _SPELLINGS_BAD)

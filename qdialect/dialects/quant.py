@@ -73,7 +73,9 @@ _FLOAT_LITERAL = r"[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?"  # the lexer's FLOAT_LIT
 _PRINTED_PARAMETERS = re.compile(
     rf"<([iu])([0-9]+)(?:<(-?[0-9]+):(-?[0-9]+)>)?:(f16|bf16|f32)(?::([0-9]+))?, "
     rf"(\{{[^{{}}<>]*\}}|{_FLOAT_LITERAL}(?::-?[0-9]+)?)>")
-_PRINTED_PAIR = re.compile(rf"({_FLOAT_LITERAL})(?::(-?[0-9]+))?")
+# a scale and zero point in braces (with white space as the lexer skips it), and a list of them
+_PRINTED_PAIR = re.compile(rf"[ \t\n\r\f\v]*({_FLOAT_LITERAL})(?::(-?[0-9]+))?[ \t\n\r\f\v]*")
+_PRINTED_PAIRS = re.compile(rf"(?:{_PRINTED_PAIR.pattern},)*+{_PRINTED_PAIR.pattern}")
 
 
 @functools.cache
@@ -461,23 +463,28 @@ def _printed_parameters(text: str) -> tuple | None:
     smin, smax = (lo, hi) if smin is None else (int(smin), int(smax))
     if smin < lo or smax > hi or smin >= smax:
         return None
-    if (axis is None) == pairs.startswith("{"):
+    if axis is None:
+        if pairs.startswith("{"):
+            return None
+    elif not pairs.startswith("{") or _PRINTED_PAIRS.fullmatch(pairs, 1, len(pairs) - 1) is None:
         return None
-    tiny, huge = _EXPRESSED_LIMITS[ename]
-    scales, zero_points = [], []
-    for pair in (pairs[1:-1].split(",") if axis is not None else (pairs,)):
-        p = _PRINTED_PAIR.fullmatch(pair.strip())
-        if p is None:
-            return None
-        scale = float(p.group(1))
-        zero_point = 0 if p.group(2) is None else int(p.group(2))
-        if not (math.isfinite(scale) and scale > 0 and tiny / 2 <= scale <= huge and smin <= zero_point <= smax):
-            return None
-        scales.append(FloatData(scale))
-        zero_points.append(_int_attr(zero_point))
+    found = _PRINTED_PAIR.findall(pairs, 0 if axis is None else 1)  # [(scale, zero point or ""), ...]
+    scales = [float(scale) for scale, _ in found]
+    zero_points = [int(zero_point) if zero_point else 0 for _, zero_point in found]
+    tiny, huge = _EXPRESSED_LIMITS[ename]  # (the bounds also refuse inf and nan)
+    if not all(tiny / 2 <= scale <= huge for scale in scales) or not all(
+            smin <= zero_point <= smax for zero_point in zero_points):
+        return None
     return (_int_attr(width), _int_attr(1 if kind == "i" else 0), _int_attr(smin), _int_attr(smax),
-            EXPRESSED_TYPES[ename](), ArrayAttr(scales), ArrayAttr(zero_points),
+            _expressed_type(ename), ArrayAttr([FloatData(scale) for scale in scales]),
+            ArrayAttr([_int_attr(zero_point) for zero_point in zero_points]),
             _int_attr(-1 if axis is None else int(axis)))
+
+
+@functools.cache
+def _expressed_type(name: str) -> Attribute:
+    """The expressed type called `name`, built (and verified) once."""
+    return EXPRESSED_TYPES[name]()
 
 
 @functools.lru_cache(maxsize=1024)

@@ -1,4 +1,7 @@
-"""`LocatingParser`'s short cuts give what xDSL's parser gives: the same IR, the same errors."""
+"""`LocatingParser`'s short cuts (and the qnn dialect's) give what xDSL's parser gives: the same IR,
+the same errors."""
+
+import re
 
 import pytest
 
@@ -8,14 +11,13 @@ from transforms.opt import QdOptMain
 W = "tensor<2x1x1x2x!quant.uniform<i8<-127:127>:f32:0, {0.5, 0.25}>>"
 X = "tensor<1x1x1x2x!quant.uniform<i8:f32, 0.05:-3>>"
 B = "tensor<2xi32>"
-CONV = "qnn.conv2d %x, %w, %b"
 
 
 def _module(signature: str) -> str:
     return (f"func.func @main(%x: {X}) -> {X} {{\n"
             f'  %w = qnn.constant dense<"0x01020304"> : {W}\n'
             f'  %b = qnn.constant dense<"0x0100000002000000"> : {B}\n'
-            f"  %y = {CONV} : {signature}\n"
+            f"  %y = qnn.conv2d %x, %w, %b : {signature}\n"
             f"  func.return %y : {X}\n}}\n")
 
 
@@ -83,3 +85,23 @@ def test_a_signature_seen_before_is_still_checked_where_it_stands(ctx):
     assert _outcome(ctx, _adds(f"%a = {ADD}", f"%b = {ADD.replace(' :', ' {act_min = 200 : i64} :')}")) == (
         "t.mlir:3:3: error: qnn.add: clamp bounds [200, 127] are not inside the result storage range "
         "[-128, 127] or are empty")
+
+
+@pytest.mark.parametrize("operands", ["%x, %w, %b", "%x, %w, %b#0"])
+@pytest.mark.parametrize("value", [
+    'dense<"0x0102FEFF"> :', 'dense < "0x0102fEfF" >\n :', 'dense<"0x0102FEF"> :', 'dense<"0x01 02FEFF"> :',
+    'dense<"0X0102FEFF"> :', 'dense<"0x0102FEFG"> :', 'dense<"0x0102FEFF"> // a comment\n :',
+    'dense<"\\30x0102FEFF"> :', 'dense<"0x0102FEFF">', 'dense<"0x0102FEFF"',
+])
+def test_printed_constants_parse_as_xdsl_parses_them(ctx, operands, value, monkeypatch):
+    from qdialect.dialects import qnn
+
+    text = (f"func.func @main(%x: {X}) -> {X} {{\n"
+            f"  %w = qnn.constant {value} {W}\n"
+            f'  %b = qnn.constant dense<"0x0100000002000000"> : {B}\n'
+            f"  %y = qnn.conv2d {operands} : ({X}, {W}, {B}) -> {X}\n"
+            f"  func.return %y : {X}\n}}\n")
+    fast = _outcome(ctx, text)
+    never = re.compile(r"(?!)")  # every constant value read token by token
+    monkeypatch.setattr(qnn, "_PRINTED_CONSTANT", never)
+    assert fast == _outcome(ctx, text)

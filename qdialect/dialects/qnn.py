@@ -24,6 +24,7 @@ given a quantized type its scales must equal input_scale * weight_scale[c].
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -142,7 +143,6 @@ def shape_of(value: SSAValue) -> tuple[int, ...]:
 
 
 # ----- base op -----------------------------------------------------------------------
-
 
 class QnnOp(IRDLOperation):
     """Common syntax, attribute checking and helpers of qnn ops.
@@ -439,6 +439,25 @@ class ConstantOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
+        content = parser.lexer.input.content
+        printed = _PRINTED_CONSTANT.match(content, parser.pos) if isinstance(content, str) else None
+        if printed is not None and len(printed.group(1)) % 2 == 0:
+            # the printed form, read in one match instead of six tokens
+            data = bytes.fromhex(printed.group(1))
+            parser._resume_from(printed.end())
+        else:
+            data = cls._parse_hex_value(parser)
+            parser.parse_punctuation(":")
+        tpos = parser.pos
+        t = parser.parse_type()
+        if not isinstance(t, TensorType):
+            parser.raise_error(f"qnn.constant: result type {t} must be a ranked tensor", tpos)
+        itemsize = _constant_dtype(t).itemsize
+        return cls.create(result_types=[t], attributes={"value": _dense_bytes(data, itemsize, t.get_shape())})
+
+    @staticmethod
+    def _parse_hex_value(parser: Parser) -> bytes:
+        """The bytes of `dense<"0x...">`, token by token (with a diagnostic for anything else)."""
         parser.parse_keyword("dense")
         parser.parse_punctuation("<")
         pos = parser.pos
@@ -447,20 +466,17 @@ class ConstantOp(IRDLOperation):
         if not text.startswith("0x") or len(text) % 2:
             parser.raise_error("qnn.constant: expected a hex string \"0x...\"", pos)
         try:
-            data = bytes.fromhex(text[2:])
+            return bytes.fromhex(text[2:])
         except ValueError:
             parser.raise_error("qnn.constant: invalid hex digits in the constant", pos)
-        parser.parse_punctuation(":")
-        tpos = parser.pos
-        t = parser.parse_type()
-        if not isinstance(t, TensorType):
-            parser.raise_error(f"qnn.constant: result type {t} must be a ranked tensor", tpos)
-        itemsize = _constant_dtype(t).itemsize
-        return cls.create(result_types=[t], attributes={"value": _dense_bytes(data, itemsize, t.get_shape())})
 
     def print(self, printer: Printer):
         printer.print_string(f' dense<"0x{self.attributes["value"].data.data.hex().upper()}"> : ')
         printer.print_attribute(self.results[0].type)
+
+
+# `dense<"0x...."> :` as ConstantOp.print spells it (any hex digits, the lexer's white space)
+_PRINTED_CONSTANT = re.compile(r'dense[ \t\n\r\f\v]*<[ \t\n\r\f\v]*"0x([0-9A-Fa-f]*)"[ \t\n\r\f\v]*>[ \t\n\r\f\v]*:')
 
 
 def _constant_dtype(t) -> np.dtype:

@@ -87,13 +87,16 @@ def test_a_signature_seen_before_is_still_checked_where_it_stands(ctx):
         "[-128, 127] or are empty")
 
 
-@pytest.mark.parametrize("operands", ["%x, %w, %b", "%x, %w, %b#0"])
+@pytest.mark.parametrize("operands", [
+    "%x, %w, %b", "%x,%w,%b", "%x ,\n    %w , %b", "%x, %w, %b#0", "%x, %w#0, %b", "%x, %w %b", "%x, %w, %b,",
+    "%x, // a comment\n %w, %b", "%x, %w, %bb", "%x, %w, %b$", "%x, %w, %0b", "%x, %w,\u2003%b", "%x, %w, b",
+])
 @pytest.mark.parametrize("value", [
     'dense<"0x0102FEFF"> :', 'dense < "0x0102fEfF" >\n :', 'dense<"0x0102FEF"> :', 'dense<"0x01 02FEFF"> :',
     'dense<"0X0102FEFF"> :', 'dense<"0x0102FEFG"> :', 'dense<"0x0102FEFF"> // a comment\n :',
     'dense<"\\30x0102FEFF"> :', 'dense<"0x0102FEFF">', 'dense<"0x0102FEFF"',
 ])
-def test_printed_constants_parse_as_xdsl_parses_them(ctx, operands, value, monkeypatch):
+def test_printed_operands_and_constants_parse_as_xdsl_parses_them(ctx, operands, value, monkeypatch):
     from qdialect.dialects import qnn
 
     text = (f"func.func @main(%x: {X}) -> {X} {{\n"
@@ -102,6 +105,7 @@ def test_printed_constants_parse_as_xdsl_parses_them(ctx, operands, value, monke
             f"  %y = qnn.conv2d {operands} : ({X}, {W}, {B}) -> {X}\n"
             f"  func.return %y : {X}\n}}\n")
     fast = _outcome(ctx, text)
-    never = re.compile(r"(?!)")  # every constant value read token by token
+    never = re.compile(r"(?!)")  # every operand list and constant value read token by token
+    monkeypatch.setattr(qnn, "_PRINTED_OPERAND", never)
     monkeypatch.setattr(qnn, "_PRINTED_CONSTANT", never)
     assert fast == _outcome(ctx, text)

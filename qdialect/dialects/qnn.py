@@ -48,10 +48,11 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.lexer import Span
 
 from qdialect import trusted
 from qdialect.dialects.quant import UniformQuantizedType, _integer_type, quantized_tensor_problems
@@ -144,6 +145,28 @@ def shape_of(value: SSAValue) -> tuple[int, ...]:
 
 # ----- base op -----------------------------------------------------------------------
 
+# an operand `%name` (the lexer's extent of it) as QnnOp.print spells a list of them: each
+# followed by `,` (then the next) or by the `{` or `:` after the list (so no `#index`)
+_PRINTED_OPERAND = re.compile(
+    r"(%(?:[0-9]++|[A-Za-z$._-][A-Za-z0-9$._-]*+))[ \t\n\r\f\v]*+(?:(,)[ \t\n\r\f\v]*+(?=%)|(?=[{:]))")
+
+
+def _printed_operands(parser: Parser) -> list[UnresolvedOperand] | None:
+    """The operand list at the parser's position read with regular expressions, as
+    parsing it token by token would give it, when it is spelled as printed; else None."""
+    content = parser.lexer.input.content
+    if not isinstance(content, str):
+        return None
+    operands, pos = [], parser.pos
+    while (m := _PRINTED_OPERAND.match(content, pos)) is not None:
+        operands.append(UnresolvedOperand(Span(m.start(1), m.end(1), parser.lexer.input), 0))
+        pos = m.end()
+        if m.group(2) is None:
+            parser._resume_from(pos)
+            return operands
+    return None
+
+
 class QnnOp(IRDLOperation):
     """Common syntax, attribute checking and helpers of qnn ops.
 
@@ -190,12 +213,14 @@ class QnnOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser):
         pos = parser.pos
-        operands = (
-            parser.parse_optional_undelimited_comma_separated_list(
-                parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
+        operands = _printed_operands(parser)
+        if operands is None:
+            operands = (
+                parser.parse_optional_undelimited_comma_separated_list(
+                    parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
+                )
+                or []
             )
-            or []
-        )
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         ftype = parser.parse_function_type()

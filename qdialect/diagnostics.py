@@ -20,6 +20,7 @@ from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
 from qdialect import cyclic_gc, trusted
@@ -95,6 +96,7 @@ _KEYWORD_TYPE = {str: re.compile(r"(?:[su]?i[0-9]+|f16|bf16|f32|f64|index|none)(
 _SPACE = {str: re.compile(r"\s|$"), bytes: re.compile(rb"\s|$")}
 _SPACES = {str: re.compile(r"\s*", re.ASCII), bytes: re.compile(rb"\s*")}
 _COMMA = {str: re.compile(r"\s*,\s*", re.ASCII), bytes: re.compile(rb"\s*,\s*")}
+_EQUALS = {str: re.compile(r"\s*=", re.ASCII), bytes: re.compile(rb"\s*=")}
 _OPEN_PAREN = {str: "(", bytes: b"("}
 # a ranked tensor type of static, nonzero dimensions (`0x..` would lex as a hexadecimal
 # literal: those, dynamic dimensions and encodings go through the parser)
@@ -291,6 +293,19 @@ class LocatingParser(Parser):
         if m is not None:  # a 64-bit integer attribute costs ~70 us to lex and build
             return self._remembered(content, start, m.end(), super().parse_optional_attribute)
         return self._bracketed(_BRACKETED_ATTR, super().parse_optional_attribute)
+
+    def _parse_op_result_list(self):
+        """xDSL's, but one result `%name =` (the common case) is read with one match: the
+        `=` right after the name's token (white space between) leaves no `:size` or second
+        result to read."""
+        token = self._current_token
+        if token.kind is MLIRTokenKind.PERCENT_IDENT:
+            content = self.lexer.input.content
+            equals = _EQUALS[type(content)].match(content, token.span.end)
+            if equals is not None:
+                self._resume_from(equals.end())
+                return [(token.span, 1)]
+        return super()._parse_op_result_list()
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span

@@ -109,3 +109,15 @@ def test_printed_operands_and_constants_parse_as_xdsl_parses_them(ctx, operands,
     monkeypatch.setattr(qnn, "_PRINTED_OPERAND", never)
     monkeypatch.setattr(qnn, "_PRINTED_CONSTANT", never)
     assert fast == _outcome(ctx, text)
+
+
+@pytest.mark.parametrize("results", [
+    "%y =", "%y=", "%y\n    =", "%y:1 =", "%y#0 =", "%y, %z =", "%y // a comment\n =", "%y\u2003=", "%y = =", "%y",
+])
+def test_result_lists_parse_as_xdsl_parses_them(ctx, results, monkeypatch):
+    from qdialect import diagnostics
+
+    text = _module(f"({X}, {W}, {B}) -> {X}").replace("%y =", results)
+    fast = _outcome(ctx, text)
+    monkeypatch.setattr(diagnostics, "_EQUALS", {str: re.compile(r"(?!)")})  # read token by token
+    assert fast == _outcome(ctx, text)

@@ -369,10 +369,10 @@ class QnnOp(IRDLOperation):
         if isinstance(el, UniformQuantizedType):
             if el.storage not in ("i32", "i64"):
                 self.fail(f"{self.operand_name(bias_index)} storage {el.storage} must be i32 or i64")
-            bscale = np.broadcast_to(el.scale_array(), (channels,))
-            in_s = float(self.in_q(in_index).scale_array())
-            w_s = np.broadcast_to(self.in_q(w_index).scale_array(), (channels,))
-            expected = in_s * w_s
+            bscale = _per_channel(el, channels)
+            in_q = self.in_q(in_index)
+            in_s = in_q.scales.data[0].data if len(in_q.scales) == 1 else float(in_q.scale_array())
+            expected = [in_s * w for w in _per_channel(self.in_q(w_index), channels)]
             for c in range(channels):
                 # abs_tol: a float32 product in the subnormal range is only exact to 2^-149
                 if not math.isclose(bscale[c], expected[c], rel_tol=1e-5, abs_tol=2.0**-149):
@@ -382,6 +382,17 @@ class QnnOp(IRDLOperation):
                     )
         elif not (isinstance(el, IntegerType) and el.width.data in (32, 64)):
             self.fail(f"{self.operand_name(bias_index)} element type {el} must be i32 or i64")
+
+
+def _per_channel(q: UniformQuantizedType, channels: int) -> Sequence[float]:
+    """The scales of `q` as `np.broadcast_to(q.scale_array(), (channels,))` gives them (a
+    per-tensor scale repeated), as Python floats (the arithmetic on them is the same)."""
+    scales = [s.data for s in q.scales.data]
+    if len(scales) == channels:
+        return scales
+    if len(scales) == 1:
+        return scales * channels
+    return np.broadcast_to(q.scale_array(), (channels,))
 
 
 # ----- constants ---------------------------------------------------------------------

@@ -170,6 +170,26 @@ def all_ops(root: Operation) -> list[Operation]:
     return ops
 
 
+def op_types(root: Operation) -> set[type]:
+    """`{type(op) for op in all_ops(root)}`, without the list of ops (a lowered module has
+    about a hundred ops per convolution, of a few classes)."""
+    types = {type(root)}
+    add = types.add
+    pending = [root]
+    while pending:
+        for region in pending.pop().regions:
+            block = region._first_block
+            while block is not None:
+                nested = block._first_op
+                while nested is not None:
+                    add(type(nested))
+                    if nested.regions:
+                        pending.append(nested)
+                    nested = nested._next_op
+                block = block._next_block
+    return types
+
+
 class _ReplacingRewriter:
     """The part of xDSL's PatternRewriter a pattern run by `rewrite_once` may use: `replace`,
     with what PatternRewriter.replace does when no listener wants to know (insert the new
@@ -290,7 +310,7 @@ def rewrite_once(region: Region, pattern) -> None:
     lowering)."""
     from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
-    ops = list(region.walk())
+    ops = all_ops_in_walk_order(region)
     erased: set[int] = set()  # id()s of erased ops still in `ops` (nested in an erased op)
     rewriter = _ReplacingRewriter(erased)
     match = pattern.match_and_rewrite

@@ -62,7 +62,7 @@ from qdialect.dialects import qint
 from qdialect.reference import activations as act
 from qdialect.reference.rescale import multiply_by_quantized_multiplier, multiply_single_rounding
 from transforms.decompose import Emitter, Unsupported, dense_constant, int_tensor, pad_op, scalar_constant
-from transforms.fast_ir import BlockTemplate, all_ops, create_op, new_region, rewrite_once
+from transforms.fast_ir import BlockTemplate, create_op, new_region, op_types, rewrite_once
 
 I64 = IntegerType(64)
 I32 = IntegerType(32)
@@ -1333,7 +1333,7 @@ class QnnLowerToLinalgPass(ModulePass):
         rewrite_once(op.body, LowerQIntOp(failures))
         if failures:
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + "; ".join(dict.fromkeys(failures)))
-        left = sorted(o.name for o in {type(o) for o in all_ops(op)}
+        left = sorted(o.name for o in op_types(op)
                       if o.dialect_name() not in ("builtin", "func", "arith", "linalg", "tensor"))
         if left:
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + ", ".join(left)

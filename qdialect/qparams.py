@@ -8,6 +8,7 @@ with.  `real = scale * (stored - zero_point)`; for a per-axis type, `scale` and
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,7 +172,10 @@ def storage_bounds(bits: int, signed: bool) -> tuple[int, int]:
     return 0, (1 << bits) - 1
 
 
+@functools.cache
 def storage_dtype(bits: int, signed: bool) -> np.dtype:
+    """The numpy container of `bits`-bit storage (remembered: a dtype is immutable, and
+    parsing asks it of every constant)."""
     for width in (8, 16, 32, 64):
         if bits <= width:
             return np.dtype(f"{'int' if signed else 'uint'}{width}")

@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,38 +91,68 @@ def measure(tree: str, blocks: int) -> dict[str, float]:
             os.mkfifo(os.path.join(work, name))
         out = os.path.join(work, "callgrind.out")
         env = dict(os.environ, PYTHONPATH=tree)
-        proc = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-             sys.executable, str(Path(__file__).resolve()), "--child", str(blocks), work],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        log = os.path.join(work, "stderr")
+        with open(log, "w") as err:  # (a file: a pipe read only at the end could fill up)
+            proc = subprocess.Popen(
+                ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+                 sys.executable, str(Path(__file__).resolve()), "--child", str(blocks), work],
+                env=env, stdout=subprocess.DEVNULL, stderr=err)
         counts = []
-        with open(os.path.join(work, "req")) as req, open(os.path.join(work, "ack"), "w") as ack:
-            pid = str(proc.pid)
-            req.readline()
-            _control("-i", "on", pid)
-            _control("-z", pid)
-            ack.write("go\n")
-            ack.flush()
-            for _ in STAGES:
-                if not req.readline():
-                    break
-                before = set(glob.glob(out + "*"))
-                _control("-d", pid)
-                dump = sorted(set(glob.glob(out + "*")) - before)[-1]
-                counts.append(_total(dump))
-                ack.write("go\n")
-                ack.flush()
-        proc.wait()
+        done = threading.Event()
+        threading.Thread(target=_unblock_when_gone, args=(proc, work, done), daemon=True).start()
+        try:
+            with open(os.path.join(work, "req")) as req, open(os.path.join(work, "ack"), "w") as ack:
+                pid = str(proc.pid)
+                if req.readline():
+                    _control("-i", "on", pid)
+                    _control("-z", pid)
+                    ack.write("go\n")
+                    ack.flush()
+                    for _ in STAGES:
+                        if not req.readline():
+                            break
+                        before = set(glob.glob(out + "*"))
+                        _control("-d", pid)
+                        dump = sorted(set(glob.glob(out + "*")) - before)[-1]
+                        counts.append(_total(dump))
+                        ack.write("go\n")
+                        ack.flush()
+        except BrokenPipeError:
+            pass  # the measured process is gone: reported below
+        finally:
+            done.set()
+        proc.wait(timeout=_TIMEOUT)
         if len(counts) != len(STAGES):
-            raise SystemExit(f"the measured process stopped early (exit {proc.returncode}):\n{proc.stderr.read()[-2000:]}")
+            raise SystemExit(f"the measured process stopped early (exit {proc.returncode}):\n"
+                             + Path(log).read_text()[-2000:])
         n_ops = 4 * blocks  # a block: weights, bias, conv2d, add
         return {stage: c / n_ops / 1e6 for stage, c in zip(STAGES, counts)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _unblock_when_gone(proc, work: str, done: threading.Event) -> None:
+    """Once the measured process has ended, open the far ends of the FIFOs again and again
+    until the parent is done, so that its `open` of either returns (its reads then see
+    the end, its writes a broken pipe) instead of waiting for a process that is gone."""
+    proc.wait()
+    while not done.wait(0.2):
+        for name, mode in (("req", os.O_WRONLY), ("ack", os.O_RDONLY)):
+            try:
+                os.close(os.open(os.path.join(work, name), mode | os.O_NONBLOCK))
+            except OSError:
+                pass  # nobody waits on that end
+
+
+_TIMEOUT = 900  # seconds for any one step: callgrind_control waits forever where it cannot attach
+
+
 def _control(*args: str) -> None:
-    subprocess.run(["callgrind_control", *args], check=True, capture_output=True)
+    try:
+        subprocess.run(["callgrind_control", *args], check=True, capture_output=True, timeout=_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"callgrind_control {' '.join(args)} did not answer in {_TIMEOUT} s "
+                         "(can it attach to the measured process here?)") from None
 
 
 def _total(dump: str) -> int:

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import ErasedSSAValue, Operation
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -384,13 +385,23 @@ def verify_module(
             raise LocatedVerifyError(_first_reason(str(e), op), span) from None
 
 
+@functools.cache
+def _cacheable(cls: type) -> bool:
+    """A qnn op class whose verification reads only types and attributes: defined in
+    qdialect/dialects/qnn.py, whose verifiers keep QnnOp's contract, and with no trait but
+    Pure (a trait such as HasParent would read the op's place).  A subclass from anywhere
+    else, or with another trait, is verified every time."""
+    return (issubclass(cls, QnnOp) and cls.__module__ == QnnOp.__module__
+            and all(type(trait) is Pure for trait in cls.traits))
+
+
 def _signature(op: Operation) -> tuple | None:
     """All that verifying `op` reads, when it is a qnn op: its class, the identities of its
     operand and result types and its attributes in order (QnnOp's contract for its
     verifiers; xDSL's part, IRDL's and the Pure trait's, reads no more of such an op).
     None for other ops, and for a qnn op with regions, successors, properties or an
     erased operand, or that ends its block (where xDSL requires a terminator)."""
-    if (not isinstance(op, QnnOp) or op.regions or op.successors or op.properties
+    if (not _cacheable(type(op)) or op.regions or op.successors or op.properties
             or op.next_op is None):
         return None
     operands = op.operands

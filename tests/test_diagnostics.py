@@ -77,6 +77,25 @@ def test_ops_of_one_signature_are_verified_once(ctx, monkeypatch):
     assert verified.count("qnn.add") == 1
 
 
+def test_only_qnn_op_classes_that_read_no_context_are_verified_once():
+    # the cache's premise: qnn.py's verifiers read types and attributes only, and no
+    # trait but Pure reads more; a subclass with another trait (or from elsewhere) is
+    # verified every time
+    from xdsl.traits import HasParent, Pure
+
+    from qdialect.diagnostics import _cacheable
+    from qdialect.dialects import qnn
+
+    assert _cacheable(qnn.AddOp) and _cacheable(qnn.Conv2DOp)
+    assert not _cacheable(qnn.ConstantOp)  # (not a QnnOp: its values are its own to check)
+    # (classes standing for such subclasses: only what _cacheable reads of them)
+    placed = type("PlacedAddOp", (qnn.AddOp,), {"__module__": qnn.__name__,
+                                                "traits": (Pure(), HasParent(qnn.AddOp))})
+    elsewhere = type("OtherAddOp", (qnn.AddOp,), {"__module__": __name__})
+    assert _cacheable(type("SameAddOp", (qnn.AddOp,), {"__module__": qnn.__name__}))
+    assert not _cacheable(placed) and not _cacheable(elsewhere)
+
+
 def test_a_signature_seen_before_is_still_checked_where_it_stands(ctx):
     # the last op of a block must be a terminator, whatever its signature
     assert _outcome(ctx, _adds(f"%a = {ADD}", f"%b = {ADD}", end="")) == (

@@ -246,7 +246,7 @@ def _insert_before(block: Block, new_ops: Sequence[Operation], anchor: Operation
     """`block.insert_ops_before(new_ops, anchor)`.  A new op without regions is linked in
     directly: xDSL's check that it is not an ancestor of `block` walks up every parent of
     `block`, and an op without regions is nobody's ancestor."""
-    if anchor.parent is not block:
+    if block is None or anchor.parent is not block:
         raise ValueError("Can't insert operation before operation not in current block")
     for new in new_ops:
         if new.parent is not None or new.regions:

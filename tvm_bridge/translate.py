@@ -155,16 +155,19 @@ def tensor_constant(array: np.ndarray):
 
 
 _make_tensor_const = None
-_ARENA_BYTES = 1 << 20
+_ARENA_BYTES = 1 << 18
 _arenas = threading.local()
 
 
 def _arena_empty(shape, dtype: np.dtype) -> np.ndarray:
-    """`aligned_empty` for constants, carved out of 1 MiB buffers (each thread its own):
-    a buffer of its own costs a constant about 15 us (numpy's allocation and its address
-    read through ctypes), a slice of a shared one about 1.  A buffer lives as long as any
-    constant in it."""
+    """`aligned_empty` for a small constant, carved out of a 256 KiB buffer: a buffer of its
+    own costs a constant about 15 us (numpy's allocation and its address read through
+    ctypes), a slice of a shared one about 1.  A buffer lives as long as any constant in
+    it, so each translation starts buffers of its own (`translate`; each thread its own
+    too), and a constant over 16 KiB (a layer's weights) gets a buffer of its own."""
     nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > _ARENA_BYTES // 16:
+        return aligned_empty(shape, dtype)
     arena = getattr(_arenas, "current", None)
     if arena is not None:
         raw, address, offset = arena
@@ -172,8 +175,6 @@ def _arena_empty(shape, dtype: np.dtype) -> np.ndarray:
         if start + nbytes <= len(raw):
             _arenas.current = (raw, address, start + nbytes)
             return raw[start:start + nbytes].view(dtype).reshape(shape)
-    if nbytes > _ARENA_BYTES // 4:
-        return aligned_empty(shape, dtype)
     raw = np.empty(_ARENA_BYTES, np.uint8)
     address = raw.ctypes.data
     start = -address % 64
@@ -1164,7 +1165,11 @@ def translate(module: ModuleOp, entry: str | None = None, dot=None):
         _register_named_elementwise()
     tr = Translator(module)
     tr.dot = dot
-    return tr.translate(entry)
+    _arenas.current = None  # this module's constants share buffers with no other's
+    try:
+        return tr.translate(entry)
+    finally:
+        _arenas.current = None
 
 
 def tvm_constant_type():

@@ -249,12 +249,15 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
 
     def qparams(self) -> QParams:
         """The parameters as a `QParams`, made once per type object (a type is immutable,
-        and the passes ask this of every quantized operand): its arrays are read-only."""
+        and the passes ask this of every quantized operand): its arrays are read-only
+        (copy them to change them)."""
         hit = _QPARAMS.get(id(self))
         if hit is not None and hit[0] is self:
             return hit[1]
-        scale, zero_point = self.scale_array(), self.zero_point_array()
-        scale.flags.writeable = zero_point.flags.writeable = False
+        # over immutable bytes: numpy refuses to make them writable again (a flag alone
+        # could be set back, and a write would change every later caller's parameters)
+        scale, zero_point = (np.frombuffer(a.tobytes(), a.dtype).reshape(a.shape)
+                             for a in (self.scale_array(), self.zero_point_array()))
         q = QParams(
             bits=self.storage_width.data,
             signed=self.signed,

@@ -24,6 +24,7 @@ pass cannot express exactly is refused (every such op named at once).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -379,9 +380,23 @@ def dim(i: int) -> AffineExpr:
     return AffineExpr.dimension(i)
 
 
+_AMAPS: dict[tuple, AffineMapAttr] = {}
+
+
 def amap(n_dims: int, results: Sequence) -> AffineMapAttr:
-    exprs = tuple(r if isinstance(r, AffineExpr) else AffineExpr.constant(int(r)) for r in results)
-    return AffineMapAttr(AffineMap(n_dims, 0, exprs))
+    """The map `(d0, ..., d{n_dims-1}) -> (results)` (ints are constants), one attribute object
+    per distinct map: an attribute is immutable, so the ops share it; making one costs 4-25 us
+    (hashing the key about 2), and the translation remembers what it read from a map by the
+    map's identity (`tvm_bridge.epilogue._map_text`)."""
+    key = (n_dims, tuple(r if isinstance(r, AffineExpr) else int(r) for r in results))
+    hit = _AMAPS.get(key)
+    if hit is None:
+        exprs = tuple(r if isinstance(r, AffineExpr) else AffineExpr.constant(r) for r in key[1])
+        hit = AffineMapAttr(AffineMap(n_dims, 0, exprs))
+        if len(_AMAPS) > 4096:  # bounded across the models of a long-lived process
+            _AMAPS.clear()
+        _AMAPS[key] = hit
+    return hit
 
 
 @cache
@@ -419,6 +434,22 @@ def _iterator_types(iterators: tuple[str, ...]) -> ArrayAttr:
     return ArrayAttr([getattr(IteratorTypeAttr, it)() for it in iterators])
 
 
+_MAPS_ATTRS: dict[tuple, tuple] = {}
+
+
+def _maps_attr(maps: tuple[AffineMapAttr, ...]) -> ArrayAttr:
+    """`ArrayAttr(maps)`, one object per tuple of map objects (found by their identities: the
+    maps are `amap`'s shared ones, and hashing a map walks its expressions)."""
+    key = tuple([id(m) for m in maps])
+    hit = _MAPS_ATTRS.get(key)
+    if hit is None:
+        if len(_MAPS_ATTRS) > 4096:  # bounded across the models of a long-lived process
+            _MAPS_ATTRS.clear()
+        # the entry keeps the maps alive, so no other object can take their ids while it exists
+        hit = _MAPS_ATTRS[key] = (maps, ArrayAttr(maps))
+    return hit[1]
+
+
 @cache
 def _segment_sizes(n_inputs: int) -> DenseArrayBase:
     """A linalg.generic's operandSegmentSizes: `n_inputs` inputs, one output."""
@@ -433,6 +464,8 @@ class Lowering(Emitter):
 
     def __init__(self, bodies: dict | None = None):
         super().__init__()
+        # (a later op, the value now replacing its result): an op lowered together with this one
+        self.replaces: list[tuple[Operation, SSAValue]] = []
         self.bodies = {} if bodies is None else bodies
 
     def empty(self, t: TensorType) -> SSAValue:
@@ -483,7 +516,7 @@ class Lowering(Emitter):
         # the op GenericOp(...) makes, without its constructor's conversions and checks of
         # arguments built right here (lower_to_l3 verifies the module after the pass)
         op = create_op(GenericOp, [*inputs, out], [out_type],
-                       {"indexing_maps": ArrayAttr([*maps, out_map]),
+                       {"indexing_maps": _maps_attr((*maps, out_map)),
                         "iterator_types": _iterator_types(tuple(iterators)),
                         "operandSegmentSizes": _segment_sizes(len(inputs))}, {}, [new_region(block)])
         return self.add(op)
@@ -565,14 +598,33 @@ def signed_max(width: int) -> int:
 # ----- accumulating ops ------------------------------------------------------------------------
 
 
-def _constant_values(value: SSAValue) -> np.ndarray | None:
-    """The values of a dense `arith.constant` (decoded by the interpreter's own handler), else None."""
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
-        from qdialect.interpreter import _arith_constant
+_INT_DTYPES = {8: np.dtype(np.int8), 16: np.dtype(np.int16), 32: np.dtype(np.int32), 64: np.dtype(np.int64)}
 
-        return _arith_constant(None, owner, [])
-    return None
+
+def _constant_values(value: SSAValue) -> np.ndarray | None:
+    """The values of a dense `arith.constant`, else None: for the callers to read, not write.
+
+    An integer tensor of 8, 16, 32 or 64 bits is a read-only view of the attribute's bytes (as
+    the interpreter decodes it, without its copy and its numpy product of the shape: a
+    convolution's weights and bias are read here); anything else is decoded by the
+    interpreter's own handler."""
+    owner = value.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(attr := owner.value, DenseIntOrFPElementsAttr):
+        return None
+    t = attr.type
+    el = t.element_type
+    dtype = _INT_DTYPES.get(el.width.data) if isinstance(el, IntegerType) else None
+    if dtype is not None:
+        shape = t.get_shape()
+        raw = np.frombuffer(attr.data.data, dtype=dtype)
+        n = math.prod(shape)
+        if raw.size == n:
+            return raw.reshape(shape)
+        if raw.size == 1:  # a splat
+            return np.broadcast_to(raw, shape)
+    from qdialect.interpreter import _arith_constant
+
+    return _arith_constant(None, owner, [])
 
 
 def _conv_nhwc_fhwc(operands: Sequence[SSAValue], strides: tuple[int, int], dilations: tuple[int, int]) -> Operation:
@@ -583,6 +635,36 @@ def _conv_nhwc_fhwc(operands: Sequence[SSAValue], strides: tuple[int, int], dila
                                  dilations=DenseIntOrFPElementsAttr.from_list(TensorType(I64, [2]), list(dilations)))
 
     return _region_op(("conv_2d_nhwc_fhwc", tuple(strides), tuple(dilations)), build, operands)
+
+
+def _corrected(e: Lowering, op: Operation, acc: SSAValue, correction: np.ndarray) -> SSAValue:
+    """`acc - correction` (int64, per output channel: the last axis) wrapped to the width of
+    `op`'s result, the accumulator of a product with the input zero point taken out of the
+    reduction.
+
+    When that result's one use is a `qint.bias_add` of a constant bias, of the same type (what
+    the decomposition makes of a convolution or fully connected layer with a bias), the
+    generic is `acc + (bias - correction)` instead, the constant wrapped to that width: both
+    forms wrap modulo 2^width, so every sum is the same, with one generic fewer.  The
+    bias_add is then replaced by it (`Lowering.replaces`, done by `LowerQIntOp`)."""
+    out_t = op.results[0].type
+    acc_w = qint.int_width(op.results[0])
+    rank = len(out_t.get_shape())
+    use = op.results[0].first_use
+    user = use.operation if use is not None and use._next_use is None else None
+    if type(user) is qint.BiasAddOp and use.index == 0 and user.results[0].type == out_t:
+        bias = _constant_values(user.operands[1])
+        if bias is not None and bias.shape == correction.shape:
+            total = bias.astype(np.int64) - correction
+            if acc_w < 64:
+                half = 1 << (acc_w - 1)
+                total = (total + half) % (1 << acc_w) - half
+            value = lower_bias_add(e, user, (acc, e.constant(total, acc_w)))
+            e.replaces.append((user, value))
+            return value
+    return e.generic([acc, e.constant(correction, 64)], [identity(rank), axis_map(rank, rank - 1)], out_t,
+                     identity(rank), lambda s, a, c, _o: s.trunc(s.sub(s.ext(a), c), acc_w),
+                     key=("correction", acc_w))
 
 
 def lower_conv2d(e: Lowering, op: qint.Conv2DOp) -> SSAValue:
@@ -601,11 +683,7 @@ def lower_conv2d(e: Lowering, op: qint.Conv2DOp) -> SSAValue:
         acc = e.add(_conv_nhwc_fhwc([xp, w, init], (sh, sw), (dh, dw)))
         if izp == 0:
             return acc
-        correction = izp * weights.astype(np.int64).reshape(weights.shape[0], -1).sum(axis=1)
-        corr = e.constant(correction, 64)
-        rank = 4
-        return e.generic([acc, corr], [identity(rank), amap(rank, [dim(3)])], out_t, identity(rank),
-                         lambda s, a, c, _o: s.trunc(s.sub(s.ext(a), c), acc_w), key=("correction", acc_w))
+        return _corrected(e, op, acc, izp * weights.astype(np.int64).reshape(weights.shape[0], -1).sum(axis=1))
     # general form: zero points inside the reduction body
     maps = [amap(7, [dim(0), dim(1) * sh + dim(4) * dh, dim(2) * sw + dim(5) * dw, dim(6)]),
             amap(7, [dim(3), dim(4), dim(5), dim(6)])]
@@ -674,9 +752,7 @@ def lower_depthwise(e: Lowering, op: qint.DepthwiseConv2DOp) -> SSAValue:
                         iterators=["parallel"] * 4 + ["reduction"] * 2, init=0)
         if not correct:
             return acc
-        corr = e.constant((izp + bias) * weights.astype(np.int64).reshape(-1, c).sum(axis=0), 64)
-        return e.generic([acc, corr], [identity(4), amap(4, [dim(3)])], out_t, identity(4),
-                         lambda s, a, k, _o: s.trunc(s.sub(s.ext(a), k), acc_w), key=("correction", acc_w))
+        return _corrected(e, op, acc, (izp + bias) * weights.astype(np.int64).reshape(-1, c).sum(axis=0))
     # loops (n, y, x, c, m, ky, kx)
     w4 = e.reshape(w, (kh, kw, c, mult))
     maps = [amap(7, [dim(0), dim(1) * sh + dim(5) * dh, dim(2) * sw + dim(6) * dw, dim(3)]),
@@ -704,9 +780,7 @@ def lower_fully_connected(e: Lowering, op: qint.FullyConnectedOp) -> SSAValue:
         acc = e.reshape(conv, (n, o))
         if izp == 0:
             return acc
-        corr = e.constant(izp * weights.astype(np.int64).sum(axis=1), 64)
-        return e.generic([acc, corr], [identity(2), amap(2, [dim(1)])], op.results[0].type, identity(2),
-                         lambda s, a, c, _o: s.trunc(s.sub(s.ext(a), c), acc_w), key=("correction", acc_w))
+        return _corrected(e, op, acc, izp * weights.astype(np.int64).sum(axis=1))
     maps = [amap(3, [dim(0), dim(2)]), amap(3, [dim(1), dim(2)])]
     return e.generic([x, w], maps, op.results[0].type, amap(3, [dim(0), dim(1)]),
                      _zp_product(op.attr("input_zp", 0), op.attr("weight_zp", 0), acc_w),
@@ -735,8 +809,9 @@ def lower_batch_matmul(e: Lowering, op: qint.BatchMatmulOp) -> SSAValue:
                      iterators=["parallel"] * r + ["reduction"], init=0)
 
 
-def lower_bias_add(e: Lowering, op: qint.BiasAddOp) -> SSAValue:
-    acc, bias = op.operands
+def lower_bias_add(e: Lowering, op: qint.BiasAddOp, operands: Sequence[SSAValue] | None = None) -> SSAValue:
+    """The elementwise add of `op`, on its operands or on the given (accumulator, bias)."""
+    acc, bias = operands or op.operands
     w = qint.int_width(op.results[0])
     return e.elementwise([acc, bias], op.results[0].type,
                          lambda s, a, b, _o: s.emit(arith.AddiOp(a, s.ext(b, w))), key=("bias_add", w))
@@ -884,8 +959,19 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
                     a = s.wrap(s.shl(a, left_), 32)
                 k = 2
             mult = p(0) if isinstance(p(0), int) else s.ext(p(0), 64)
-            t = s.mul(a, mult)
             pos, neg = p(k), p(k + 1)
+            shift = None if hi_form else p(k + 2)
+            if (isinstance(mult, int) and mult > 0 and mult & (mult - 1) == 0 and isinstance(pos, int)
+                    and pos == neg and isinstance(shift, int) and mult.bit_length() - 1 >= shift
+                    and 0 <= pos < 1 << shift):
+                # a multiplier 2^m with m >= the shift (ADD's input of the larger scale: 2^30):
+                # floor((a * 2^m + c) / 2^shift) = a * 2^(m - shift) exactly when 0 <= c < 2^shift,
+                # and a * 2^(m - shift) is smaller than the product, which fits (see above)
+                r = s.min(s.max(s.trunc(s.shl(a, mult.bit_length() - 1 - shift), 32), lo - ozp), hi - ozp)
+                if ozp:
+                    r = s.add(r, ozp)
+                return s.trunc(r, out_w)
+            t = s.mul(a, mult)
             if not (isinstance(pos, int) and pos == neg):
                 pos = s.select(s.cmp("slt", t, -(1 << (30 - folded))), neg, pos)
             u = s.add(t, pos)
@@ -1305,8 +1391,18 @@ LOWERINGS: dict[type, Callable[[Lowering, Operation], SSAValue]] = {
 class LowerQIntOp(RewritePattern):
     failures: list[str]
     bodies: dict = field(default_factory=dict)  # Lowering.generic's body cache, for one pass run
+    # id(op) -> (op, value): ops an earlier lowering computed along with its own (Lowering.replaces)
+    done: dict = field(default_factory=dict)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if self.done and (hit := self.done.pop(id(op), None)) is not None:
+            operands = list(op.operands)
+            rewriter.replace(op, [], [hit[1]])
+            for value in operands:  # a constant only the op read (a folded bias)
+                if value.first_use is None and isinstance(const := value.owner, arith.ConstantOp):
+                    const.detach()
+                    const.erase()
+            return
         fn = LOWERINGS.get(type(op))
         if fn is None:
             return
@@ -1317,6 +1413,8 @@ class LowerQIntOp(RewritePattern):
             self.failures.append(f"{op.name}: {err}")
             return
         rewriter.replace(op, e.ops, [out])
+        for later, value in e.replaces:
+            self.done[id(later)] = (later, value)  # (the entry keeps `later` alive: its id stays its own)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,31 @@ func.func @conv_named(%x: tensor<1x4x4x3xi8>) -> (tensor<1x2x2x2xi32>, tensor<1x
   func.return %0, %1 : tensor<1x2x2x2xi32>, tensor<1x3x3x2xi32>
 }
 
+// The same convolution whose only user is a bias_add of a constant bias: the correction folds
+// into the bias, one generic adding bias - input_zp * sum(w[o]) wrapped to i32 (both wrap modulo
+// 2^32, so every sum is the same): [100 - (-234), -2^31 - 234 + 2^32] = [334, 2147483414].  The
+// bias_add's result is that generic's; the bias constant, read by nothing else, is gone.
+// CHECK-LABEL: func.func @conv_bias
+// CHECK-NOT:     dense<[100, -2147483648]>
+// CHECK:         %[[CONV:.*]] = linalg.conv_2d_nhwc_fhwc
+// CHECK-NEXT:    %[[SUM:.*]] = arith.constant dense<[334, 2147483414]> : tensor<2xi32>
+// CHECK-NEXT:    tensor.empty() : tensor<1x2x2x2xi32>
+// CHECK-NEXT:    %[[R:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[CONV]], %[[SUM]] : tensor<1x2x2x2xi32>, tensor<2xi32>)
+// CHECK-NEXT:    ^bb0(%[[A:.*]]: i32, %[[B:.*]]: i32, %{{.*}}: i32):
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[A]], %[[B]] : i32
+// CHECK-NEXT:      linalg.yield %[[S]] : i32
+// CHECK:         func.return %[[R]] : tensor<1x2x2x2xi32>
+// MLIR-LABEL:  func.func @conv_bias
+// MLIR:          linalg.conv_2d_nhwc_fhwc
+// MLIR:          arith.addi
+func.func @conv_bias(%x: tensor<1x4x4x3xi8>) -> tensor<1x2x2x2xi32> {
+  %w = arith.constant dense<[[[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [10, 11, 12]]], [[[-1, -2, -3], [-4, -5, -6]], [[-7, -8, -9], [-10, -11, -12]]]]> : tensor<2x2x2x3xi8>
+  %b = arith.constant dense<[100, -2147483648]> : tensor<2xi32>
+  %0 = qint.conv2d %x, %w {input_zp = -3 : i64, weight_zp = 0 : i64, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x4x4x3xi8>, tensor<2x2x2x3xi8>) -> tensor<1x2x2x2xi32>
+  %1 = qint.bias_add %0, %b : (tensor<1x2x2x2xi32>, tensor<2xi32>) -> tensor<1x2x2x2xi32>
+  func.return %1 : tensor<1x2x2x2xi32>
+}
+
 // Weights that are not a constant (or a weight zero point): one generic over (n, y, x, o, ky, kx, i)
 // with both zero points subtracted in the body, here in the i16 accumulator type (wrapping in i16
 // is the same as the exact sum wrapped).

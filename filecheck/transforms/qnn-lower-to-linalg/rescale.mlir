@@ -14,9 +14,10 @@
 // [q < 0]) / 2^e) for e >= 1, and nested floors compose, so the whole is one add and one shift:
 // (a*M + 2^30 + 2^(30+e) - [a*M < -2^30] * 2^31) >> (31 + e).  Multipliers are in [0, 2^31)
 // (the verifier says so), so SRDHM's one saturating case (both INT32_MIN) cannot happen.
-// (2^30, shift 2): left 2, right 0.  v = x + 3 lies in [-125, 130], so v << 2 cannot wrap at
-// 32 bits and the left shift folds into the final one: a*M + 2^30 = 4 * (v*M + 2^28), and
-// floor(4u / 2^31) = floor(u / 2^29): v*M + 2^28 (= 268435456) >> 29; with e = 0 no sign term.
+// (1374389504 = 0.64 * 2^31, shift 2): left 2, right 0.  v = x + 3 lies in [-125, 130], so
+// v << 2 cannot wrap at 32 bits and the left shift folds into the final one: a*M + 2^30 =
+// 4 * (v*M + 2^28), and floor(4u / 2^31) = floor(u / 2^29): v*M + 2^28 (= 268435456) >> 29;
+// with e = 0 no sign term.
 // The result fits int32, so the clamp runs on i32 (twice the SIMD lanes of i64):
 // clamp(r + 5, -100, 100) is written clamp(r, -105, 95) + 5 so the add cannot overflow.
 // CHECK-LABEL: func.func @double_round
@@ -25,7 +26,7 @@
 // CHECK-NEXT:      %[[X64:.*]] = arith.extsi %[[X]] : i8 to i64
 // CHECK-NEXT:      %[[IZP:.*]] = arith.constant -3 : i64
 // CHECK-NEXT:      %[[V:.*]] = arith.subi %[[X64]], %[[IZP]] : i64
-// CHECK-NEXT:      %[[M:.*]] = arith.constant 1073741824 : i64
+// CHECK-NEXT:      %[[M:.*]] = arith.constant 1374389504 : i64
 // CHECK-NEXT:      %[[T:.*]] = arith.muli %[[V]], %[[M]] : i64
 // CHECK-NEXT:      %[[B:.*]] = arith.constant 268435456 : i64
 // CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[T]], %[[B]] : i64
@@ -43,6 +44,33 @@
 // MLIR-LABEL:  func.func @double_round
 // MLIR:          arith.shrsi
 func.func @double_round(%x: tensor<2x3xi8>) -> tensor<2x3xi8> {
+  %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1374389504>, shift = array<i64: 2>, input_zp = -3 : i64, output_zp = 5 : i64, clamp_min = -100 : i64, clamp_max = 100 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi8>
+  func.return %0 : tensor<2x3xi8>
+}
+
+// The same with the multiplier 2^30: (v * 2^30 + 2^28) >> 29.  The product is a multiple of
+// 2^29 and the added 2^28 is below 2^29, so the floor drops it: the whole is v << 1, and
+// neither the multiply nor the add is built (TFLite ADD's input of the larger scale always
+// has the multiplier 2^30: half its real multiplier 1/2).
+// CHECK-LABEL: func.func @double_round_power_of_two
+// CHECK:           ^bb0(%[[X:.*]]: i8, %{{.*}}: i8):
+// CHECK-NEXT:      %[[X64:.*]] = arith.extsi %[[X]] : i8 to i64
+// CHECK-NEXT:      %[[IZP:.*]] = arith.constant -3 : i64
+// CHECK-NEXT:      %[[V:.*]] = arith.subi %[[X64]], %[[IZP]] : i64
+// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-NEXT:      %[[S:.*]] = arith.shli %[[V]], %[[ONE]] : i64
+// CHECK-NEXT:      %[[R:.*]] = arith.trunci %[[S]] : i64 to i32
+// CHECK-NEXT:      %[[LO:.*]] = arith.constant -105 : i32
+// CHECK-NEXT:      %[[C1:.*]] = arith.maxsi %[[R]], %[[LO]] : i32
+// CHECK-NEXT:      %[[HI:.*]] = arith.constant 95 : i32
+// CHECK-NEXT:      %[[C2:.*]] = arith.minsi %[[C1]], %[[HI]] : i32
+// CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i32
+// CHECK-NEXT:      %[[RZ:.*]] = arith.addi %[[C2]], %[[OZP]] : i32
+// CHECK-NEXT:      %[[OUT:.*]] = arith.trunci %[[RZ]] : i32 to i8
+// CHECK-NEXT:      linalg.yield %[[OUT]] : i8
+// MLIR-LABEL:  func.func @double_round_power_of_two
+// MLIR:          arith.shli
+func.func @double_round_power_of_two(%x: tensor<2x3xi8>) -> tensor<2x3xi8> {
   %0 = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 2>, input_zp = -3 : i64, output_zp = 5 : i64, clamp_min = -100 : i64, clamp_max = 100 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi8>
   func.return %0 : tensor<2x3xi8>
 }

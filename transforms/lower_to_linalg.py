@@ -6,10 +6,11 @@ and the TVM bridge translates it.  What rewrites into what:
 
 | L2 op | L3 |
 |---|---|
-| qint.conv2d | tensor.pad (with the input zero point) -> linalg.conv_2d_nhwc_fhwc on the stored integers (int8 x int8 -> i32 / i16 / i64) -> linalg.generic subtracting `input_zp * sum(w[o])` when the weights are a constant with zero point 0; otherwise one linalg.generic with the zero points in its body |
+| qint.conv2d | tensor.pad (with the input zero point) -> linalg.conv_2d_nhwc_fhwc on the stored integers (int8 x int8 -> i32 / i16 / i64) -> linalg.generic subtracting `input_zp * sum(w[o])` when the weights are a constant with zero point 0 (adding `bias - input_zp * sum(w[o])` when the result's one reader is a qint.bias_add of a constant bias: that bias_add is then this generic); otherwise one linalg.generic with the zero points in its body |
 | qint.depthwise_conv2d | tensor.pad -> linalg.generic (channel multiplier M as a separate loop, reshaped back to C*M) |
 | qint.fully_connected / batch_matmul | linalg.generic reductions (zero points in the body) |
 | qint.bias_add, add, sub, mul, maximum, minimum, divide_round | elementwise linalg.generic (broadcasting through the indexing maps) |
+| qint.rescale, qint.rescale -> qint.add / sub -> qint.rescale (TFLite's ADD / SUB; intermediate values read once, parameters one value for all channels) | one elementwise linalg.generic of the two inputs: the four bodies one after the other |
 | qint.rescale | elementwise linalg.generic whose body is the integer recipe of its `mode` in arith (float modes: the product clamped before any float add, so no fused multiply-add can merge two roundings) (64-bit multiply, rounding add, arithmetic shift, clamp, truncate; per-channel parameters as 1-D constant operands) |
 | qint.table | elementwise linalg.generic reading the table with tensor.extract |
 | qint.pool_sum / pool_max | tensor.pad -> linalg.generic with window loops (a constant window-shaped operand gives their extents, as linalg's named pooling ops do) |
@@ -129,7 +130,8 @@ class Scalar:
     It folds as it builds, each fold exact on every input: one `arith.constant`
     per value and type in a block; an integer op on two constants is their
     constant; x + 0, x - 0, 0 + x, x * 1, 1 * x, x << 0 and x >> 0 are x; the
-    truncation of an extension back to the original width is the original value;
+    truncation of an extension back to the original width is the original value, and so
+    is the sign extension of a truncation of a value that fits the narrower width;
     wrapping to w bits a value that already fits w signed bits is the value
     itself, and so is a max / min with a bound the value cannot cross.  What fits is
     known from how a value was made (sign or zero extension from iN, add / sub / mul /
@@ -142,6 +144,7 @@ class Scalar:
         self.known: dict[SSAValue, int] = {}  # integer constants' values
         self.bits: dict[SSAValue, int] = {}  # values known to fit this many signed bits
         self.extended: dict[SSAValue, SSAValue] = {}  # ext result -> the value extended
+        self.narrowed: dict[SSAValue, SSAValue] = {}  # trunc result -> the value, when it fits
 
     def emit(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -269,6 +272,11 @@ class Scalar:
             source = self.extended.get(x)
             if source is not None and source.type.width.data == width:
                 return source
+        elif not unsigned:
+            # the sign extension of a truncation that lost nothing is the value truncated
+            source = self.narrowed.get(x)
+            if source is not None and source.type.width.data == width:
+                return source
         cls = arith.TruncIOp if w > width else arith.ExtUIOp if unsigned else arith.ExtSIOp
         r = self.make((cls, width), lambda v: cls(v, IntegerType(width)), x)
         if w < width:
@@ -276,6 +284,9 @@ class Scalar:
             bits = w + 1 if unsigned else self.fits(x)
             if bits < width:
                 self.bits[r] = bits
+        elif (bits := self.fits(x)) <= width:
+            self.narrowed[r] = x
+            self.bits[r] = bits
         return r
 
     def trunc(self, x: SSAValue, width: int) -> SSAValue:
@@ -821,6 +832,15 @@ def lower_bias_add(e: Lowering, op: qint.BiasAddOp, operands: Sequence[SSAValue]
 
 
 def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
+    inputs, maps, body, key = _rescale_plan(e, op)
+    return e.generic(inputs, maps, op.results[0].type, identity(len(op.results[0].type.get_shape())), body,
+                     key=key)
+
+
+def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable[..., SSAValue], tuple]:
+    """(inputs, their maps, body, body key) of the generic a rescale lowers to; `e` gets the
+    per-channel constants among the inputs (none when every parameter is one value for
+    all channels: then the body reads only its first argument, the value rescaled)."""
     x = op.operands[0]
     out_t = op.results[0].type
     shape = list(out_t.get_shape())
@@ -1032,7 +1052,7 @@ def lower_rescale(e: Lowering, op: qint.RescaleOp) -> SSAValue:
     # everything `body` reads (floats by their bits: 0.0 and -0.0 are different literals)
     key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, fold_left, folded, hi_form, never_min, _literal_key(offset),
            tuple((kind, _literal_key(v)) for kind, v in params))
-    return e.generic(inputs, maps, out_t, identity(rank), body, key=key)
+    return inputs, maps, body, key
 
 
 def _literal_key(value):
@@ -1047,23 +1067,113 @@ def _literal_key(value):
 # ----- elementwise -----------------------------------------------------------------------------
 
 
+def _binary_body(fn, lzp: int, rzp: int, w: int) -> Callable[..., SSAValue]:
+    """The body of a qint binary op: `fn` on the operands minus their zero points, in i64,
+    truncated to the result's width `w`."""
+    def body(s, a, b, _o=None):
+        av, bv = s.ext(a), s.ext(b)
+        if lzp:
+            av = s.sub(av, lzp)
+        if rzp:
+            bv = s.sub(bv, rzp)
+        return s.trunc(fn(s, av, bv), w)
+
+    return body
+
+
 def _binary(fn):
     def lower(e: Lowering, op) -> SSAValue:
         w = qint.int_width(op.results[0])
         lzp, rzp = op.attr("lhs_zp", 0), op.attr("rhs_zp", 0)
-
-        def body(s, a, b, _o):
-            av, bv = s.ext(a), s.ext(b)
-            if lzp:
-                av = s.sub(av, lzp)
-            if rzp:
-                bv = s.sub(bv, rzp)
-            return s.trunc(fn(s, av, bv), w)
-
-        return e.elementwise(list(op.operands), op.results[0].type, body,
+        return e.elementwise(list(op.operands), op.results[0].type, _binary_body(fn, lzp, rzp, w),
                              key=("binary", fn, _literal_key(lzp), _literal_key(rzp), w))
 
     return lower
+
+
+_ADD, _SUB = (lambda s, a, b: s.add(a, b)), (lambda s, a, b: s.sub(a, b))
+_SUMS = {qint.AddOp: _ADD, qint.SubOp: _SUB}
+
+
+def _single_user(value: SSAValue) -> Operation | None:
+    use = value.first_use
+    return use.operation if use is not None and use._next_use is None else None
+
+
+def _uniform_rescale(op) -> bool:
+    """A qint.rescale whose parameters are one value for all channels: its body reads them as
+    literals, and no per-channel constant (see `_rescale_plan`)."""
+    if type(op) is not qint.RescaleOp:
+        return False
+    mode = op.mode
+    if mode in ("float_even", "float_away"):
+        return len(set(op.attr("scale"))) == 1
+    if mode in ("double_round", "single_round", "wide_round"):
+        return len(set(op.attr("multiplier"))) == 1 and len(set(op.attr("shift"))) == 1
+    return True
+
+
+def _rescaled_sum(a: Operation) -> tuple | None:
+    """(ra, rb, r) when `a` is a qint.add / qint.sub without zero points of two rescales
+    `ra`, `rb` it alone reads, itself read only by the rescale `r`, all three with one
+    value per parameter: TFLite's ADD / SUB (each input rescaled to a common scale,
+    summed, rescaled to the output's).  `r` read by another add / sub would make it a
+    possible `ra` of another sum: then none, so that the sums never share an op."""
+    if a.attr("lhs_zp", 0) or a.attr("rhs_zp", 0):
+        return None
+    r = _single_user(a.results[0])
+    if not _uniform_rescale(r) or type(_single_user(r.results[0])) in _SUMS:
+        return None
+    ra, rb = a.operands[0].owner, a.operands[1].owner
+    if ra is rb or not (_uniform_rescale(ra) and _uniform_rescale(rb)):
+        return None
+    if _single_user(ra.results[0]) is not a or _single_user(rb.results[0]) is not a:
+        return None
+    return ra, rb, r
+
+
+def _sum_of(op: Operation, seen: dict) -> tuple | None:
+    """(ra, rb, a, r) of the rescaled sum (`_rescaled_sum`) `op` is one of the four ops of;
+    `seen` remembers each sum's answer (id(a) -> (a, group)) for its other ops."""
+    if type(op) in _SUMS:
+        a = op
+    else:  # a rescale: ra / rb (read by the sum) or r (reading it)
+        user = _single_user(op.results[0])
+        a = user if type(user) in _SUMS else op.operands[0].owner
+        if type(a) not in _SUMS:
+            return None
+    hit = seen.get(id(a))
+    if hit is None:
+        hit = seen[id(a)] = (a, _rescaled_sum(a))  # (a kept alive: its id stays its own)
+    group = hit[1]
+    if group is None:
+        return None
+    ra, rb, r = group
+    return (ra, rb, a, r) if op is a or op is ra or op is rb or op is r else None
+
+
+def lower_rescaled_sum(e: Lowering, ra: qint.RescaleOp, rb: qint.RescaleOp, a: Operation,
+                       r: qint.RescaleOp) -> SSAValue:
+    """r(ra(x) +/- rb(y)) as one elementwise generic of x and y: the three rescales' and the
+    sum's bodies one after the other in one body, each step the scalar function its own
+    generic would apply (so every value is the same), without the three intermediate
+    tensors, generics and bodies' conversions at their boundaries."""
+    plans = [_rescale_plan(e, op) for op in (ra, rb, r)]
+    if any(len(inputs) != 1 for inputs, _, _, _ in plans):
+        raise AssertionError("a rescale with one value per parameter read a per-channel constant")
+    (_, _, body_a, key_a), (_, _, body_b, key_b), (_, _, body_r, key_r) = plans
+    fn = _SUMS[type(a)]
+    w = qint.int_width(a.results[0])
+    add = _binary_body(fn, 0, 0, w)
+
+    def body(s, x, y, _o):
+        return body_r(s, add(s, body_a(s, x), body_b(s, y)))
+
+    out_t = r.results[0].type
+    shape = list(out_t.get_shape())
+    x, y = ra.operands[0], rb.operands[0]
+    return e.generic([x, y], [broadcast_map(qint.shape_of(x), shape), broadcast_map(qint.shape_of(y), shape)],
+                     out_t, identity(len(shape)), body, key=("rescaled_sum", key_a, key_b, fn, w, key_r))
 
 
 def lower_scaled_add(e: Lowering, op: qint.ScaledAddOp) -> SSAValue:
@@ -1370,8 +1480,8 @@ LOWERINGS: dict[type, Callable[[Lowering, Operation], SSAValue]] = {
     qint.BatchMatmulOp: lower_batch_matmul,
     qint.BiasAddOp: lower_bias_add,
     qint.RescaleOp: lower_rescale,
-    qint.AddOp: _binary(lambda s, a, b: s.add(a, b)),
-    qint.SubOp: _binary(lambda s, a, b: s.sub(a, b)),
+    qint.AddOp: _binary(_ADD),
+    qint.SubOp: _binary(_SUB),
     qint.MulOp: _binary(lambda s, a, b: s.mul(a, b)),
     qint.ScaledAddOp: lower_scaled_add,
     qint.MaximumOp: _binary(lambda s, a, b: s.max(a, b)),
@@ -1387,12 +1497,16 @@ LOWERINGS: dict[type, Callable[[Lowering, Operation], SSAValue]] = {
 }
 
 
+_SUM_OPS = (qint.AddOp, qint.SubOp, qint.RescaleOp)
+
+
 @dataclass
 class LowerQIntOp(RewritePattern):
     failures: list[str]
     bodies: dict = field(default_factory=dict)  # Lowering.generic's body cache, for one pass run
     # id(op) -> (op, value): ops an earlier lowering computed along with its own (Lowering.replaces)
     done: dict = field(default_factory=dict)
+    sums: dict = field(default_factory=dict)  # _sum_of's memory, for one pass run
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if self.done and (hit := self.done.pop(id(op), None)) is not None:
@@ -1402,6 +1516,10 @@ class LowerQIntOp(RewritePattern):
                 if value.first_use is None and isinstance(const := value.owner, arith.ConstantOp):
                     const.detach()
                     const.erase()
+            return
+        if type(op) in _SUM_OPS and (group := _sum_of(op, self.sums)) is not None:
+            if op is group[3]:  # the sum's last op: the four as one generic, where the last one was
+                self._lower_sum(group, rewriter)
             return
         fn = LOWERINGS.get(type(op))
         if fn is None:
@@ -1415,6 +1533,19 @@ class LowerQIntOp(RewritePattern):
         rewriter.replace(op, e.ops, [out])
         for later, value in e.replaces:
             self.done[id(later)] = (later, value)  # (the entry keeps `later` alive: its id stays its own)
+
+    def _lower_sum(self, group: tuple, rewriter) -> None:
+        ra, rb, a, r = group
+        e = Lowering(self.bodies)
+        try:
+            out = lower_rescaled_sum(e, ra, rb, a, r)
+        except Unsupported as err:
+            self.failures.append(f"{r.name}: {err}")
+            return
+        rewriter.replace(r, e.ops, [out])
+        for op in (a, ra, rb):  # read by nothing now
+            op.detach()
+            op.erase()
 
 
 @dataclass(frozen=True)

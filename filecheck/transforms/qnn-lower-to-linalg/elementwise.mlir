@@ -162,3 +162,83 @@ func.func @offset(%x: tensor<4xi32>) -> tensor<4xi8> {
   %0 = qint.rescale %x {mode = "float_even", scale = array<f64: 0.25>, offset = array<f64: 5.5>} : (tensor<4xi32>) -> tensor<4xi8>
   func.return %0 : tensor<4xi8>
 }
+
+// TFLite's ADD / SUB at L2: each input rescaled to a common scale, the sum, the sum rescaled to
+// the output -- one generic of the two inputs, the four bodies one after the other (each step
+// the scalar function its own generic would apply), [3] broadcast through (d1) as the sub did.
+// x: (x + 3) << 19 (multiplier 2^30, shift 0, left shift 20 folded: see rescale.mlir).
+// y: ((y - 5) * 1374389504 + c) >> 12 with c = 2^10 + 2^11 = 3072, or 1024 when the product is
+// below -2^10 (left shift 20 folded, right shift 1).  Their difference, in i64.  The output:
+// multiplier 1518500250, right shift 18 -- 2^30 + 2^48 or that minus 2^31 by the sign, >> 32,
+// >> 17 -- then clamp(r, -128 - 2, 127 - 2) + 2.
+// CHECK-LABEL: func.func @rescaled_sum
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %y : tensor<2x3xi8>, tensor<3xi8>)
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: i8, %[[Y:.*]]: i8, %{{.*}}: i8):
+// CHECK-NEXT:      %[[X64:.*]] = arith.extsi %[[X]] : i8 to i64
+// CHECK-NEXT:      %[[XZP:.*]] = arith.constant -3 : i64
+// CHECK-NEXT:      %[[XC:.*]] = arith.subi %[[X64]], %[[XZP]] : i64
+// CHECK-NEXT:      %[[C19:.*]] = arith.constant 19 : i64
+// CHECK-NEXT:      %[[SX:.*]] = arith.shli %[[XC]], %[[C19]] : i64
+// CHECK-NEXT:      %[[Y64:.*]] = arith.extsi %[[Y]] : i8 to i64
+// CHECK-NEXT:      %[[YZP:.*]] = arith.constant 5 : i64
+// CHECK-NEXT:      %[[YC:.*]] = arith.subi %[[Y64]], %[[YZP]] : i64
+// CHECK-NEXT:      %[[MY:.*]] = arith.constant 1374389504 : i64
+// CHECK-NEXT:      %[[TY:.*]] = arith.muli %[[YC]], %[[MY]] : i64
+// CHECK-NEXT:      %[[NEG:.*]] = arith.constant -1024 : i64
+// CHECK-NEXT:      %[[ISNEG:.*]] = arith.cmpi slt, %[[TY]], %[[NEG]] : i64
+// CHECK-NEXT:      %[[C1024:.*]] = arith.constant 1024 : i64
+// CHECK-NEXT:      %[[C3072:.*]] = arith.constant 3072 : i64
+// CHECK-NEXT:      %[[CY:.*]] = arith.select %[[ISNEG]], %[[C1024]], %[[C3072]] : i64
+// CHECK-NEXT:      %[[UY:.*]] = arith.addi %[[TY]], %[[CY]] : i64
+// CHECK-NEXT:      %[[C12:.*]] = arith.constant 12 : i64
+// CHECK-NEXT:      %[[RY:.*]] = arith.shrsi %[[UY]], %[[C12]] : i64
+// CHECK-NEXT:      %[[RY32:.*]] = arith.trunci %[[RY]] : i64 to i32
+// CHECK-NEXT:      %[[SY:.*]] = arith.extsi %[[RY32]] : i32 to i64
+// CHECK-NEXT:      %[[D:.*]] = arith.subi %[[SX]], %[[SY]] : i64
+// CHECK-NEXT:      %[[D32:.*]] = arith.trunci %[[D]] : i64 to i32
+// CHECK-NEXT:      %[[D64:.*]] = arith.extsi %[[D32]] : i32 to i64
+// CHECK-NEXT:      %[[MR:.*]] = arith.constant 1518500250 : i64
+// CHECK-NEXT:      %[[TR:.*]] = arith.muli %[[D64]], %[[MR]] : i64
+// CHECK:           arith.constant 281473902968832 : i64
+// CHECK-NEXT:      arith.constant 281476050452480 : i64
+// CHECK:           %[[C17:.*]] = arith.constant 17 : i32
+// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %{{.*}}, %[[C17]] : i32
+// CHECK-NEXT:      %[[LO:.*]] = arith.constant -130 : i32
+// CHECK-NEXT:      %[[R1:.*]] = arith.maxsi %[[R]], %[[LO]] : i32
+// CHECK-NEXT:      %[[HI:.*]] = arith.constant 125 : i32
+// CHECK-NEXT:      %[[R2:.*]] = arith.minsi %[[R1]], %[[HI]] : i32
+// CHECK-NEXT:      %[[OZP:.*]] = arith.constant 2 : i32
+// CHECK-NEXT:      %[[R3:.*]] = arith.addi %[[R2]], %[[OZP]] : i32
+// CHECK-NEXT:      %[[OUT:.*]] = arith.trunci %[[R3]] : i32 to i8
+// CHECK-NEXT:      linalg.yield %[[OUT]] : i8
+// CHECK-NEXT:    } -> tensor<2x3xi8>
+// CHECK-NEXT:    func.return
+// MLIR-LABEL:  func.func @rescaled_sum
+// MLIR-COUNT-1:  linalg.generic
+// MLIR-NOT:      linalg.generic
+// MLIR:          return
+func.func @rescaled_sum(%x: tensor<2x3xi8>, %y: tensor<3xi8>) -> tensor<2x3xi8> {
+  %a = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 0>, input_zp = -3 : i64, left_shift = 20 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi32>
+  %b = qint.rescale %y {mode = "double_round", multiplier = array<i64: 1374389504>, shift = array<i64: -1>, input_zp = 5 : i64, left_shift = 20 : i64} : (tensor<3xi8>) -> tensor<3xi32>
+  %s = qint.sub %a, %b : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  %r = qint.rescale %s {mode = "double_round", multiplier = array<i64: 1518500250>, shift = array<i64: -18>, output_zp = 2 : i64} : (tensor<2x3xi32>) -> tensor<2x3xi8>
+  func.return %r : tensor<2x3xi8>
+}
+
+// Not one generic when an intermediate value is read elsewhere (the rescaled x is returned too),
+// or when a rescale has per-channel parameters (the output's, here): each op its own generic.
+// MLIR-LABEL:  func.func @sums_apart
+// MLIR-COUNT-8:  linalg.generic
+// MLIR-NOT:      linalg.generic
+// MLIR:          return
+func.func @sums_apart(%x: tensor<2x3xi8>, %y: tensor<2x3xi8>) -> (tensor<2x3xi8>, tensor<2x3xi32>, tensor<2x3xi8>) {
+  %a = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 0>, input_zp = -3 : i64, left_shift = 20 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi32>
+  %b = qint.rescale %y {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 0>, left_shift = 20 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi32>
+  %s = qint.add %a, %b : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  %r = qint.rescale %s {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: -18>} : (tensor<2x3xi32>) -> tensor<2x3xi8>
+  %c = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 0>, left_shift = 20 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi32>
+  %d = qint.rescale %y {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 0>, left_shift = 20 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi32>
+  %t = qint.add %c, %d : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  %u = qint.rescale %t {mode = "double_round", multiplier = array<i64: 1073741824, 1518500250, 1073741824>, shift = array<i64: -18, -18, -17>} : (tensor<2x3xi32>) -> tensor<2x3xi8>
+  func.return %r, %a, %u : tensor<2x3xi8>, tensor<2x3xi32>, tensor<2x3xi8>
+}

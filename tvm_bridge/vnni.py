@@ -53,7 +53,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tvm_bridge.translate import TranslationError, tensor_constant
+from tvm_bridge.translate import TranslationError, call_tir, tensor_constant
 
 
 @dataclass(frozen=True)
@@ -472,4 +472,4 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
         gvar = bb.add_func(prim_func, f"{f.name}_conv2d")
         if kernels is not None:
             kernels[("gvar", id(prim_func))] = (prim_func, gvar)  # the kernel kept: its id stays its own
-    return bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))
+    return bb.emit(call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))

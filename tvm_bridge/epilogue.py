@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import arith, tensor
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i32
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType, i32
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
@@ -244,7 +244,8 @@ def _elementwise(g: Operation, shape: list[int]) -> bool:
         if bop.regions:
             return False
         for o in bop._operands:
-            if _is_subclass(type(o._type), TensorType):
+            t = type(o._type)
+            if t is not IntegerType and _is_subclass(t, TensorType):  # (an integer, the usual one: no call)
                 return False
         bop = bop._next_op
     return True

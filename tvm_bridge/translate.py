@@ -173,7 +173,7 @@ def numpy_dtype(t) -> np.dtype:
 def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     t = attr.type
     el = t.element_type
-    shape = t.get_shape()
+    shape = shape_of(t)
     n = math.prod(shape)  # np.prod's conversions cost more than the product of a few ints
     if _is_subclass(type(el), IntegerType):
         w = el.width.data
@@ -251,12 +251,12 @@ def _arena_empty(shape, dtype: np.dtype) -> np.ndarray:
         start = offset + (-(address + offset) % 64)
         if start + nbytes <= len(raw):
             _arenas.current = (raw, address, start + nbytes)
-            return raw[start:start + nbytes].view(dtype).reshape(shape)
+            return np.ndarray(shape, dtype, raw, start)  # (one call: a slice's view reshaped is three)
     raw = np.empty(_ARENA_BYTES, np.uint8)
     address = raw.ctypes.data
     start = -address % 64
     _arenas.current = (raw, address, start + nbytes)
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
+    return np.ndarray(shape, dtype, raw, start)
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:
@@ -574,7 +574,9 @@ class Translator:
                     hit = (value, (arith.ConstantOp, _scalar_key(c), dt))
                 self._scalar_keys[id(value)] = hit  # the attribute kept alive: no id reused
             if hit[1] is not None:
-                return (*hit[1], token(op.results[0].type))
+                (result,) = op.results
+                t = self._token_of_id.get(id(result._type))  # (`token`'s lookup, inlined as below)
+                return (*hit[1], t if t is not None else token(result._type))
         get = numbering.get
         # `token`, its lookup by identity inlined (a body op has a few attributes); one flat
         # list (the sections end in None, which no operand, token or name is) built by plain

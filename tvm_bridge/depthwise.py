@@ -29,7 +29,7 @@ import numpy as np
 from xdsl.dialects import arith, linalg
 from xdsl.dialects.builtin import TensorType
 
-from tvm_bridge.translate import dtype_of, tensor_constant
+from tvm_bridge.translate import call_tir, dtype_of, tensor_constant
 from tvm_bridge.vnni import (_HALF_RANGE, Flavor, NotApplicable, _buffer, _dot, _loops, _pad_border,
                               _prim_func, _seq, _tiles)
 
@@ -197,7 +197,7 @@ def emit(tr, op, g: dict, flavor: Flavor):
     args = [tr.tensor(op.inputs[0]), tensor_constant(packed), tensor_constant(start.astype(np.int32))]
     args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
     yh, yw = g["OH"] + pt + pb, g["OW"] + pl + pr
-    result = tr.bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, c], odt)))
+    result = tr.bb.emit(call_tir(gvar, args, relax.TensorType([1, yh, yw, c], odt)))
     if epi.collapsed is not None:  # a 1x1 output's [1, 1, 1, C] -> [1, C]
         result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
     tr.env[epi.result] = result

@@ -36,12 +36,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import arith, tensor
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType, i32
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
-from tvm_bridge.translate import TranslationError, _is_subclass, dtype_of, eval_scalar_op, scalar_constant
+from tvm_bridge.translate import (
+    TranslationError,
+    _is_subclass,
+    dtype_of,
+    eval_scalar_op,
+    inputs_outputs,
+    int_values,
+    operand_segment,
+    scalar_constant,
+    shape_of,
+)
 
 
 @dataclass
@@ -125,7 +135,7 @@ class Epilogue:
         from tvm import tirx
 
         y, x, k = pos
-        body = g.body.block
+        body = g.regions[0].block
         values: dict = {}
         for arg in body.args:
             b = binding.get(arg)
@@ -142,15 +152,16 @@ class Epilogue:
                 buf = buffers[b[1]]
                 load = buf[k] if p.kind == "channel" else buf[0, y, x, k] if len(p.shape) == 4 else buf[x, k]
                 values[arg] = tirx.Cast(p.widen_to, load) if p.widen_to else load
+        dims = [0, y, x, k] if len(shape_of(inputs_outputs(g)[1][0]._type)) == 4 else [x, k]
         for bop in body.ops:
-            if isinstance(bop, linalg.YieldOp):
-                return values[bop.operands[0]]
-            eval_scalar_op(bop, values, [0, y, x, k] if len(g.outputs[0].type.get_shape()) == 4 else [x, k])
+            if _is_subclass(type(bop), linalg.YieldOp):
+                return values[bop._operands[0]]
+            eval_scalar_op(bop, values, dims)
             r = bop.results[0]
             e = values[r]
             if hasattr(e, "asobject"):  # a lazy `==` / `!=` (tvm's EqualOp, NotEqualOp)
                 e = values[r] = e.asobject()
-            if len(list(r.uses)) > 1 and str(e.ty) != "bool" and not isinstance(e, (tirx.IntImm, tirx.FloatImm)):
+            if r.first_use is not None and r.first_use._next_use is not None and str(e.ty) != "bool" and not isinstance(e, (tirx.IntImm, tirx.FloatImm)):
                 assigned, lane, lanes = temps
                 buf = tirx.decl_buffer((lanes,), str(e.ty), name=f"TMP{len(assigned)}", scope="local",
                                       layout=None)  # as TVMScript declares it in the kernel
@@ -160,7 +171,7 @@ class Epilogue:
 
 
 _IDENTITY = {4: "(d0, d1, d2, d3) -> (d0, d1, d2, d3)", 2: "(d0, d1) -> (d0, d1)"}
-_I32 = IntegerType(32)
+_I32 = i32  # (builtin's object, which the lowering's types usually are: see _same)
 _CHANNEL = {4: "(d0, d1, d2, d3) -> (d3)", 2: "(d0, d1) -> (d1)"}
 
 
@@ -177,6 +188,12 @@ def _map_text(m) -> str:
     return hit[1]
 
 
+def _one_use(v: SSAValue) -> bool:
+    """`len(list(v.uses)) == 1`, from the use list's links (no iterator objects)."""
+    first = v.first_use
+    return first is not None and first._next_use is None
+
+
 def _constant_of(tr, v: SSAValue):
     """The numpy value of a dense arith.constant tensor, else None."""
     dense = tr.dense(v)
@@ -185,30 +202,14 @@ def _constant_of(tr, v: SSAValue):
 
 def _scalar_of(tr, v: SSAValue):
     owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and not isinstance(owner.value, DenseIntOrFPElementsAttr):
+    if _is_subclass(type(owner), arith.ConstantOp) and \
+            not _is_subclass(type(owner.properties["value"]), DenseIntOrFPElementsAttr):
         return scalar_constant(owner)[0]
     c = tr.env.get(v)
     return c[0] if isinstance(c, tuple) else None
 
 
 _ALL_PARALLEL: dict[int, tuple] = {}
-_SEGMENTS: dict[int, tuple] = {}
-
-
-def _inputs_outputs(g: linalg.GenericOp) -> tuple[tuple, tuple]:
-    """`(g.inputs, g.outputs)`, the operand segment sizes decoded once per attribute
-    object (xDSL's accessors unpack them on every access)."""
-    sizes = g.properties.get("operandSegmentSizes")
-    if sizes is None:
-        return tuple(g.inputs), tuple(g.outputs)
-    hit = _SEGMENTS.get(id(sizes))
-    if hit is None or hit[0] is not sizes:
-        if len(_SEGMENTS) > 4096:
-            _SEGMENTS.clear()
-        hit = _SEGMENTS[id(sizes)] = (sizes, tuple(sizes.get_values()))
-    n_in, n_out = hit[1]
-    operands = tuple(g._operands)
-    return operands[:n_in], operands[n_in:n_in + n_out]
 
 
 def _all_parallel(iterator_types) -> bool:
@@ -227,12 +228,15 @@ def _elementwise(g: Operation, shape: list[int]) -> bool:
     a body of scalar ops only (no table reads)."""
     if not _is_subclass(type(g), linalg.GenericOp):
         return False
-    outputs = _inputs_outputs(g)[1]
-    if len(outputs) != 1 or not _all_parallel(g.iterator_types):
+    # (the properties and the region read directly: xDSL's accessors for them are Python calls)
+    properties = g.properties
+    outputs = inputs_outputs(g)[1]
+    if len(outputs) != 1 or not _all_parallel(properties["iterator_types"]):
         return False
-    if _map_text(g.indexing_maps.data[-1]) != _IDENTITY[len(shape)] or list(outputs[0].type.get_shape()) != shape:
+    if _map_text(properties["indexing_maps"].data[-1]) != _IDENTITY[len(shape)] or \
+            list(shape_of(outputs[0]._type)) != shape:
         return False
-    body = g.body.block
+    body = g.regions[0].block
     if body.args[-1].first_use is not None:
         return False
     bop = body.first_op
@@ -240,7 +244,8 @@ def _elementwise(g: Operation, shape: list[int]) -> bool:
         if bop.regions:
             return False
         for o in bop._operands:
-            if _is_subclass(type(o._type), TensorType):
+            t = type(o._type)
+            if t is not IntegerType and _is_subclass(t, TensorType):  # (an integer, the usual one: no call)
                 return False
         bop = bop._next_op
     return True
@@ -274,9 +279,9 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
     """How each input of elementwise generic `g` reaches the kernel (see `Epilogue._eval`),
     appending its run-time inputs to `params` and inlined producers to `inlined`; None if
     some input cannot."""
-    maps = [_map_text(m) for m in g.indexing_maps.data]
-    body = g.body.block
-    inputs = _inputs_outputs(g)[0]
+    maps = [_map_text(m) for m in g.properties["indexing_maps"].data]  # (see _elementwise)
+    body = g.regions[0].block
+    inputs = inputs_outputs(g)[0]
     if chain is not None and inputs.count(chain) != 1:
         return None
     binding: dict = {}
@@ -286,7 +291,8 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
                 return None
             binding[arg] = ("chain",)
             continue
-        if not isinstance(v.type, TensorType):
+        t = v._type
+        if not isinstance(t, TensorType):
             c = _scalar_of(tr, v)
             if c is None:
                 return None
@@ -298,12 +304,12 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
             continue
         if m == _CHANNEL[len(shape)] and const is not None and const.shape == (shape[-1],):
             kind, value = "channel", const
-        elif m == _IDENTITY[len(shape)] and list(v.type.get_shape()) == shape:
+        elif m == _IDENTITY[len(shape)] and list(shape_of(t)) == shape:
             if const is not None:
                 kind, value = "full", const
             elif v in tr.env and not isinstance(tr.env[v], tuple):
                 kind, value = "full", tr.tensor(v)
-            elif depth < 2 and len(list(v.uses)) == 1 and _elementwise(v.owner, shape):
+            elif depth < 2 and _one_use(v) and _elementwise(v.owner, shape):
                 # computed after the convolution by an elementwise generic of available
                 # tensors (the other input of a residual add, rescaled): evaluate it here
                 sub = _bind(tr, v.owner, None, shape, params, inlined, depth + 1)
@@ -316,7 +322,7 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
                 return None
         else:
             return None
-        dtype = dtype_of(v.type)
+        dtype = dtype_of(t)
         widen = None
         if isinstance(value, np.ndarray) and dtype == "int64" and value.size and _fits_int32(value):
             value, dtype, widen = value.astype(np.int32), "int32", "int64"  # sext(i32) x sext(i32)
@@ -328,7 +334,7 @@ def _bind(tr, g: Operation, chain: SSAValue | None, shape: list[int], params: li
 def _additive(g: linalg.GenericOp, binding: dict, epi: Epilogue):
     """The per-channel int32 vector this step adds (mod 2^32) if it is `x + c`, `x - c`
     (i32) or `trunci(extsi(x) +/- c)` with c a scalar or per-channel constant; else None."""
-    body = g.body.block
+    body = g.regions[0].block
     ops = []
     bop = body._first_op
     while bop is not None and len(ops) < 4:  # (a longer body is not additive: not listed whole)
@@ -339,7 +345,8 @@ def _additive(g: linalg.GenericOp, binding: dict, epi: Epilogue):
         return None
     chain = next(a for a in body.args if binding.get(a) == ("chain",))
     i32 = _I32
-    if chain.type != i32 or g.results[0].type.element_type != i32:
+    # (`is` first: comparing types equal is a Python call, and the IR's i32 is usually builtin's)
+    if not _same(chain._type, i32) or not _same(g.results[0]._type.element_type, i32):
         return None
 
     def const_of(arg):
@@ -352,41 +359,49 @@ def _additive(g: linalg.GenericOp, binding: dict, epi: Epilogue):
             return epi.params[b[1]].value.astype(np.int64)
         return None
 
-    if len(ops) == 1 and isinstance(ops[0], (arith.AddiOp, arith.SubiOp)):
-        a, b = ops[0].operands
-        if isinstance(ops[0], arith.AddiOp) and b is chain:
+    # (the classes by `_is_subclass`, the operands by the ops' own fields: isinstance on an op
+    # class goes through ABCMeta, and `operands` is a Python view)
+    kinds = [type(o) for o in ops]
+    if len(ops) == 1 and (_is_subclass(kinds[0], arith.AddiOp) or _is_subclass(kinds[0], arith.SubiOp)):
+        a, b = ops[0]._operands
+        if _is_subclass(kinds[0], arith.AddiOp) and b is chain:
             a, b = b, a
         if a is chain and (c := const_of(b)) is not None:
-            return c if isinstance(ops[0], arith.AddiOp) else -c
+            return c if _is_subclass(kinds[0], arith.AddiOp) else -c
         return None
-    if len(ops) == 3 and isinstance(ops[0], arith.ExtSIOp) and ops[0].operands[0] is chain and \
-            isinstance(ops[1], (arith.AddiOp, arith.SubiOp)) and isinstance(ops[2], arith.TruncIOp) and \
-            ops[2].operands[0] is ops[1].results[0] and body.last_op.operands[0] is ops[2].results[0]:
-        a, b = ops[1].operands
+    if len(ops) == 3 and _is_subclass(kinds[0], arith.ExtSIOp) and ops[0]._operands[0] is chain and \
+            (_is_subclass(kinds[1], arith.AddiOp) or _is_subclass(kinds[1], arith.SubiOp)) and \
+            _is_subclass(kinds[2], arith.TruncIOp) and ops[2]._operands[0] is ops[1].results[0] and \
+            body.last_op._operands[0] is ops[2].results[0]:
+        a, b = ops[1]._operands
         wide = ops[0].results[0]
-        if isinstance(ops[1], arith.AddiOp) and b is wide:
+        if _is_subclass(kinds[1], arith.AddiOp) and b is wide:
             a, b = b, a
         if a is wide and (c := const_of(b)) is not None:
-            return c if isinstance(ops[1], arith.AddiOp) else -c
+            return c if _is_subclass(kinds[1], arith.AddiOp) else -c
     return None
+
+
+def _same(a, b) -> bool:
+    """`a == b` for attributes, `is` first."""
+    return a is b or a == b
 
 
 def collect(tr, conv: Operation) -> Epilogue:
     """The fusable elementwise chain (and pad) after `conv`'s result; see the module doc."""
     value = conv.results[0]
-    shape = list(value.type.get_shape())
+    shape = list(shape_of(value._type))
     epi = Epilogue(result=value)
     init = np.zeros(shape[3], np.int64)
     folding = True
     while True:
-        uses = list(value.uses)
-        if len(uses) != 1:
+        if not _one_use(value):
             break
-        user = uses[0].operation
+        user = value.first_use.operation
         n_params = len(epi.params)
         inlined: list[Operation] = []
         binding = (_bind(tr, user, value, shape, epi.params, inlined)
-                   if _elementwise(user, shape) and dtype_of(user.results[0].type) != "bool" else None)
+                   if _elementwise(user, shape) and dtype_of(user.results[0]._type) != "bool" else None)
         if binding is None:
             del epi.params[n_params:]
         else:
@@ -402,14 +417,14 @@ def collect(tr, conv: Operation) -> Epilogue:
             epi.ops.append(user)
             value = user.results[0]
             continue
-        if isinstance(user, tensor.CollapseShapeOp) and not epi.ops and len(shape) == 4 and shape[:2] == [1, 1] \
-                and list(user.results[0].type.get_shape()) == shape[2:]:
+        if _is_subclass(type(user), tensor.CollapseShapeOp) and not epi.ops and len(shape) == 4 and shape[:2] == [1, 1] \
+                and list(shape_of(user.results[0]._type)) == shape[2:]:
             # [1, 1, B, K] -> [B, K] keeps the row-major order: element (b, k) is (0, 0, b, k)
             epi.collapsed = shape = shape[2:]
             epi.ops.append(user)
             value = user.results[0]
             continue
-        if len(shape) == 4 and isinstance(user, tensor.PadOp) and (pad := _pad_of(tr, user)) is not None:
+        if len(shape) == 4 and _is_subclass(type(user), tensor.PadOp) and (pad := _pad_of(tr, user)) is not None:
             epi.pad = pad
             epi.ops.append(user)
             value = user.results[0]
@@ -423,13 +438,14 @@ def collect(tr, conv: Operation) -> Epilogue:
 def _pad_of(tr, op: tensor.PadOp):
     """(low, high, value) of a pad of only the height and width by a constant, else None."""
     try:
-        low = [int(v) for v in op.static_low.get_values()]
-        high = [int(v) for v in op.static_high.get_values()]
+        low = [int(v) for v in int_values(op.properties["static_low"])]
+        high = [int(v) for v in int_values(op.properties["static_high"])]
     except Exception:  # noqa: BLE001 - dynamic
         return None
-    if len(low) != 4 or low[0] or low[3] or high[0] or high[3] or min(low + high) < 0 or len(op.low) or len(op.high):
+    if len(low) != 4 or low[0] or low[3] or high[0] or high[3] or min(low + high) < 0 or \
+            operand_segment(op, "low") or operand_segment(op, "high"):
         return None
-    yielded = op.region.block.last_op.operands[0]
+    yielded = op.regions[0].block.last_op._operands[0]
     c = _scalar_of(tr, yielded)
     if c is None:
         return None

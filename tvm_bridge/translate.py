@@ -81,6 +81,64 @@ def dtype_of(t) -> str:
     return d
 
 
+_SHAPES: dict[int, tuple] = {}  # id(tensor type) -> (type, shape): see shape_of
+_VALUES: dict[int, tuple] = {}  # id(dense attribute) -> (attribute, values): see int_values
+
+
+def shape_of(t: TensorType) -> tuple[int, ...]:
+    """`t.get_shape()`, remembered per type object as `dtype_of` is (xDSL builds the tuple
+    from the dimension attributes on every call; the types are frozen)."""
+    hit = _SHAPES.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    shape = t.get_shape()
+    if len(_SHAPES) >= 4096:
+        _SHAPES.clear()
+    _SHAPES[id(t)] = (t, shape)
+    return shape
+
+
+def int_values(attr) -> tuple:
+    """`tuple(attr.get_values())` of a dense array or small dense elements attribute
+    (strides, pads, slice bounds, operand segment sizes), remembered per attribute object
+    (xDSL unpacks the bytes on every call; the attributes are frozen)."""
+    hit = _VALUES.get(id(attr))
+    if hit is not None and hit[0] is attr:
+        return hit[1]
+    values = tuple(attr.get_values())
+    if len(_VALUES) >= 4096:
+        _VALUES.clear()
+    _VALUES[id(attr)] = (attr, values)
+    return values
+
+
+_SEGMENT_INDEX: dict[tuple[type, str], int] = {}  # (op class, operand name) -> its segment
+
+
+def operand_segment(op: Operation, name: str) -> tuple:
+    """The operands of `op`'s operand definition `name` (`op.<name>`, as a tuple), for an op
+    with `operandSegmentSizes`: the sizes decoded once per attribute (`int_values`) instead
+    of by xDSL's accessor on every access."""
+    cls = type(op)
+    index = _SEGMENT_INDEX.get((cls, name))
+    if index is None:
+        names = [n for n, _ in cls.get_irdl_definition().operands]
+        index = _SEGMENT_INDEX[(cls, name)] = names.index(name)
+    sizes = int_values(op.properties["operandSegmentSizes"])
+    start = sum(sizes[:index])
+    return tuple(op._operands)[start:start + sizes[index]]
+
+
+def inputs_outputs(op: Operation) -> tuple[tuple, tuple]:
+    """`(op.inputs, op.outputs)` of a linalg op, as tuples (see `operand_segment`)."""
+    sizes = op.properties.get("operandSegmentSizes")
+    if sizes is None:
+        return tuple(op.inputs), tuple(op.outputs)
+    n_in, n_out = int_values(sizes)
+    operands = tuple(op._operands)
+    return operands[:n_in], operands[n_in:n_in + n_out]
+
+
 def _dtype_of(t) -> str:
     if isinstance(t, TensorType):
         t = t.element_type
@@ -115,7 +173,7 @@ def numpy_dtype(t) -> np.dtype:
 def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     t = attr.type
     el = t.element_type
-    shape = t.get_shape()
+    shape = shape_of(t)
     n = math.prod(shape)  # np.prod's conversions cost more than the product of a few ints
     if _is_subclass(type(el), IntegerType):
         w = el.width.data
@@ -139,22 +197,41 @@ def tensor_constant(array: np.ndarray):
     numpy array itself builds an empty TVM tensor and copies into it, about 6x the time,
     and a model has several constants per convolution.  The constant node is made by
     `relax.const`'s own registered constructor: `relax.const` around it checks and
-    converts its argument for 7 of its 9 us."""
-    import tvm
-    import tvm_ffi
-    from tvm import relax
-
-    global _make_tensor_const
+    converts its argument for 7 of its 9 us.  (Both functions are looked up once: the
+    imports of a package's modules inside a function cost a Python call each time.)"""
+    global _make_tensor_const, _from_dlpack
     if array.dtype == np.bool_ or array.size == 0:
+        from tvm import relax
+
         return relax.const(array, "bool" if array.dtype == np.bool_ else str(array.dtype))
     buf = _arena_empty(array.shape, array.dtype)
     buf[...] = array
     if _make_tensor_const is None:
-        _make_tensor_const = tvm.get_global_func("relax.MakeTensorConst")
-    return _make_tensor_const(tvm_ffi.from_dlpack(buf), None, None)
+        import tvm
+        import tvm_ffi
+
+        _make_tensor_const, _from_dlpack = tvm.get_global_func("relax.MakeTensorConst"), tvm_ffi.from_dlpack
+    return _make_tensor_const(_from_dlpack(buf), None, None)
 
 
-_make_tensor_const = None
+_make_tensor_const = _from_dlpack = None
+
+
+def call_tir(gvar, args: list, out_type):
+    """`relax.call_tir(gvar, args, out_type)` for `args` that are relax expressions already
+    (the translation's tensors and constants): the same Call node, made by the registered
+    constructors that function reaches after passing every argument through
+    `convert_to_expr` (which returns an expression as it is, for about 2 us an argument:
+    three quarters of the call's cost with a convolution's six)."""
+    global _call_tir, _tuple
+    if _call_tir is None:
+        import tvm
+
+        _call_tir, _tuple = tvm.get_global_func("relax.op.call_tir"), tvm.get_global_func("ir.Tuple")
+    return _call_tir(gvar, _tuple(args, None), out_type if isinstance(out_type, list) else [out_type])
+
+
+_call_tir = _tuple = None
 _ARENA_BYTES = 1 << 18
 _arenas = threading.local()
 
@@ -174,12 +251,12 @@ def _arena_empty(shape, dtype: np.dtype) -> np.ndarray:
         start = offset + (-(address + offset) % 64)
         if start + nbytes <= len(raw):
             _arenas.current = (raw, address, start + nbytes)
-            return raw[start:start + nbytes].view(dtype).reshape(shape)
+            return np.ndarray(shape, dtype, raw, start)  # (one call: a slice's view reshaped is three)
     raw = np.empty(_ARENA_BYTES, np.uint8)
     address = raw.ctypes.data
     start = -address % 64
     _arenas.current = (raw, address, start + nbytes)
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
+    return np.ndarray(shape, dtype, raw, start)
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:
@@ -193,7 +270,7 @@ def aligned_empty(shape, dtype) -> np.ndarray:
 
 
 def scalar_constant(op: arith.ConstantOp):
-    value = op.value
+    value = op.properties["value"]
     if isinstance(value, IntegerAttr):
         return int(value.value.data), dtype_of(value.type)
     if isinstance(value, FloatAttr):
@@ -309,18 +386,22 @@ def sub_byte_rule(rule: Callable) -> Callable:
     wraps at its own width, as MLIR's iN arithmetic does."""
 
     def wrapped(op, a):
-        from tvm import tirx
+        # (classes by `_is_subclass`, values by their own fields: this runs for every op of
+        # every body translated, and isinstance on xDSL's classes goes through ABCMeta)
+        res = op.results[0]._type
+        if _is_subclass(type(res), IntegerType) and 1 < res.width.data < 8:
+            from tvm import tirx
 
-        res = op.results[0].type
-        if isinstance(res, IntegerType) and 1 < res.width.data < 8:
             if op.name in _UNSIGNED_OPS:
                 raise TranslationError(f"{op.name} on i{res.width.data} is not supported")
             k = 8 - res.width.data
             v = rule(op, a)
             return tirx.shift_right(tirx.shift_left(v, tirx.const(k, "int8")), tirx.const(k, "int8"))
-        for v in op.operands:
-            t = v.type.element_type if isinstance(v.type, TensorType) else v.type
-            if isinstance(t, IntegerType) and 1 < t.width.data < 8 and (
+        for v in op._operands:
+            t = v._type
+            if _is_subclass(type(t), TensorType):
+                t = t.element_type
+            if _is_subclass(type(t), IntegerType) and 1 < t.width.data < 8 and (
                     op.name in _UNSIGNED_OPS or (isinstance(op, arith.CmpiOp) and op.predicate.value.data > 5)):
                 raise TranslationError(f"{op.name} reading i{t.width.data} as unsigned is not supported")
         return rule(op, a)
@@ -465,9 +546,12 @@ class Translator:
         d = self._dense.get(id(value))
         if d is None:
             owner = value.owner
-            if not (isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr)):
+            if not _is_subclass(type(owner), arith.ConstantOp):
                 return None
-            d = self._dense[id(value)] = _Dense(owner.value)
+            attr = owner.properties["value"]
+            if not _is_subclass(type(attr), DenseIntOrFPElementsAttr):
+                return None
+            d = self._dense[id(value)] = _Dense(attr)
         return d
 
     def op_key(self, op: Operation, numbering: dict) -> tuple:
@@ -490,7 +574,9 @@ class Translator:
                     hit = (value, (arith.ConstantOp, _scalar_key(c), dt))
                 self._scalar_keys[id(value)] = hit  # the attribute kept alive: no id reused
             if hit[1] is not None:
-                return (*hit[1], token(op.results[0].type))
+                (result,) = op.results
+                t = self._token_of_id.get(id(result._type))  # (`token`'s lookup, inlined as below)
+                return (*hit[1], t if t is not None else token(result._type))
         get = numbering.get
         # `token`, its lookup by identity inlined (a body op has a few attributes); one flat
         # list (the sections end in None, which no operand, token or name is) built by plain
@@ -555,10 +641,14 @@ class Translator:
         stack.append(name)
         # only a function's top-level ops are translated (and so only their calls): no need
         # to walk into the bodies of its linalg ops
+        # (the ops by their links and classes: xDSL's op iterator and an isinstance through
+        # ABCMeta cost more than the rest of this loop, which sees every op of the model)
         for block in self.functions[name].body.blocks:
-            for op in block.ops:
-                if isinstance(op, func.CallOp):
+            op = block._first_op
+            while op is not None:
+                if _is_subclass(type(op), func.CallOp):
                     self._collect_callees(op.callee.root_reference.data, order, seen, stack)
+                op = op._next_op
         stack.pop()
         seen.add(name)
         order.append(name)
@@ -578,11 +668,14 @@ class Translator:
         with bb.function(relax_name, params, private=relax_name != "main"):
             with bb.dataflow():
                 outputs = None
-                for op in block.ops:
-                    if isinstance(op, func.ReturnOp):
+                op = block._first_op  # (see _collect_callees)
+                while op is not None:
+                    if _is_subclass(type(op), func.ReturnOp):
                         outputs = [self.tensor(v) for v in op.operands]
                         break
+                    following = op._next_op  # (read first, as xDSL's iterator does)
                     self.visit(op)
+                    op = following
                 if outputs is None:
                     raise TranslationError(f"@{f.sym_name.data} has no func.return")
                 out = bb.emit_output(outputs[0] if len(outputs) == 1 else relax.Tuple(outputs))
@@ -592,11 +685,11 @@ class Translator:
 
     # -- values --
     def tensor(self, value: SSAValue):
-        from tvm import relax
-
         v = self.env[value]
         if isinstance(v, _Init):
             if v.tensor_expr is None:
+                from tvm import relax
+
                 fill = 0 if v.value is None else v.value
                 v.tensor_expr = self.bb.emit(
                     relax.op.full(v.shape, relax.const(fill, v.dtype), v.dtype)
@@ -624,15 +717,13 @@ class Translator:
 
         `key` must determine the PrimFunc completely: every shape, dtype, attribute and
         constant `fte` reads (the relax tensors are only its arguments)."""
-        from tvm import relax
-
         hit = self.prim_funcs.get(key)
         if hit is None:
             call = self.bb.call_te(fte, *tensors)
             self.prim_funcs[key] = (call.args[0], list(call.ty_args))
             return self.bb.emit(call)
         gvar, out_type = hit
-        return self.bb.emit(relax.call_tir(gvar, list(tensors), out_type))
+        return self.bb.emit(call_tir(gvar, list(tensors), out_type))
 
     # -- elementwise arith on whole tensors --
     def elementwise_arith(self, op: Operation):
@@ -682,27 +773,28 @@ def _call(tr: Translator, op: func.CallOp):
 
 @handles(arith.ConstantOp)
 def _constant(tr: Translator, op: arith.ConstantOp):
-    from tvm import relax
-
-    if isinstance(op.value, DenseIntOrFPElementsAttr):
-        tr.env[op.results[0]] = tr.dense(op.results[0])
+    (result,) = op.results
+    if _is_subclass(type(op.properties["value"]), DenseIntOrFPElementsAttr):
+        tr.env[result] = tr.dense(result)
     else:
-        tr.env[op.results[0]] = scalar_constant(op)
+        tr.env[result] = scalar_constant(op)
 
 
 @handles(tensor.EmptyOp)
 def _empty(tr: Translator, op):
-    t = op.results[0].type
-    tr.env[op.results[0]] = _Init(list(t.get_shape()), dtype_of(t))
+    (result,) = op.results
+    t = result._type
+    tr.env[result] = _Init(list(shape_of(t)), dtype_of(t))
 
 
 @handles(linalg.FillOp)
 def _fill(tr: Translator, op):
-    value = tr.env[op.inputs[0]]
+    value = tr.env[inputs_outputs(op)[0][0]]
     if not isinstance(value, tuple):
         raise TranslationError("linalg.fill with a non-constant value is not supported")
-    t = op.results[0].type
-    tr.env[op.results[0]] = _Init(list(t.get_shape()), dtype_of(t), value[0])
+    (result,) = op.results
+    t = result._type
+    tr.env[result] = _Init(list(shape_of(t)), dtype_of(t), value[0])
 
 
 def _init_value(tr: Translator, value: SSAValue):
@@ -883,19 +975,22 @@ def _generic(tr: Translator, op: linalg.GenericOp):
 def eval_scalar_op(bop: Operation, values: dict, dims: Sequence, rules: dict | None = None) -> None:
     """Evaluate one scalar op of a linalg.generic body as TIR: `values` maps SSA values to
     PrimExprs (the op's result is added), `dims` are the loop indices (for linalg.index)."""
-    from tvm import tirx
+    cls = type(bop)  # (see sub_byte_rule)
+    if _is_subclass(cls, arith.ConstantOp):
+        from tvm import tirx
 
-    if isinstance(bop, arith.ConstantOp):
         c, dt = scalar_constant(bop)
         values[bop.results[0]] = tirx.const(c, dt)
         return
-    if isinstance(bop, linalg.IndexOp):
+    if _is_subclass(cls, linalg.IndexOp):
+        from tvm import tirx
+
         values[bop.results[0]] = tirx.Cast("int64", dims[bop.dim.value.data])
         return
-    rule = (rules or scalar_rules()).get(type(bop))
+    rule = (rules or scalar_rules()).get(cls)
     if rule is None:
         raise TranslationError(f"linalg.generic body op {bop.name} is not supported")
-    values[bop.results[0]] = rule(bop, [values[v] for v in bop.operands])
+    values[bop.results[0]] = rule(bop, [values[v] for v in bop._operands])
 
 
 def _scalar_key(value):
@@ -934,19 +1029,17 @@ def _matmul(tr: Translator, op):
     _add_init(tr, op, tr.bb.emit(relax.op.matmul(a, b, out_dtype=out_dtype)))
 
 
-def _dot_conv(tr: Translator, op, x, x_shape, weights, strides, dilations, flavor, in_pad=None):
-    """The convolution `op` as a dot-product kernel (tvm_bridge/vnni.py) of `flavor`, with
-    the elementwise chain after it fused in when it can be (and `x` padded to `x_shape` by
-    the kernel with `in_pad`, if given)."""
-    from tvm import relax
-
+def _dot_conv(tr: Translator, op, out, x, x_shape, weights, strides, dilations, flavor, in_pad=None):
+    """The convolution `op` (its output init `out`) as a dot-product kernel
+    (tvm_bridge/vnni.py) of `flavor`, with the elementwise chain after it fused in when it
+    can be (and `x` padded to `x_shape` by the kernel with `in_pad`, if given)."""
     from tvm_bridge import epilogue, vnni
 
     def bare():
         return vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, kernels=tr.vnni_kernels,
                                 flavor=flavor, in_pad=in_pad)
 
-    init_tensor, init_const = _init_value(tr, op.outputs[0])
+    init_tensor, init_const = _init_value(tr, out)
     if init_tensor is not None:  # sums added to a tensor: no epilogue fusion
         _add_init(tr, op, bare())
         return
@@ -962,6 +1055,8 @@ def _dot_conv(tr: Translator, op, x, x_shape, weights, strides, dilations, flavo
         _add_init(tr, op, bare())
         return
     if epi.collapsed is not None:  # a fully connected layer's [1, 1, B, K] -> [B, K]
+        from tvm import relax
+
         result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
     tr.env[epi.result] = result
     tr.fused.update(map(id, epi.ops))
@@ -972,29 +1067,30 @@ def _conv_nhwc_fhwc(tr: Translator, op):
     from tvm import relax
 
     out_dtype = dtype_of(op.results[0].type)
-    strides = list(op.strides.get_values()) if getattr(op, "strides", None) is not None else [1, 1]
-    dilations = list(op.dilations.get_values()) if getattr(op, "dilations", None) is not None else [1, 1]
+    properties = op.properties
+    strides = list(int_values(properties["strides"])) if properties.get("strides") is not None else [1, 1]
+    dilations = list(int_values(properties["dilations"])) if properties.get("dilations") is not None else [1, 1]
+    (x_value, w_value), outputs = inputs_outputs(op)
     flavor = getattr(tr, "dot", None)
     if flavor is not None:
         from tvm_bridge import vnni
 
-        dense = tr.dense(op.inputs[1])
+        dense = tr.dense(w_value)
         weights = dense.array() if dense is not None else None
-        x_shape = list(op.inputs[0].type.get_shape())
-        if vnni.applicable(x_shape, weights, dtype_of(op.inputs[0].type), dtype_of(op.inputs[1].type), out_dtype,
-                           flavor):
+        x_shape = list(shape_of(x_value._type))
+        if vnni.applicable(x_shape, weights, dtype_of(x_value._type), dtype_of(w_value._type), out_dtype, flavor):
             # an input padded by a constant: the kernel stages the pad with its input
-            padded = tr.env.get(op.inputs[0])
+            padded = tr.env.get(x_value)
             in_pad = padded.spatial() if isinstance(padded, _Pad) else None
-            x = padded.source if in_pad is not None else tr.tensor(op.inputs[0])
+            x = padded.source if in_pad is not None else tr.tensor(x_value)
             try:
-                _dot_conv(tr, op, x, x_shape, weights, strides, dilations, flavor, in_pad)
+                _dot_conv(tr, op, outputs[0], x, x_shape, weights, strides, dilations, flavor, in_pad)
                 return
             except vnni.NotApplicable:  # sums that could leave int32 (nothing emitted)
                 pass
-    x = tr.tensor(op.inputs[0])
-    w = tr.tensor(op.inputs[1])
-    if dtype_of(op.inputs[0].type) != dtype_of(op.inputs[1].type):
+    x = tr.tensor(x_value)
+    w = tr.tensor(w_value)
+    if dtype_of(x_value.type) != dtype_of(w_value.type):
         # mixed widths (16x8): widen both; same-width int8 operands stay int8 with an int32
         # accumulator (linalg's sign-extending semantics), which TVM compiles 2-3x faster
         x, w = relax.op.astype(x, out_dtype), relax.op.astype(w, out_dtype)
@@ -1026,10 +1122,13 @@ for _name in ("CollapseShapeOp", "ExpandShapeOp", "ReshapeOp"):
         _OP_HANDLERS[getattr(tensor, _name)] = _reshape
 
 
-def _static(values, what: str, op) -> list[int]:
-    vals = list(values.get_values())
-    if any(v < -(1 << 62) for v in vals) or len(getattr(op, what.split("_", 1)[1], [])):
-        raise TranslationError(f"{op.name} with dynamic {what.split('_', 1)[1]} is not supported")
+def _static(what: str, op) -> list[int]:
+    """The static values of `op`'s property `what` (static_low, static_offsets, ...); an op
+    with dynamic ones (their operand segment, named `what` without its "static_") is refused."""
+    vals = list(int_values(op.properties[what]))
+    dynamic = what.split("_", 1)[1]
+    if any(v < -(1 << 62) for v in vals) or operand_segment(op, dynamic):
+        raise TranslationError(f"{op.name} with dynamic {dynamic} is not supported")
     return vals
 
 
@@ -1037,9 +1136,9 @@ def _static(values, what: str, op) -> list[int]:
 def _extract_slice(tr: Translator, op):
     from tvm import relax
 
-    offsets = _static(op.static_offsets, "static_offsets", op)
-    sizes = _static(op.static_sizes, "static_sizes", op)
-    strides = _static(op.static_strides, "static_strides", op)
+    offsets = _static("static_offsets", op)
+    sizes = _static("static_sizes", op)
+    strides = _static("static_strides", op)
     axes = list(range(len(offsets)))
     ends = [o + (n - 1) * s + 1 for o, n, s in zip(offsets, sizes, strides)]
     sliced = tr.bb.emit(relax.op.strided_slice(tr.tensor(op.source), axes, offsets, ends, strides))
@@ -1053,9 +1152,9 @@ def _extract_slice(tr: Translator, op):
 def _insert_slice(tr: Translator, op):
     from tvm import te, tirx
 
-    offsets = _static(op.static_offsets, "static_offsets", op)
-    sizes = _static(op.static_sizes, "static_sizes", op)
-    strides = _static(op.static_strides, "static_strides", op)
+    offsets = _static("static_offsets", op)
+    sizes = _static("static_sizes", op)
+    strides = _static("static_strides", op)
     shape = list(op.results[0].type.get_shape())
     src_shape = list(op.source.type.get_shape())
     if src_shape != sizes:
@@ -1089,12 +1188,9 @@ def _concat(tr: Translator, op):
 
 @handles(tensor.PadOp)
 def _pad(tr: Translator, op):
-    from tvm import te, tirx
-
-    low = _static(op.static_low, "static_low", op)
-    high = _static(op.static_high, "static_high", op)
-    block = op.region.block
-    yielded = block.last_op.operands[0]
+    low = _static("static_low", op)
+    high = _static("static_high", op)
+    yielded = op.regions[0].block.last_op._operands[0]
     owner = yielded.owner
     if isinstance(owner, arith.ConstantOp):
         pad_value = scalar_constant(owner)[0]
@@ -1102,11 +1198,15 @@ def _pad(tr: Translator, op):
         pad_value = tr.env[yielded][0]
     else:
         raise TranslationError("tensor.pad with a non-constant padding value is not supported")
-    shape = list(op.results[0].type.get_shape())
-    src_shape = list(op.source.type.get_shape())
-    dtype = dtype_of(op.results[0].type)
+    result = op.results[0]
+    source_value = op._operands[0]  # `source`, the first operand definition (a single one)
+    shape = list(shape_of(result._type))
+    src_shape = list(shape_of(source_value._type))
+    dtype = dtype_of(result._type)
 
     def fte(src):
+        from tvm import te, tirx
+
         def body(*i):
             inside = None
             for d in range(len(shape)):
@@ -1117,9 +1217,9 @@ def _pad(tr: Translator, op):
 
         return te.compute(shape, body, name="pad")
 
-    key = ("pad", op.source.type, op.results[0].type, tuple(low), tuple(high), _scalar_key(pad_value))
-    source = tr.tensor(op.source)
-    tr.env[op.results[0]] = _Pad(source, low, high, pad_value, lambda: tr.emit_te(key, fte, source))
+    key = ("pad", source_value._type, result._type, tuple(low), tuple(high), _scalar_key(pad_value))
+    source = tr.tensor(source_value)
+    tr.env[result] = _Pad(source, low, high, pad_value, lambda: tr.emit_te(key, fte, source))
 
 
 def _named_elementwise(combine):

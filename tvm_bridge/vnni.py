@@ -53,7 +53,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tvm_bridge.translate import TranslationError, tensor_constant
+from tvm_bridge.translate import TranslationError, call_tir, tensor_constant
 
 
 @dataclass(frozen=True)
@@ -432,15 +432,21 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     if g["FOLD"]:
         padded = np.zeros((k, kh, 1, g["CF"]), np.int8)
         padded[:, :, 0, :kw * c] = weights.reshape(k, kh, kw * c)  # value kw * C + c of the window
+    elif g["CP"] == c and weights.dtype == np.int8:
+        padded = weights  # (no padding channels: packed below into a copy of its own)
     else:
         padded = np.zeros((k, kh, kw, g["CP"]), np.int8)
         padded[..., :c] = weights
     packed = np.ascontiguousarray(padded.reshape(k // lanes, lanes, kh, kwe, c4, G)
                                   .transpose(2, 3, 4, 0, 1, 5).reshape(kh, kwe, c4, k // lanes, G * lanes)
                                   .astype(f.wdtype))
-    # start value of the sums: -bias * sum(w) undoes the activations' bias (VNNI's +128);
-    # plus the output init and the folded additive epilogue steps, all modulo 2^32
-    start = -f.bias * weights.astype(np.int64).sum(axis=(1, 2, 3)) + int(init)
+    # start value of the sums: -bias * sum(w) undoes the activations' bias (VNNI's +128;
+    # nothing to undo without one); plus the output init and the folded additive epilogue
+    # steps, all modulo 2^32
+    if f.bias:
+        start = -f.bias * weights.astype(np.int64).sum(axis=(1, 2, 3)) + int(init)
+    else:
+        start = np.full(k, int(init), np.int64)
     params = [] if epi is None else epi.params
     if epi is not None and epi.init is not None:
         start = start + epi.init.astype(np.int64)
@@ -472,4 +478,4 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
         gvar = bb.add_func(prim_func, f"{f.name}_conv2d")
         if kernels is not None:
             kernels[("gvar", id(prim_func))] = (prim_func, gvar)  # the kernel kept: its id stays its own
-    return bb.emit(relax.call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))
+    return bb.emit(call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))

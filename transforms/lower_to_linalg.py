@@ -63,7 +63,7 @@ from qdialect import cyclic_gc
 from qdialect.dialects import qint
 from qdialect.reference import activations as act
 from qdialect.reference.rescale import multiply_by_quantized_multiplier, multiply_single_rounding
-from transforms.decompose import Emitter, Unsupported, dense_constant, int_tensor, pad_op, scalar_constant
+from transforms.decompose import Emitter, Unsupported, dense_constant, int_tensor, pad_op, scalar_constant, tensor_type
 from transforms.fast_ir import BlockTemplate, create_op, new_region, op_types, rewrite_once
 
 I64 = IntegerType(64)
@@ -549,7 +549,7 @@ class Lowering(Emitter):
             return x
         shape = qint.shape_of(x)
         el = x.type.element_type
-        result = TensorType(el, [d + lo + hi for d, lo, hi in zip(shape, low, high)])
+        result = tensor_type(el, [d + lo + hi for d, lo, hi in zip(shape, low, high)])
         c = self.scalar(value, el)
         return self.add(_region_op(("pad", tuple(low), tuple(high), result),
                                    lambda src, pad_value: pad_op(src, list(low), list(high), pad_value, result),

@@ -51,6 +51,7 @@ from xdsl.utils.exceptions import VerifyException
 
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
 from qdialect.qparams import QParams, storage_bounds
+from qdialect.trusted import data_attr
 
 EXPRESSED_TYPES = {"f16": Float16Type, "bf16": BFloat16Type, "f32": Float32Type}
 _EXPRESSED_LIMITS = {
@@ -478,9 +479,11 @@ def _printed_parameters(text: str) -> tuple | None:
     if not all(tiny / 2 <= scale <= huge for scale in scales) or not all(
             smin <= zero_point <= smax for zero_point in zero_points):
         return None
+    # the scales are Python floats and the zero points shared IntAttrs: what FloatData's and
+    # ArrayAttr's verifiers accept, so they are built without them (qdialect.trusted)
     return (_int_attr(width), _int_attr(1 if kind == "i" else 0), _int_attr(smin), _int_attr(smax),
-            _expressed_type(ename), ArrayAttr([FloatData(scale) for scale in scales]),
-            ArrayAttr([_int_attr(zero_point) for zero_point in zero_points]),
+            _expressed_type(ename), data_attr(ArrayAttr, tuple([data_attr(FloatData, scale) for scale in scales])),
+            data_attr(ArrayAttr, tuple([_int_attr(zero_point) for zero_point in zero_points])),
             _int_attr(-1 if axis is None else int(axis)))
 
 

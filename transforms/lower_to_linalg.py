@@ -1122,8 +1122,8 @@ def _rescaled_sum(a: Operation) -> tuple | None:
     if a.attr("lhs_zp", 0) or a.attr("rhs_zp", 0):
         return None
     r = _single_user(a.results[0])
-    if not _uniform_rescale(r) or type(_single_user(r.results[0])) in _SUMS:
-        return None
+    if not _uniform_rescale(r) or r.results[0].first_use is None or type(_single_user(r.results[0])) in _SUMS:
+        return None  # (an `r` read by nothing is erased as dead before it is lowered: no sum then)
     ra, rb = a.operands[0].owner, a.operands[1].owner
     if ra is rb or not (_uniform_rescale(ra) and _uniform_rescale(rb)):
         return None

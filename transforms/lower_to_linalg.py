@@ -10,7 +10,7 @@ and the TVM bridge translates it.  What rewrites into what:
 | qint.depthwise_conv2d | tensor.pad -> linalg.generic (channel multiplier M as a separate loop, reshaped back to C*M) |
 | qint.fully_connected / batch_matmul | linalg.generic reductions (zero points in the body) |
 | qint.bias_add, add, sub, mul, maximum, minimum, divide_round | elementwise linalg.generic (broadcasting through the indexing maps) |
-| qint.rescale, qint.rescale -> qint.add / sub -> qint.rescale (TFLite's ADD / SUB; intermediate values read once, parameters one value for all channels) | one elementwise linalg.generic of the two inputs: the four bodies one after the other |
+| qint.rescale, qint.rescale -> qint.add / sub -> qint.rescale (TFLite's ADD / SUB; intermediate values read once, parameters one value for all channels), with the rescale (of any parameters) before an input rescale when only it reads it (a convolution's requantization before a residual add) | one elementwise linalg.generic of the two inputs (and that rescale's per-channel constants): the bodies one after the other |
 | qint.rescale | elementwise linalg.generic whose body is the integer recipe of its `mode` in arith (float modes: the product clamped before any float add, so no fused multiply-add can merge two roundings) (64-bit multiply, rounding add, arithmetic shift, clamp, truncate; per-channel parameters as 1-D constant operands) |
 | qint.table | elementwise linalg.generic reading the table with tensor.extract |
 | qint.pool_sum / pool_max | tensor.pad -> linalg.generic with window loops (a constant window-shaped operand gives their extents, as linalg's named pooling ops do) |
@@ -1114,11 +1114,14 @@ def _uniform_rescale(op) -> bool:
 
 
 def _rescaled_sum(a: Operation) -> tuple | None:
-    """(ra, rb, r) when `a` is a qint.add / qint.sub without zero points of two rescales
-    `ra`, `rb` it alone reads, itself read only by the rescale `r`, all three with one
-    value per parameter: TFLite's ADD / SUB (each input rescaled to a common scale,
-    summed, rescaled to the output's).  `r` read by another add / sub would make it a
-    possible `ra` of another sum: then none, so that the sums never share an op."""
+    """(ha, ra, hb, rb, r) when `a` is a qint.add / qint.sub without zero points of two
+    rescales `ra`, `rb` it alone reads, itself read only by the rescale `r`, all three with
+    one value per parameter: TFLite's ADD / SUB (each input rescaled to a common scale,
+    summed, rescaled to the output's).  `ha` (`hb`) is the rescale, of any parameters, that
+    `ra` (`rb`) alone reads when `ra` is not broadcast and `ha` does not read an add / sub
+    (a convolution's requantization before a residual add), else None.  `r` read by another
+    add / sub would make it a possible `ra` of another sum: then none, so that the sums
+    never share an op."""
     if a.attr("lhs_zp", 0) or a.attr("rhs_zp", 0):
         return None
     r = _single_user(a.results[0])
@@ -1129,51 +1132,81 @@ def _rescaled_sum(a: Operation) -> tuple | None:
         return None
     if _single_user(ra.results[0]) is not a or _single_user(rb.results[0]) is not a:
         return None
-    return ra, rb, r
+    shape = qint.shape_of(r.results[0])
+
+    def head(rescale):
+        h = rescale.operands[0].owner
+        if (type(h) is qint.RescaleOp and _single_user(h.results[0]) is rescale
+                and type(h.operands[0].owner) not in _SUMS and qint.shape_of(rescale.results[0]) == shape):
+            return h
+        return None
+
+    return head(ra), ra, head(rb), rb, r
 
 
 def _sum_of(op: Operation, seen: dict) -> tuple | None:
-    """(ra, rb, a, r) of the rescaled sum (`_rescaled_sum`) `op` is one of the four ops of;
-    `seen` remembers each sum's answer (id(a) -> (a, group)) for its other ops."""
+    """(ha, ra, hb, rb, a, r) of the rescaled sum (`_rescaled_sum`) `op` is one of the ops
+    of; `seen` remembers each sum's answer (id(a) -> (a, group)) for its other ops."""
     if type(op) in _SUMS:
-        a = op
-    else:  # a rescale: ra / rb (read by the sum) or r (reading it)
+        candidates = (op,)
+    else:  # a rescale: ra / rb (read by the sum), ha / hb (read by one of those) or r
         user = _single_user(op.results[0])
-        a = user if type(user) in _SUMS else op.operands[0].owner
+        after = _single_user(user.results[0]) if type(user) is qint.RescaleOp else None
+        candidates = (user, after, op.operands[0].owner)
+    for a in candidates:
         if type(a) not in _SUMS:
-            return None
-    hit = seen.get(id(a))
-    if hit is None:
-        hit = seen[id(a)] = (a, _rescaled_sum(a))  # (a kept alive: its id stays its own)
-    group = hit[1]
-    if group is None:
-        return None
-    ra, rb, r = group
-    return (ra, rb, a, r) if op is a or op is ra or op is rb or op is r else None
+            continue
+        hit = seen.get(id(a))
+        if hit is None:
+            hit = seen[id(a)] = (a, _rescaled_sum(a))  # (a kept alive: its id stays its own)
+        if hit[1] is not None:
+            ha, ra, hb, rb, r = hit[1]
+            if op is a or op is ra or op is rb or op is r or op is ha or op is hb:
+                return ha, ra, hb, rb, a, r
+    return None
 
 
-def lower_rescaled_sum(e: Lowering, ra: qint.RescaleOp, rb: qint.RescaleOp, a: Operation,
-                       r: qint.RescaleOp) -> SSAValue:
-    """r(ra(x) +/- rb(y)) as one elementwise generic of x and y: the three rescales' and the
-    sum's bodies one after the other in one body, each step the scalar function its own
-    generic would apply (so every value is the same), without the three intermediate
-    tensors, generics and bodies' conversions at their boundaries."""
-    plans = [_rescale_plan(e, op) for op in (ra, rb, r)]
-    if any(len(inputs) != 1 for inputs, _, _, _ in plans):
+def lower_rescaled_sum(e: Lowering, ha: qint.RescaleOp | None, ra: qint.RescaleOp, hb: qint.RescaleOp | None,
+                       rb: qint.RescaleOp, a: Operation, r: qint.RescaleOp) -> SSAValue:
+    """r(ra(ha(x)) +/- rb(hb(y))) (`ha`, `hb` where there are: see `_rescaled_sum`) as one
+    elementwise generic of x, y and the per-channel constants of `ha` and `hb`: the bodies
+    of the rescales and of the sum one after the other in one body, each step the scalar
+    function its own generic would apply (so every value is the same), without the
+    intermediate tensors, generics and their bodies' conversions at the boundaries."""
+    uniform = [_rescale_plan(e, op) for op in (ra, rb, r)]
+    if any(len(inputs) != 1 for inputs, _, _, _ in uniform):
         raise AssertionError("a rescale with one value per parameter read a per-channel constant")
-    (_, _, body_a, key_a), (_, _, body_b, key_b), (_, _, body_r, key_r) = plans
+    (_, _, body_a, key_a), (_, _, body_b, key_b), (_, _, body_r, key_r) = uniform
+    out_t = r.results[0].type
+    shape = list(out_t.get_shape())
+    inputs, maps, sides = [], [], []
+    for h, rescale, body in ((ha, ra, body_a), (hb, rb, body_b)):
+        if h is None:
+            x = rescale.operands[0]
+            inputs.append(x)
+            maps.append(broadcast_map(qint.shape_of(x), shape))
+            sides.append((body, None, 0, None))
+        else:  # the head's value and constants, read with its maps (its loops are the sum's)
+            h_inputs, h_maps, h_body, h_key = _rescale_plan(e, h)
+            inputs.extend(h_inputs)
+            maps.extend(h_maps)
+            sides.append((body, h_body, len(h_inputs) - 1, h_key))
     fn = _SUMS[type(a)]
     w = qint.int_width(a.results[0])
     add = _binary_body(fn, 0, 0, w)
 
-    def body(s, x, y, _o):
-        return body_r(s, add(s, body_a(s, x), body_b(s, y)))
+    def body(s, *args):
+        values, i = [], 0
+        for side_body, h_body, n_params, _ in sides:
+            v = args[i]
+            if h_body is not None:
+                v = h_body(s, v, *args[i + 1:i + 1 + n_params])
+            values.append(side_body(s, v))
+            i += 1 + n_params
+        return body_r(s, add(s, *values))
 
-    out_t = r.results[0].type
-    shape = list(out_t.get_shape())
-    x, y = ra.operands[0], rb.operands[0]
-    return e.generic([x, y], [broadcast_map(qint.shape_of(x), shape), broadcast_map(qint.shape_of(y), shape)],
-                     out_t, identity(len(shape)), body, key=("rescaled_sum", key_a, key_b, fn, w, key_r))
+    key = ("rescaled_sum", tuple(side[2:] for side in sides), key_a, key_b, fn, w, key_r)
+    return e.generic(inputs, maps, out_t, identity(len(shape)), body, key=key)
 
 
 def lower_scaled_add(e: Lowering, op: qint.ScaledAddOp) -> SSAValue:
@@ -1518,7 +1551,7 @@ class LowerQIntOp(RewritePattern):
                     const.erase()
             return
         if type(op) in _SUM_OPS and (group := _sum_of(op, self.sums)) is not None:
-            if op is group[3]:  # the sum's last op: the four as one generic, where the last one was
+            if op is group[5]:  # the sum's last op: all of them as one generic, where the last one was
                 self._lower_sum(group, rewriter)
             return
         fn = LOWERINGS.get(type(op))
@@ -1535,17 +1568,18 @@ class LowerQIntOp(RewritePattern):
             self.done[id(later)] = (later, value)  # (the entry keeps `later` alive: its id stays its own)
 
     def _lower_sum(self, group: tuple, rewriter) -> None:
-        ra, rb, a, r = group
+        ha, ra, hb, rb, a, r = group
         e = Lowering(self.bodies)
         try:
-            out = lower_rescaled_sum(e, ra, rb, a, r)
+            out = lower_rescaled_sum(e, *group)
         except Unsupported as err:
             self.failures.append(f"{r.name}: {err}")
             return
         rewriter.replace(r, e.ops, [out])
-        for op in (a, ra, rb):  # read by nothing now
-            op.detach()
-            op.erase()
+        for op in (a, ra, rb, ha, hb):  # read by nothing now (each after its reader)
+            if op is not None:
+                op.detach()
+                op.erase()
 
 
 @dataclass(frozen=True)

@@ -133,3 +133,67 @@ def test_a_sum_whose_result_is_read_by_nothing_still_lowers():
     assert not [op.name for op in l3.walk() if op.name.startswith("qint.")]
     x, y = _inputs(CASES[0], 0)
     assert int(np.count_nonzero(run_module(l3, [x, y])[0] != x)) == 0
+
+
+def _headed_module(per_channel: bool, both: bool, broadcast: bool = False) -> str:
+    """x, and an i32 accumulator requantized per channel (the head) then rescaled for the sum:
+    a convolution's requantization before a residual add, as decomposed."""
+    c = 8
+    shape_y = (4, 1) if broadcast else (4, c)
+    m = [1686695680, 2028166144, 1243114368, 1829223552, 1452867968, 1335042560, 1323162496, 1725326976]
+    sh = [-7, -9, -7, -9, -7, -7, -7, -7]
+    if not per_channel:
+        m, sh = m[:1] * c, sh[:1] * c
+    if broadcast:
+        m, sh = m[:1], sh[:1]
+    head = lambda v, t: _rescale(v, f"tensor<{t}xi32>", f"tensor<{t}xi8>", "double_round", m, sh,  # noqa: E731
+                                 output_zp=-3, clamp_min=-3, clamp_max=117)
+    tx, ty = "4x8", "x".join(map(str, shape_y))
+    x_side = (f"%hx = {head('%x', tx)}\n  %a = " + _rescale("%hx", f"tensor<{tx}xi8>", f"tensor<{tx}xi32>",
+              "double_round", [1 << 30], [0], input_zp=-3, left_shift=20)) if both else (
+        "%a = " + _rescale("%x", f"tensor<{tx}xi8>", f"tensor<{tx}xi32>", "double_round", [1 << 30], [0],
+                           input_zp=-3, left_shift=20))
+    x_t = "i32" if both else "i8"
+    return f"""
+func.func @main(%x: tensor<{tx}x{x_t}>, %y: tensor<{ty}xi32>) -> tensor<4x8xi8> {{
+  %h = {head('%y', ty)}
+  %b = {_rescale("%h", f"tensor<{ty}xi8>", f"tensor<{ty}xi32>", "double_round", [1 << 30], [0], input_zp=-3, left_shift=20)}
+  {x_side}
+  %s = qint.add %a, %b : (tensor<{tx}xi32>, tensor<{ty}xi32>) -> tensor<4x8xi32>
+  %r = {_rescale("%s", "tensor<4x8xi32>", "tensor<4x8xi8>", "double_round", [1 << 30], [-18], output_zp=-3)}
+  func.return %r : tensor<4x8xi8>
+}}
+"""
+
+
+@pytest.mark.parametrize("per_channel, both, broadcast, generics", [
+    (True, False, False, 1),   # the residual add after a convolution: one generic
+    (False, False, False, 1),
+    (True, True, False, 1),    # both inputs requantized accumulators
+    (False, False, True, 2),   # a broadcast side keeps its head apart
+])
+def test_a_requantization_before_the_sum_joins_it(per_channel, both, broadcast, generics):
+    l2 = parse(_headed_module(per_channel, both, broadcast))
+    l3 = apply(l2, QnnLowerToLinalgPass())
+    assert _generics(l3) == generics
+    rng = np.random.default_rng(7)
+    shape_y = (4, 1) if broadcast else (4, 8)
+    for _ in range(4):
+        x = (rng.integers(-(1 << 20), 1 << 20, (4, 8)).astype(np.int32) if both
+             else rng.integers(-128, 128, (4, 8)).astype(np.int8))
+        y = rng.integers(-(1 << 20), 1 << 20, shape_y).astype(np.int32)
+        y.reshape(-1)[:2] = [-(1 << 31), (1 << 31) - 1]
+        want = run_module(l2, [x, y])[0]
+        got = run_module(l3, [x, y])[0]
+        assert int(np.count_nonzero(got != want)) == 0
+
+
+def test_a_requantization_before_the_sum_through_tvm():
+    from tvm_bridge.compile import compile_module
+
+    l2 = parse(_headed_module(True, False))
+    model = compile_module(apply(l2, QnnLowerToLinalgPass()))
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (4, 8)).astype(np.int8)
+    y = rng.integers(-(1 << 20), 1 << 20, (4, 8)).astype(np.int32)
+    assert int(np.count_nonzero(model(x, y)[0] != run_module(l2, [x, y])[0])) == 0

@@ -242,3 +242,28 @@ func.func @sums_apart(%x: tensor<2x3xi8>, %y: tensor<2x3xi8>) -> (tensor<2x3xi8>
   %u = qint.rescale %t {mode = "double_round", multiplier = array<i64: 1073741824, 1518500250, 1073741824>, shift = array<i64: -18, -18, -17>} : (tensor<2x3xi32>) -> tensor<2x3xi8>
   func.return %r, %a, %u : tensor<2x3xi8>, tensor<2x3xi32>, tensor<2x3xi8>
 }
+
+// A per-channel requantization that only one input rescale of the sum reads (a convolution's
+// before a residual add) joins the generic: its input and its per-channel constants (multipliers
+// as i32, the two added constants, the 32-bit shifts: see rescale.mlir) are the generic's,
+// read through its own maps, and its body comes first on that side.
+// CHECK-LABEL: func.func @headed_sum
+// CHECK:         %[[M:.*]] = arith.constant dense<[1686695680, 1073741824]> : tensor<2xi32>
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %acc, %[[M]], %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x2xi8>, tensor<2x2xi32>, tensor<2xi32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi32>)
+// CHECK-NEXT:    ^bb0(%{{.*}}: i8, %[[ACC:[0-9]+]]: i32, %[[MC:[0-9]+]]: i32,
+// CHECK:           arith.extsi %[[ACC]] : i32 to i64
+// CHECK-NEXT:      arith.extsi %[[MC]] : i32 to i64
+// CHECK-NOT:       linalg.generic
+// CHECK:           linalg.yield
+// MLIR-LABEL:  func.func @headed_sum
+// MLIR-COUNT-1:  linalg.generic
+// MLIR-NOT:      linalg.generic
+// MLIR:          return
+func.func @headed_sum(%x: tensor<2x2xi8>, %acc: tensor<2x2xi32>) -> tensor<2x2xi8> {
+  %h = qint.rescale %acc {mode = "double_round", multiplier = array<i64: 1686695680, 1073741824>, shift = array<i64: -7, -9>, output_zp = -3 : i64} : (tensor<2x2xi32>) -> tensor<2x2xi8>
+  %a = qint.rescale %x {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 0>, input_zp = -3 : i64, left_shift = 20 : i64} : (tensor<2x2xi8>) -> tensor<2x2xi32>
+  %b = qint.rescale %h {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 0>, input_zp = -3 : i64, left_shift = 20 : i64} : (tensor<2x2xi8>) -> tensor<2x2xi32>
+  %s = qint.add %a, %b : (tensor<2x2xi32>, tensor<2x2xi32>) -> tensor<2x2xi32>
+  %r = qint.rescale %s {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: -18>, output_zp = -3 : i64} : (tensor<2x2xi32>) -> tensor<2x2xi8>
+  func.return %r : tensor<2x2xi8>
+}

@@ -65,12 +65,18 @@ from qdialect import cyclic_gc, trusted
 from qdialect.dialects import qint, qnn
 from transforms.call_signatures import ConvertCallToStorage
 from transforms.fast_ir import all_ops, create_op, dense_attr, rewrite_greedy
-from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, _integer_type, quantized_element_type
+from qdialect.dialects.quant import (
+    StorageCastOp,
+    UniformQuantizedType,
+    _integer_type,
+    _is_subclass,
+    quantized_element_type,
+)
 from qdialect.qparams import QParams
 from qdialect.reference import activations as act
 from qdialect.reference import elementwise as ew
 from qdialect.reference import linear, pooling
-from qdialect.reference.rescale import quantize_multiplier
+from qdialect.reference.rescale import quantize_multiplier, quantize_multiplier_scalar
 
 
 class Unsupported(Exception):
@@ -91,8 +97,25 @@ def int_tensor(shape, width: int) -> TensorType:
     return tensor_type(_integer_type(width), shape)
 
 
+_STORAGE_TYPES: dict[int, tuple] = {}  # id(type) -> (type, its storage type): see storage_type
+
+
 def storage_type(t):
-    """The integer tensor type that holds a quantized tensor's stored values."""
+    """The integer tensor type that holds a quantized tensor's stored values.
+
+    Remembered per type object (a type is immutable, and the few of a model recur on
+    every op: the entry keeps the type alive, so its id stays its own)."""
+    hit = _STORAGE_TYPES.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    made = _storage_type(t)
+    if len(_STORAGE_TYPES) > 4096:  # bounded across the models of a long-lived process
+        _STORAGE_TYPES.clear()
+    _STORAGE_TYPES[id(t)] = (t, made)
+    return made
+
+
+def _storage_type(t):
     q = quantized_element_type(t)
     if q is None:
         return t
@@ -179,20 +202,20 @@ class Emitter:
     def constant(self, values, width: int) -> SSAValue:
         return self.add(dense_constant(values, width))
 
-    def qint(self, cls, operands, result_type, **attrs) -> SSAValue:
+    def qint(self, cls, operands: list[SSAValue], result_type, **attrs) -> SSAValue:
         """`cls(operands, [result_type], attrs)`, without xDSL's generic Operation builder
         (a qint op has no properties and no regions: its attributes are the whole of it)."""
         made: dict[str, Attribute] = {}
         for key, value in attrs.items():
             if value is None:
                 continue
-            if isinstance(value, Attribute):
+            if _is_subclass(type(value), Attribute):  # (isinstance: through ABCMeta)
                 made[key] = value
             elif key in cls.ATTRS:
                 made[key] = qint.make_attr(cls.ATTRS[key][0], value)
             else:
                 raise VerifyException(f"{cls.name}: unknown attribute '{key}'")
-        return self.add(create_op(cls, [SSAValue.get(o) for o in operands], [result_type], {}, made))
+        return self.add(create_op(cls, operands, [result_type], {}, made))
 
     def rescale(self, x: SSAValue, width: int, spec: dict, *, input_zp=0, output_zp=0,
                 bounds=None, left_shift=0, input_unsigned=False, axis=None) -> SSAValue:
@@ -280,21 +303,22 @@ def _per_tensor(q: QParams, what: str):
 
 
 def integer_spec(real, rounding: str, *, wide: bool = False) -> dict:
-    """(multiplier, shift) rescale of `real` for an integer profile."""
+    """(multiplier, shift) rescale of `real` (a scalar or one per channel) for an integer
+    profile: quantize_multiplier (tflite) or linear._qmult, value by value in Python ints
+    (numpy's calls cost more than the arithmetic on a few values)."""
+    if rounding not in ("tflite", "single", "half_up"):
+        raise Unsupported(f"rounding '{rounding}' here")
+    reals = [float(real)] if isinstance(real, float) else np.asarray(real, dtype=np.float64).reshape(-1).tolist()
+    pairs = [quantize_multiplier_scalar(r, rounding) for r in reals]
     if rounding == "tflite":
-        m, s = quantize_multiplier(real)
         mode = "wide_round" if wide else "double_round"
-    elif rounding in ("single", "half_up"):
-        m, s = linear._qmult(real, rounding)
+    else:
         if wide and rounding == "half_up":
             raise Unsupported("rounding 'half_up' with a 64-bit accumulator")
         mode = "wide_round" if wide else "single_round"
-    else:
-        raise Unsupported(f"rounding '{rounding}' here")
-    m, s = np.atleast_1d(m), np.atleast_1d(s)
-    if np.any(m < 0):
+    if any(m < 0 for m, _ in pairs):
         raise Unsupported("a negative multiplier")
-    return {"mode": mode, "multiplier": m.tolist(), "shift": s.tolist()}
+    return {"mode": mode, "multiplier": [m for m, _ in pairs], "shift": [s for _, s in pairs]}
 
 
 def float_spec(scale, mode: str = "float_even") -> dict:
@@ -333,10 +357,10 @@ def knobs(op: qnn.QnnOp) -> dict:
 
 
 def _weight_zero_point(w_q: QParams) -> int:
-    zps = np.unique(np.asarray(w_q.zero_point).reshape(-1))
-    if zps.size != 1:
+    zps = set(np.asarray(w_q.zero_point).reshape(-1).tolist())  # (np.unique sorts: slower on a few)
+    if len(zps) != 1:
         raise Unsupported("per-channel weight zero points that differ")
-    return int(zps[0])
+    return zps.pop()
 
 
 def _bias_width(bias: SSAValue) -> int:
@@ -852,6 +876,17 @@ def decompose_constant(e: Emitter, op: qnn.ConstantOp) -> SSAValue:
     t = op.results[0].type
     q = quantized_element_type(t)
     width = q.storage_width.data if q is not None else t.element_type.width.data
+    if _is_subclass(type(t), TensorType):
+        # the stored bytes already are those of the signless container when both dtypes
+        # have the same size (astype between such integer dtypes keeps the bits):
+        # e.constant(op.array(), width) without the arrays
+        shape = t.get_shape()
+        data = op.attributes["value"].data.data
+        dtype = op.element_dtype()
+        if (dtype.kind in "iu" and dtype.itemsize * 8 == max(8, width)
+                and min(shape, default=0) >= 0 and len(data) == math.prod(shape) * dtype.itemsize):
+            result = int_tensor(shape, width)
+            return e.add(create_op(arith.ConstantOp, (), (result,), {"value": dense_attr(result, data)}, {}))
     return e.constant(op.array(), width)
 
 
@@ -971,7 +1006,7 @@ def remaining_quantized(module: ModuleOp) -> list[str]:
 
     names = []
     for op in all_ops(module):
-        if isinstance(op, StorageCastOp) or op is module:
+        if _is_subclass(type(op), StorageCastOp) or op is module:
             continue
         if any(is_quantized(v.type) for v in op.results) or any(is_quantized(v.type) for v in op._operands):
             names.append(op.name)
@@ -1005,18 +1040,18 @@ class QnnDecomposePass(ModulePass):
                 decompose.match_and_rewrite(o, rewriter)
                 if len(failures) > n:
                     failed.add(id(o))
-            elif isinstance(o, StorageCastOp):
+            elif _is_subclass(type(o), StorageCastOp):
                 fold.match_and_rewrite(o, rewriter)
-            elif isinstance(o, func.CallOp):
+            elif _is_subclass(type(o), func.CallOp):
                 calls.match_and_rewrite(o, rewriter)
 
         def may_match(o: Operation) -> bool:
             if type(o) in DECOMPOSITIONS:
                 return id(o) not in failed  # a refused op is refused again
-            if isinstance(o, StorageCastOp):
+            if _is_subclass(type(o), StorageCastOp):
                 src = o.input.owner
-                return isinstance(src, StorageCastOp) and src.input.type == o.result.type
-            if isinstance(o, func.CallOp):
+                return _is_subclass(type(src), StorageCastOp) and src.input.type == o.result.type
+            if _is_subclass(type(o), func.CallOp):
                 return any(quantized_element_type(v.type) is not None for v in (*o.arguments, *o.res))
             return False
 
@@ -1028,7 +1063,7 @@ class QnnDecomposePass(ModulePass):
             raise PassFailedException("qnn-decompose cannot lower: " + "; ".join(
                 [*dict.fromkeys(failures), *(f"{name} (no decomposition)" for name in missing)]))
         for fn in all_ops(op):  # (not in walk order: each function's signature is its own)
-            if isinstance(fn, func.FuncOp):
+            if _is_subclass(type(fn), func.FuncOp):
                 convert_signature(fn)
         left = remaining_quantized(op)
         if left:

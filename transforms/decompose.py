@@ -41,6 +41,7 @@ once; nothing is approximated.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -178,7 +179,8 @@ class Emitter:
 
     def add(self, op: Operation) -> SSAValue:
         self.ops.append(op)
-        return op.results[0] if op.results else None
+        # (tuple's own indexing: SSAValues.__getitem__ is a Python method)
+        return tuple.__getitem__(op.results, 0) if op.results else None
 
     def storage(self, value: SSAValue) -> SSAValue:
         """The stored integers of a quantized value (a quant.scast), or the value itself.
@@ -190,8 +192,10 @@ class Emitter:
             return value
         t = storage_type(value.type)
         owner = value.owner
-        if isinstance(owner, StorageCastOp) and owner.input.type == t:
-            return owner.input
+        if _is_subclass(type(owner), StorageCastOp):
+            (x,) = owner._operands  # (its `input`, without the IRDL accessor)
+            if x.type is t or x.type == t:
+                return x
         return self.add(_storage_cast(value, t))
 
     def quantized(self, value: SSAValue, qtype) -> SSAValue:
@@ -348,9 +352,16 @@ def accumulator_spec(rounding: str, reals, *, float_ref=False, wide=False, xnn=T
 
 def knobs(op: qnn.QnnOp) -> dict:
     """The knobs the L1 interpreter uses for this op (absent acc: TFLite's width)."""
+    return _interpreter().knobs(op)
+
+
+@functools.cache
+def _interpreter():
+    """An interpreter without a module or rounding override (`knobs` only reads those),
+    made once instead of per op."""
     from qdialect.interpreter import Interpreter
 
-    return Interpreter(None).knobs(op)
+    return Interpreter(None)
 
 
 # ----- accumulating ops ------------------------------------------------------------------------
@@ -952,9 +963,22 @@ class FoldStorageCastPair(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: StorageCastOp, rewriter: PatternRewriter, /):
-        src = op.input.owner
-        if isinstance(src, StorageCastOp) and src.input.type == op.result.type:
-            rewriter.replace(op, [], [src.input])
+        if (x := _cast_pair_source(op)) is not None:
+            rewriter.replace(op, [], [x])
+
+
+def _cast_pair_source(op: StorageCastOp) -> SSAValue | None:
+    """x, if `op` is quant.scast(quant.scast(x)) back to x's type.  Read from the ops' own
+    fields (`input` and `result` are IRDL accessors: a call each, and the pass asks this of
+    every cast it visits, twice)."""
+    (value,) = op._operands
+    src = value.owner
+    if _is_subclass(type(src), StorageCastOp):
+        (x,) = src._operands
+        (result,) = op.results
+        if x.type is result.type or x.type == result.type:
+            return x
+    return None
 
 
 def convert_signature(fn: func.FuncOp, rewriter: PatternRewriter | None = None) -> None:
@@ -1030,7 +1054,7 @@ class QnnDecomposePass(ModulePass):
         failures: list[str] = []
         # = PatternRewriteWalker(GreedyRewritePatternApplier([DecomposeQnnOp(failures),
         #       FoldStorageCastPair(), ConvertCallToStorage()]), apply_recursively=True).rewrite_module(op)
-        decompose, fold, calls = DecomposeQnnOp(failures), FoldStorageCastPair(), ConvertCallToStorage()
+        decompose, calls = DecomposeQnnOp(failures), ConvertCallToStorage()
         failed: set[int] = set()  # id()s of the ops refused (they stay in the module, unchanged)
 
         def match(o: Operation, rewriter) -> None:
@@ -1041,7 +1065,9 @@ class QnnDecomposePass(ModulePass):
                 if len(failures) > n:
                     failed.add(id(o))
             elif _is_subclass(type(o), StorageCastOp):
-                fold.match_and_rewrite(o, rewriter)
+                # fold.match_and_rewrite(o, rewriter), without its decorator's class check
+                if (x := _cast_pair_source(o)) is not None:
+                    rewriter.replace(o, [], [x])
             elif _is_subclass(type(o), func.CallOp):
                 calls.match_and_rewrite(o, rewriter)
 
@@ -1049,8 +1075,7 @@ class QnnDecomposePass(ModulePass):
             if type(o) in DECOMPOSITIONS:
                 return id(o) not in failed  # a refused op is refused again
             if _is_subclass(type(o), StorageCastOp):
-                src = o.input.owner
-                return _is_subclass(type(src), StorageCastOp) and src.input.type == o.result.type
+                return _cast_pair_source(o) is not None
             if _is_subclass(type(o), func.CallOp):
                 return any(quantized_element_type(v.type) is not None for v in (*o.arguments, *o.res))
             return False

@@ -295,12 +295,13 @@ def replace_uses(old: SSAValue, new: SSAValue) -> None:
 def _erase(op: Operation, safe_erase: bool = True) -> None:
     if (block := op.parent) is not None:
         block.detach_op(op)
-    if all(r.first_use is None for r in op.results):
-        # what op.erase does when no result is used (each result's erase would replace
-        # its no uses by a new ErasedSSAValue)
-        op.drop_all_references()
-    else:
-        op.erase(safe_erase=safe_erase)
+    for r in op.results:
+        if r.first_use is not None:
+            op.erase(safe_erase=safe_erase)
+            return
+    # what op.erase does when no result is used (each result's erase would replace
+    # its no uses by a new ErasedSSAValue)
+    op.drop_all_references()
 
 
 def rewrite_once(region: Region, pattern) -> None:
@@ -383,14 +384,21 @@ class _GreedyRewriter:
         """PatternRewriter.replace with the walker's listeners inlined."""
         self.has_done_action = True
         new_ops, new_results = _inserted(op, new_ops, new_results)
+        push = self.push
         for new_op in new_ops:
-            self.push(new_op)
+            push(new_op)
         for old_result in op.results:
-            for use in old_result.uses:
-                self.push(use.operation)
+            use = old_result.first_use  # (the use list by its links: `uses` makes two objects)
+            while use is not None:
+                push(use.operation)
+                use = use._next_use
         for old_result, new_result in zip(op.results, new_results):
             if old_result is not new_result:
-                modified = [use.operation for use in old_result.uses]
+                modified = []
+                use = old_result.first_use
+                while use is not None:
+                    modified.append(use.operation)
+                    use = use._next_use
                 if new_result is None:
                     old_result.erase(safe_erase=safe_erase)
                 else:

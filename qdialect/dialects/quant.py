@@ -99,7 +99,7 @@ def _angle_bracket_end(text: str, start: int, limit: int = 1 << 16) -> int | Non
 
 def expressed_name(t: Attribute) -> str | None:
     for name, cls in EXPRESSED_TYPES.items():
-        if isinstance(t, cls):
+        if _is_subclass(type(t), cls):  # (isinstance: through ABCMeta for each other class)
             return name
     return None
 

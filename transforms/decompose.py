@@ -41,6 +41,7 @@ once; nothing is approximated.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -65,12 +66,18 @@ from qdialect import cyclic_gc, trusted
 from qdialect.dialects import qint, qnn
 from transforms.call_signatures import ConvertCallToStorage
 from transforms.fast_ir import all_ops, create_op, dense_attr, rewrite_greedy
-from qdialect.dialects.quant import StorageCastOp, UniformQuantizedType, _integer_type, quantized_element_type
+from qdialect.dialects.quant import (
+    StorageCastOp,
+    UniformQuantizedType,
+    _integer_type,
+    _is_subclass,
+    quantized_element_type,
+)
 from qdialect.qparams import QParams
 from qdialect.reference import activations as act
 from qdialect.reference import elementwise as ew
 from qdialect.reference import linear, pooling
-from qdialect.reference.rescale import quantize_multiplier
+from qdialect.reference.rescale import quantize_multiplier, quantize_multiplier_scalar
 
 
 class Unsupported(Exception):
@@ -91,8 +98,25 @@ def int_tensor(shape, width: int) -> TensorType:
     return tensor_type(_integer_type(width), shape)
 
 
+_STORAGE_TYPES: dict[int, tuple] = {}  # id(type) -> (type, its storage type): see storage_type
+
+
 def storage_type(t):
-    """The integer tensor type that holds a quantized tensor's stored values."""
+    """The integer tensor type that holds a quantized tensor's stored values.
+
+    Remembered per type object (a type is immutable, and the few of a model recur on
+    every op: the entry keeps the type alive, so its id stays its own)."""
+    hit = _STORAGE_TYPES.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    made = _storage_type(t)
+    if len(_STORAGE_TYPES) > 4096:  # bounded across the models of a long-lived process
+        _STORAGE_TYPES.clear()
+    _STORAGE_TYPES[id(t)] = (t, made)
+    return made
+
+
+def _storage_type(t):
     q = quantized_element_type(t)
     if q is None:
         return t
@@ -155,7 +179,8 @@ class Emitter:
 
     def add(self, op: Operation) -> SSAValue:
         self.ops.append(op)
-        return op.results[0] if op.results else None
+        # (tuple's own indexing: SSAValues.__getitem__ is a Python method)
+        return tuple.__getitem__(op.results, 0) if op.results else None
 
     def storage(self, value: SSAValue) -> SSAValue:
         """The stored integers of a quantized value (a quant.scast), or the value itself.
@@ -167,8 +192,10 @@ class Emitter:
             return value
         t = storage_type(value.type)
         owner = value.owner
-        if isinstance(owner, StorageCastOp) and owner.input.type == t:
-            return owner.input
+        if _is_subclass(type(owner), StorageCastOp):
+            (x,) = owner._operands  # (its `input`, without the IRDL accessor)
+            if x.type is t or x.type == t:
+                return x
         return self.add(_storage_cast(value, t))
 
     def quantized(self, value: SSAValue, qtype) -> SSAValue:
@@ -179,20 +206,20 @@ class Emitter:
     def constant(self, values, width: int) -> SSAValue:
         return self.add(dense_constant(values, width))
 
-    def qint(self, cls, operands, result_type, **attrs) -> SSAValue:
+    def qint(self, cls, operands: list[SSAValue], result_type, **attrs) -> SSAValue:
         """`cls(operands, [result_type], attrs)`, without xDSL's generic Operation builder
         (a qint op has no properties and no regions: its attributes are the whole of it)."""
         made: dict[str, Attribute] = {}
         for key, value in attrs.items():
             if value is None:
                 continue
-            if isinstance(value, Attribute):
+            if _is_subclass(type(value), Attribute):  # (isinstance: through ABCMeta)
                 made[key] = value
             elif key in cls.ATTRS:
                 made[key] = qint.make_attr(cls.ATTRS[key][0], value)
             else:
                 raise VerifyException(f"{cls.name}: unknown attribute '{key}'")
-        return self.add(create_op(cls, [SSAValue.get(o) for o in operands], [result_type], {}, made))
+        return self.add(create_op(cls, operands, [result_type], {}, made))
 
     def rescale(self, x: SSAValue, width: int, spec: dict, *, input_zp=0, output_zp=0,
                 bounds=None, left_shift=0, input_unsigned=False, axis=None) -> SSAValue:
@@ -280,21 +307,22 @@ def _per_tensor(q: QParams, what: str):
 
 
 def integer_spec(real, rounding: str, *, wide: bool = False) -> dict:
-    """(multiplier, shift) rescale of `real` for an integer profile."""
+    """(multiplier, shift) rescale of `real` (a scalar or one per channel) for an integer
+    profile: quantize_multiplier (tflite) or linear._qmult, value by value in Python ints
+    (numpy's calls cost more than the arithmetic on a few values)."""
+    if rounding not in ("tflite", "single", "half_up"):
+        raise Unsupported(f"rounding '{rounding}' here")
+    reals = [float(real)] if isinstance(real, float) else np.asarray(real, dtype=np.float64).reshape(-1).tolist()
+    pairs = [quantize_multiplier_scalar(r, rounding) for r in reals]
     if rounding == "tflite":
-        m, s = quantize_multiplier(real)
         mode = "wide_round" if wide else "double_round"
-    elif rounding in ("single", "half_up"):
-        m, s = linear._qmult(real, rounding)
+    else:
         if wide and rounding == "half_up":
             raise Unsupported("rounding 'half_up' with a 64-bit accumulator")
         mode = "wide_round" if wide else "single_round"
-    else:
-        raise Unsupported(f"rounding '{rounding}' here")
-    m, s = np.atleast_1d(m), np.atleast_1d(s)
-    if np.any(m < 0):
+    if any(m < 0 for m, _ in pairs):
         raise Unsupported("a negative multiplier")
-    return {"mode": mode, "multiplier": m.tolist(), "shift": s.tolist()}
+    return {"mode": mode, "multiplier": [m for m, _ in pairs], "shift": [s for _, s in pairs]}
 
 
 def float_spec(scale, mode: str = "float_even") -> dict:
@@ -324,19 +352,26 @@ def accumulator_spec(rounding: str, reals, *, float_ref=False, wide=False, xnn=T
 
 def knobs(op: qnn.QnnOp) -> dict:
     """The knobs the L1 interpreter uses for this op (absent acc: TFLite's width)."""
+    return _interpreter().knobs(op)
+
+
+@functools.cache
+def _interpreter():
+    """An interpreter without a module or rounding override (`knobs` only reads those),
+    made once instead of per op."""
     from qdialect.interpreter import Interpreter
 
-    return Interpreter(None).knobs(op)
+    return Interpreter(None)
 
 
 # ----- accumulating ops ------------------------------------------------------------------------
 
 
 def _weight_zero_point(w_q: QParams) -> int:
-    zps = np.unique(np.asarray(w_q.zero_point).reshape(-1))
-    if zps.size != 1:
+    zps = set(np.asarray(w_q.zero_point).reshape(-1).tolist())  # (np.unique sorts: slower on a few)
+    if len(zps) != 1:
         raise Unsupported("per-channel weight zero points that differ")
-    return int(zps[0])
+    return zps.pop()
 
 
 def _bias_width(bias: SSAValue) -> int:
@@ -852,6 +887,17 @@ def decompose_constant(e: Emitter, op: qnn.ConstantOp) -> SSAValue:
     t = op.results[0].type
     q = quantized_element_type(t)
     width = q.storage_width.data if q is not None else t.element_type.width.data
+    if _is_subclass(type(t), TensorType):
+        # the stored bytes already are those of the signless container when both dtypes
+        # have the same size (astype between such integer dtypes keeps the bits):
+        # e.constant(op.array(), width) without the arrays
+        shape = t.get_shape()
+        data = op.attributes["value"].data.data
+        dtype = op.element_dtype()
+        if (dtype.kind in "iu" and dtype.itemsize * 8 == max(8, width)
+                and min(shape, default=0) >= 0 and len(data) == math.prod(shape) * dtype.itemsize):
+            result = int_tensor(shape, width)
+            return e.add(create_op(arith.ConstantOp, (), (result,), {"value": dense_attr(result, data)}, {}))
     return e.constant(op.array(), width)
 
 
@@ -917,9 +963,22 @@ class FoldStorageCastPair(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: StorageCastOp, rewriter: PatternRewriter, /):
-        src = op.input.owner
-        if isinstance(src, StorageCastOp) and src.input.type == op.result.type:
-            rewriter.replace(op, [], [src.input])
+        if (x := _cast_pair_source(op)) is not None:
+            rewriter.replace(op, [], [x])
+
+
+def _cast_pair_source(op: StorageCastOp) -> SSAValue | None:
+    """x, if `op` is quant.scast(quant.scast(x)) back to x's type.  Read from the ops' own
+    fields (`input` and `result` are IRDL accessors: a call each, and the pass asks this of
+    every cast it visits, twice)."""
+    (value,) = op._operands
+    src = value.owner
+    if _is_subclass(type(src), StorageCastOp):
+        (x,) = src._operands
+        (result,) = op.results
+        if x.type is result.type or x.type == result.type:
+            return x
+    return None
 
 
 def convert_signature(fn: func.FuncOp, rewriter: PatternRewriter | None = None) -> None:
@@ -971,10 +1030,12 @@ def remaining_quantized(module: ModuleOp) -> list[str]:
 
     names = []
     for op in all_ops(module):
-        if isinstance(op, StorageCastOp) or op is module:
+        if _is_subclass(type(op), StorageCastOp) or op is module:
             continue
-        if any(is_quantized(v.type) for v in op.results) or any(is_quantized(v.type) for v in op._operands):
-            names.append(op.name)
+        for v in (*op.results, *op._operands):  # (a loop: two generators per op cost more)
+            if is_quantized(v.type):
+                names.append(op.name)
+                break
     return names
 
 
@@ -995,7 +1056,7 @@ class QnnDecomposePass(ModulePass):
         failures: list[str] = []
         # = PatternRewriteWalker(GreedyRewritePatternApplier([DecomposeQnnOp(failures),
         #       FoldStorageCastPair(), ConvertCallToStorage()]), apply_recursively=True).rewrite_module(op)
-        decompose, fold, calls = DecomposeQnnOp(failures), FoldStorageCastPair(), ConvertCallToStorage()
+        decompose, calls = DecomposeQnnOp(failures), ConvertCallToStorage()
         failed: set[int] = set()  # id()s of the ops refused (they stay in the module, unchanged)
 
         def match(o: Operation, rewriter) -> None:
@@ -1005,18 +1066,19 @@ class QnnDecomposePass(ModulePass):
                 decompose.match_and_rewrite(o, rewriter)
                 if len(failures) > n:
                     failed.add(id(o))
-            elif isinstance(o, StorageCastOp):
-                fold.match_and_rewrite(o, rewriter)
-            elif isinstance(o, func.CallOp):
+            elif _is_subclass(type(o), StorageCastOp):
+                # fold.match_and_rewrite(o, rewriter), without its decorator's class check
+                if (x := _cast_pair_source(o)) is not None:
+                    rewriter.replace(o, [], [x])
+            elif _is_subclass(type(o), func.CallOp):
                 calls.match_and_rewrite(o, rewriter)
 
         def may_match(o: Operation) -> bool:
             if type(o) in DECOMPOSITIONS:
                 return id(o) not in failed  # a refused op is refused again
-            if isinstance(o, StorageCastOp):
-                src = o.input.owner
-                return isinstance(src, StorageCastOp) and src.input.type == o.result.type
-            if isinstance(o, func.CallOp):
+            if _is_subclass(type(o), StorageCastOp):
+                return _cast_pair_source(o) is not None
+            if _is_subclass(type(o), func.CallOp):
                 return any(quantized_element_type(v.type) is not None for v in (*o.arguments, *o.res))
             return False
 
@@ -1028,7 +1090,7 @@ class QnnDecomposePass(ModulePass):
             raise PassFailedException("qnn-decompose cannot lower: " + "; ".join(
                 [*dict.fromkeys(failures), *(f"{name} (no decomposition)" for name in missing)]))
         for fn in all_ops(op):  # (not in walk order: each function's signature is its own)
-            if isinstance(fn, func.FuncOp):
+            if _is_subclass(type(fn), func.FuncOp):
                 convert_signature(fn)
         left = remaining_quantized(op)
         if left:

@@ -14,11 +14,14 @@ the normal constructors): nothing is converted or checked here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.dialects.builtin import UNKNOWN_LOC, BytesAttr, DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.core import BlockArgument, ErasedSSAValue, OpResult, SSAValues, Use
+from xdsl.traits import IsTerminator, MemoryEffect, NoMemoryEffect, SymbolOpInterface
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from qdialect import trusted
 
@@ -292,12 +295,13 @@ def replace_uses(old: SSAValue, new: SSAValue) -> None:
 def _erase(op: Operation, safe_erase: bool = True) -> None:
     if (block := op.parent) is not None:
         block.detach_op(op)
-    if all(r.first_use is None for r in op.results):
-        # what op.erase does when no result is used (each result's erase would replace
-        # its no uses by a new ErasedSSAValue)
-        op.drop_all_references()
-    else:
-        op.erase(safe_erase=safe_erase)
+    for r in op.results:
+        if r.first_use is not None:
+            op.erase(safe_erase=safe_erase)
+            return
+    # what op.erase does when no result is used (each result's erase would replace
+    # its no uses by a new ErasedSSAValue)
+    op.drop_all_references()
 
 
 def rewrite_once(region: Region, pattern) -> None:
@@ -308,8 +312,6 @@ def rewrite_once(region: Region, pattern) -> None:
     else given to the pattern once; ops the rewrites insert are not visited.  Without the
     walker's worklist, listeners and per-op PatternRewriter state (about a tenth of a
     lowering)."""
-    from xdsl.transforms.dead_code_elimination import is_trivially_dead
-
     ops = all_ops_in_walk_order(region)
     erased: set[int] = set()  # id()s of erased ops still in `ops` (nested in an erased op)
     rewriter = _ReplacingRewriter(erased)
@@ -382,14 +384,21 @@ class _GreedyRewriter:
         """PatternRewriter.replace with the walker's listeners inlined."""
         self.has_done_action = True
         new_ops, new_results = _inserted(op, new_ops, new_results)
+        push = self.push
         for new_op in new_ops:
-            self.push(new_op)
+            push(new_op)
         for old_result in op.results:
-            for use in old_result.uses:
-                self.push(use.operation)
+            use = old_result.first_use  # (the use list by its links: `uses` makes two objects)
+            while use is not None:
+                push(use.operation)
+                use = use._next_use
         for old_result, new_result in zip(op.results, new_results):
             if old_result is not new_result:
-                modified = [use.operation for use in old_result.uses]
+                modified = []
+                use = old_result.first_use
+                while use is not None:
+                    modified.append(use.operation)
+                    use = use._next_use
                 if new_result is None:
                     old_result.erase(safe_erase=safe_erase)
                 else:
@@ -413,12 +422,10 @@ def rewrite_greedy(region: Region, match: Callable[[Operation, _GreedyRewriter],
     pattern dispatch per op, and without its last round: when no op is trivially dead
     and `may_match(op)` is false for every op (the patterns would leave it alone) that
     round could not change anything and is skipped."""
-    from xdsl.transforms.dead_code_elimination import is_trivially_dead
-
     rewriter = _GreedyRewriter()
     while True:
         ops = all_ops_in_walk_order(region)
-        if not any(may_match(op) or is_trivially_dead(op) for op in ops):
+        if not any(may_match(op) or _is_trivially_dead(op) for op in ops):
             return
         for op in reversed(ops):  # PatternRewriteWalker._populate_worklist: a stack
             rewriter.push(op)
@@ -426,7 +433,7 @@ def rewrite_greedy(region: Region, match: Callable[[Operation, _GreedyRewriter],
         while (op := rewriter.pop()) is not None:
             rewriter.has_done_action = False
             try:
-                if is_trivially_dead(op):
+                if _is_trivially_dead(op):
                     rewriter.erase(op)
                 else:
                     match(op, rewriter)
@@ -435,6 +442,26 @@ def rewrite_greedy(region: Region, match: Callable[[Operation, _GreedyRewriter],
             changed |= rewriter.has_done_action
         if not changed:
             return
+
+
+def _is_trivially_dead(op: Operation) -> bool:
+    """xDSL's `is_trivially_dead`, its first condition (no result used) asked first without
+    a generator (most ops visited have a used result: then the traits and effects need
+    not be looked at), and the second answered per class where the class decides it."""
+    for result in op.results:
+        if result.first_use is not None:
+            return False
+    return _dead_when_unused(type(op)) or is_trivially_dead(op)
+
+
+@functools.cache
+def _dead_when_unused(cls: type[Operation]) -> bool:
+    """`would_be_trivially_dead` holds for every op of `cls`, whatever its fields: traits are
+    the class's, and with only `NoMemoryEffect` memory-effect traits (at least one) an op's
+    effects are none.  (False: ask xDSL of each op.)"""
+    effects = cls.get_traits_of_type(MemoryEffect)
+    return (bool(effects) and all(isinstance(t, NoMemoryEffect) for t in effects)
+            and not cls.has_trait(IsTerminator) and not cls.has_trait(SymbolOpInterface))
 
 
 def all_ops_in_walk_order(region: Region) -> list[Operation]:

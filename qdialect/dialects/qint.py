@@ -80,7 +80,7 @@ def make_attr(kind: str, value) -> Attribute:
     """The attribute of `kind` holding `value`; equal values share one (immutable) attribute,
     since building and verifying one costs more than the rest of an op."""
     if kind == INTS:
-        key = (kind, tuple(int(v) for v in value))
+        key = (kind, tuple(map(int, value)))
     elif kind == FLOATS:  # by the exact bits (0.0 and -0.0, NaN payloads)
         floats = [float(v) for v in value]
         key = (kind, struct.pack(f"<{len(floats)}d", *floats))

@@ -100,7 +100,7 @@ def _angle_bracket_end(text: str, start: int, limit: int = 1 << 16) -> int | Non
 
 def expressed_name(t: Attribute) -> str | None:
     for name, cls in EXPRESSED_TYPES.items():
-        if isinstance(t, cls):
+        if _is_subclass(type(t), cls):  # (isinstance: through ABCMeta for each other class)
             return name
     return None
 
@@ -565,14 +565,24 @@ def _parse_scale_zp(
 # ----- helpers on shaped types ------------------------------------------------------
 
 
+@functools.cache
+def _is_subclass(cls: type, base) -> bool:
+    """issubclass, remembered: isinstance on xDSL's (abstract) attribute classes goes
+    through ABCMeta when the class differs, and the passes ask it of every value's type."""
+    return issubclass(cls, base)
+
+
+_TENSOR_CLASSES = (TensorType, UnrankedTensorType)
+
+
 def quantized_element_type(t: Attribute) -> UniformQuantizedType | None:
     """The quantized element type of a scalar or tensor type, else None."""
-    if isinstance(t, UniformQuantizedType):
+    if _is_subclass(type(t), UniformQuantizedType):
         return t
-    if isinstance(t, TensorType | UnrankedTensorType) and isinstance(
-        t.element_type, UniformQuantizedType
+    if _is_subclass(type(t), _TENSOR_CLASSES) and _is_subclass(
+        type(el := t.element_type), UniformQuantizedType
     ):
-        return t.element_type
+        return el
     return None
 
 

@@ -26,23 +26,30 @@ def quantize_multiplier(real) -> tuple[np.ndarray, np.ndarray]:
     ms = np.zeros(flat.shape, dtype=np.int64)
     shifts = np.zeros(flat.shape, dtype=np.int64)
     for i, r in enumerate(flat.tolist()):
-        if r == 0.0:
-            continue
-        if not math.isfinite(r):
-            raise ValueError(f"real multiplier {r} is not finite (the scales are too far apart)")
-        q, shift = math.frexp(r)
-        # TfLiteRound: round half away from zero
-        m = int(math.floor(abs(q) * (1 << 31) + 0.5))
-        if q < 0:
-            m = -m
-        if m == (1 << 31):
-            m //= 2
-            shift += 1
-        if shift < -31:
-            m, shift = 0, 0
-        ms[i] = m
-        shifts[i] = shift
+        ms[i], shifts[i] = quantize_multiplier_scalar(r)
     return ms.reshape(real.shape), shifts.reshape(real.shape)
+
+
+def quantize_multiplier_scalar(r: float, rounding: str = "tflite") -> tuple[int, int]:
+    """`quantize_multiplier_for(r, rounding)` of one double, as Python ints (for the
+    compile-time passes, which form a few per op: numpy on one value costs more)."""
+    if r == 0.0:
+        return 0, 0
+    if not math.isfinite(r):
+        raise ValueError(f"real multiplier {r} is not finite (the scales are too far apart)")
+    q, shift = math.frexp(r)
+    # TfLiteRound: round half away from zero
+    m = int(math.floor(abs(q) * (1 << 31) + 0.5))
+    if q < 0:
+        m = -m
+    if m == (1 << 31):
+        m //= 2
+        shift += 1
+    if shift < -31:
+        m, shift = 0, 0
+    if rounding in ("single", "half_up") and shift > 30:  # as quantize_multiplier_for caps it
+        m, shift = INT32_MAX, 30
+    return m, shift
 
 
 def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:

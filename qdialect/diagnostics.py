@@ -190,8 +190,10 @@ class LocatingParser(Parser):
         if output_types is None:
             return super().parse_optional_function_type()
         self._resume_from(end)
-        # types (as the parser builds them) are valid parameters of a function type
-        return trusted.attr(FunctionType, ArrayAttr(input_types), ArrayAttr(output_types))
+        # types (as the parser builds them) are valid elements of an ArrayAttr, and valid
+        # parameters of a function type
+        return trusted.attr(FunctionType, trusted.data_attr(ArrayAttr, tuple(input_types)),
+                            trusted.data_attr(ArrayAttr, tuple(output_types)))
 
     @staticmethod
     def _type_end(content, pos: int) -> int | None:

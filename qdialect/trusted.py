@@ -18,13 +18,19 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, NoneAttr, TensorType
 from xdsl.ir import Data, ParametrizedAttribute
 
-__all__ = ["attr", "data_attr", "tensor_type"]
+__all__ = ["attr", "data_attr", "data_attrs", "tensor_type"]
+
+
+_PARAMETER_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def attr(cls: type[ParametrizedAttribute], *params) -> ParametrizedAttribute:
     """What `cls.new(params)` makes, without its `__post_init__` (the verifier)."""
+    names = _PARAMETER_NAMES.get(cls)
+    if names is None:
+        names = _PARAMETER_NAMES[cls] = tuple(name for name, _ in cls.get_irdl_definition().parameters)
     made = cls.__new__(cls)
-    for (name, _), param in zip(cls.get_irdl_definition().parameters, params, strict=True):
+    for name, param in zip(names, params, strict=True):
         object.__setattr__(made, name, param)
     return made
 
@@ -37,8 +43,29 @@ def data_attr(cls: type[Data], data) -> Data:
     return made
 
 
+def data_attrs(cls: type[Data], values) -> tuple:
+    """`tuple(data_attr(cls, v) for v in values)`, without a call per value."""
+    new, set_field = cls.__new__, object.__setattr__
+    made = []
+    for data in values:
+        one = new(cls)
+        set_field(one, "data", data)
+        made.append(one)
+    return tuple(made)
+
+
 _NONE = NoneAttr()
 _TENSORS: dict[tuple, TensorType] = {}
+_DIMS: dict[int, IntAttr] = {}  # IntAttr(d) by d: dimensions recur (IntAttrs are immutable)
+
+
+def _dim(d: int) -> IntAttr:
+    made = _DIMS.get(d)
+    if made is None:
+        if len(_DIMS) >= 4096:
+            _DIMS.clear()
+        made = _DIMS[d] = IntAttr(d)
+    return made
 
 
 def tensor_type(element, dims) -> TensorType:
@@ -51,5 +78,6 @@ def tensor_type(element, dims) -> TensorType:
         return hit
     if len(_TENSORS) >= 4096:
         _TENSORS.clear()
-    made = _TENSORS[key] = attr(TensorType, ArrayAttr(tuple(IntAttr(d) for d in key[1])), element, _NONE)
+    # a tuple of IntAttrs is what ArrayAttr's verifier accepts
+    made = _TENSORS[key] = attr(TensorType, data_attr(ArrayAttr, tuple([_dim(d) for d in key[1]])), element, _NONE)
     return made

@@ -23,6 +23,7 @@ given a quantized type its scales must equal input_scale * weight_scale[c].
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -55,7 +56,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Span
 
 from qdialect import trusted
-from qdialect.dialects.quant import UniformQuantizedType, _integer_type, quantized_tensor_problems
+from qdialect.dialects.quant import UniformQuantizedType, _integer_type, _is_subclass, quantized_tensor_problems
 from qdialect.qparams import ACC_WIDTHS, BIAS_MODES, ROUNDING_PROFILES, storage_dtype
 
 # ----- attribute schema --------------------------------------------------------------
@@ -447,12 +448,13 @@ class ConstantOp(IRDLOperation):
         if len(self.results) != 1:
             raise VerifyException("qnn.constant: expects one result")
         t = self.results[0].type
-        if not isinstance(t, TensorType):
+        # (isinstance on xDSL's attribute classes goes through ABCMeta: _is_subclass is remembered)
+        if not _is_subclass(type(t), TensorType):
             raise VerifyException(f"qnn.constant: result type {t} must be a ranked tensor")
         value = self.attributes.get("value")
-        if not isinstance(value, DenseIntOrFPElementsAttr):
+        if not _is_subclass(type(value), DenseIntOrFPElementsAttr):
             raise VerifyException("qnn.constant: missing dense 'value'")
-        dtype = self.element_dtype()
+        dtype = _constant_dtype(t)
         n = math.prod(t.get_shape())
         if len(value.data.data) != n * dtype.itemsize:
             raise VerifyException(
@@ -461,11 +463,13 @@ class ConstantOp(IRDLOperation):
         for p in quantized_tensor_problems(t):
             raise VerifyException(f"qnn.constant: {p}")
         el = t.element_type
-        if isinstance(el, UniformQuantizedType) and n:
+        if _is_subclass(type(el), UniformQuantizedType) and n:
             lo, hi = el.storage_range()
-            info = np.iinfo(dtype)
-            if lo <= info.min and hi >= info.max:
+            container_min, container_max = _container_range(dtype)
+            if lo <= container_min and hi >= container_max:
                 return  # the container holds nothing else (int8 storage of range [-128, 127])
+            if dtype.itemsize == 1 and not value.data.data.translate(None, _bytes_in_range(lo, hi)):
+                return  # every byte is a value in [lo, hi] (any other: numpy finds it for the message)
             arr = self.array()
             if arr.min() < lo or arr.max() > hi:
                 bad = arr[(arr < lo) | (arr > hi)].reshape(-1)[0]
@@ -486,7 +490,7 @@ class ConstantOp(IRDLOperation):
             parser.parse_punctuation(":")
         tpos = parser.pos
         t = parser.parse_type()
-        if not isinstance(t, TensorType):
+        if not _is_subclass(type(t), TensorType):
             parser.raise_error(f"qnn.constant: result type {t} must be a ranked tensor", tpos)
         itemsize = _constant_dtype(t).itemsize
         return cls.create(result_types=[t], attributes={"value": _dense_bytes(data, itemsize, t.get_shape())})
@@ -511,16 +515,29 @@ class ConstantOp(IRDLOperation):
         printer.print_attribute(self.results[0].type)
 
 
+@functools.cache
+def _container_range(dtype: np.dtype) -> tuple[int, int]:
+    """`np.iinfo(dtype)`'s (min, max), remembered per integer dtype."""
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+@functools.cache
+def _bytes_in_range(lo: int, hi: int) -> bytes:
+    """The bytes that store the values in [lo, hi] (inside int8's or uint8's range) in a one-byte container."""
+    return bytes(sorted({v & 0xFF for v in range(lo, hi + 1)}))
+
+
 # `dense<"0x...."> :` as ConstantOp.print spells it (any hex digits, the lexer's white space)
 _PRINTED_CONSTANT = re.compile(r'dense[ \t\n\r\f\v]*<[ \t\n\r\f\v]*"0x([0-9A-Fa-f]*)"[ \t\n\r\f\v]*>[ \t\n\r\f\v]*:')
 
 
 def _constant_dtype(t) -> np.dtype:
     """The numpy dtype of a qnn.constant's stored values, for its result type `t`."""
-    el = t.element_type if isinstance(t, TensorType) else t
-    if isinstance(el, UniformQuantizedType):
+    el = t.element_type if _is_subclass(type(t), TensorType) else t
+    if _is_subclass(type(el), UniformQuantizedType):
         return storage_dtype(el.storage_width.data, el.signed)  # = el.qparams().dtype, without the arrays
-    if isinstance(el, IntegerType):
+    if _is_subclass(type(el), IntegerType):
         w = el.width.data
         return np.dtype(f"int{8 if w <= 8 else 16 if w <= 16 else 32 if w <= 32 else 64}")
     raise VerifyException(f"qnn.constant: element type {el} is not quantized or integer")
@@ -537,7 +554,7 @@ def _dense_bytes(data: bytes, itemsize: int, shape) -> DenseIntOrFPElementsAttr:
         return DenseIntOrFPElementsAttr(TensorType(IntegerType(8 * itemsize), list(dims)), BytesAttr(bytes(data)))
     # a constant's parse or build: the parts are valid by construction (qdialect/trusted.py)
     return trusted.attr(DenseIntOrFPElementsAttr, trusted.tensor_type(_integer_type(8 * itemsize), dims),
-                        BytesAttr(bytes(data)))
+                        trusted.data_attr(BytesAttr, bytes(data)))
 
 
 def conv_output_size(in_size: int, kernel: int, stride: int, dilation: int, pad_before: int, pad_after: int) -> int:

@@ -51,7 +51,7 @@ from xdsl.utils.exceptions import VerifyException
 
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
 from qdialect.qparams import QParams, storage_bounds
-from qdialect.trusted import data_attr
+from qdialect.trusted import data_attr, data_attrs
 
 EXPRESSED_TYPES = {"f16": Float16Type, "bf16": BFloat16Type, "f32": Float32Type}
 _EXPRESSED_LIMITS = {
@@ -473,18 +473,25 @@ def _printed_parameters(text: str) -> tuple | None:
     elif not pairs.startswith("{") or _PRINTED_PAIRS.fullmatch(pairs, 1, len(pairs) - 1) is None:
         return None
     found = _PRINTED_PAIR.findall(pairs, 0 if axis is None else 1)  # [(scale, zero point or ""), ...]
-    scales = [float(scale) for scale, _ in found]
-    zero_points = [int(zero_point) if zero_point else 0 for _, zero_point in found]
-    tiny, huge = _EXPRESSED_LIMITS[ename]  # (the bounds also refuse inf and nan)
-    if not all(tiny / 2 <= scale <= huge for scale in scales) or not all(
-            smin <= zero_point <= smax for zero_point in zero_points):
+    scale_texts, zero_point_texts = zip(*found)
+    scales = list(map(float, scale_texts))
+    tiny, huge = _EXPRESSED_LIMITS[ename]  # (the bounds also refuse inf; the literals spell no nan)
+    if not (tiny / 2 <= min(scales) and max(scales) <= huge):
+        return None
+    if any(zero_point_texts):
+        values = [int(zero_point) if zero_point else 0 for zero_point in zero_point_texts]
+        if not (smin <= min(values) and max(values) <= smax):
+            return None
+        zero_points = tuple(map(_int_attr, values))
+    elif smin <= 0 <= smax:
+        zero_points = (_int_attr(0),) * len(scales)
+    else:
         return None
     # the scales are Python floats and the zero points shared IntAttrs: what FloatData's and
     # ArrayAttr's verifiers accept, so they are built without them (qdialect.trusted)
     return (_int_attr(width), _int_attr(1 if kind == "i" else 0), _int_attr(smin), _int_attr(smax),
-            _expressed_type(ename), data_attr(ArrayAttr, tuple([data_attr(FloatData, scale) for scale in scales])),
-            data_attr(ArrayAttr, tuple([_int_attr(zero_point) for zero_point in zero_points])),
-            _int_attr(-1 if axis is None else int(axis)))
+            _expressed_type(ename), data_attr(ArrayAttr, data_attrs(FloatData, scales)),
+            data_attr(ArrayAttr, zero_points), _int_attr(-1 if axis is None else int(axis)))
 
 
 @functools.cache

@@ -18,7 +18,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import ErasedSSAValue, Operation
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
-from xdsl.traits import Pure
+from xdsl.irdl import AnyAttr, RangeOf, VarOperandDef, VarResultDef
+from xdsl.traits import OpTrait, Pure
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -26,7 +27,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
 from qdialect import cyclic_gc, trusted
 from qdialect.dialects import quant
-from qdialect.dialects.qnn import QnnOp
+from qdialect.dialects.qnn import ConstantOp, QnnOp
 from qdialect.dialects.quant import quantized_tensor_problems
 from qdialect.lexer import FastMLIRLexer
 
@@ -104,6 +105,7 @@ _OPEN_PAREN = {str: "(", bytes: b"("}
 _STATIC_TENSOR = {str: re.compile(r"tensor<((?:[1-9][0-9]*x)*)([^x<>][^<>]*(?:<.*>)?)>", re.S),
                   bytes: re.compile(rb"tensor<((?:[1-9][0-9]*x)*)([^x<>][^<>]*(?:<.*>)?)>", re.S)}
 _QUANT_UNIFORM = {str: "!quant.uniform<", bytes: b"!quant.uniform<"}
+_ANY_RANGE = RangeOf(AnyAttr())  # the constraint of `var_operand_def()` / `var_result_def()`
 
 
 @functools.cache
@@ -372,7 +374,13 @@ def verify_module(
         try:
             signature = _signature(op)
             if signature is None or signature not in verified:
-                op.verify(verify_nested_ops=False)
+                if not _irdl_checks_pass(op):
+                    op.verify(verify_nested_ops=False)
+                else:
+                    try:
+                        op.verify_semantics()
+                    except Exception:
+                        op.verify(verify_nested_ops=False)  # xDSL's diagnostic of the same failure
                 if signature is not None:
                     verified.add(signature)
             for region in op.regions:
@@ -385,6 +393,37 @@ def verify_module(
             raise
         except VerifyException as e:
             raise LocatedVerifyError(_first_reason(str(e), op), span) from None
+
+
+@functools.cache
+def _irdl_checkless(cls: type) -> bool:
+    """A qnn op class (QnnOp's or ConstantOp's contract: its rules are `verify_semantics`)
+    whose IRDL definition checks nothing but that an op without operands (or results)
+    declared has none: at most one variadic operand and result of any type, no regions,
+    successors, properties or attributes declared, no option, traits that verify nothing."""
+    if not (issubclass(cls, (QnnOp, ConstantOp)) and cls.__module__ == QnnOp.__module__):
+        return False
+    op_def = cls.get_irdl_definition()
+    return (all(len(defs) == 0 or (len(defs) == 1 and type(defs[0][1]) is kind and defs[0][1].constr == _ANY_RANGE)
+                for defs, kind in ((op_def.operands, VarOperandDef), (op_def.results, VarResultDef)))
+            and not (op_def.regions or op_def.successors or op_def.properties or op_def.attributes or op_def.options)
+            and all(type(trait).verify is OpTrait.verify for trait in op_def.traits))
+
+
+def _irdl_checks_pass(op: Operation) -> bool:
+    """Whether xDSL's part of `op.verify` (its IRDL definition's checks, the erased-operand,
+    successor and terminator checks) passes, by construction: an `_irdl_checkless` op with
+    no region, successor, property or erased operand, not ending its block, and without
+    operands (results) when its class declares none.  Then `op.verify_semantics()` is all
+    that verifying it does."""
+    cls = type(op)
+    if not _irdl_checkless(cls) or op.regions or op.successors or op.properties or op.next_op is None:
+        return False
+    op_def = cls.get_irdl_definition()
+    operands = op.operands
+    if (not op_def.operands and operands) or (not op_def.results and op.results):
+        return False
+    return not any(isinstance(value, ErasedSSAValue) for value in operands)
 
 
 @functools.cache

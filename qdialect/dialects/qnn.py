@@ -275,6 +275,12 @@ class QnnOp(IRDLOperation):
 
     # -- verification --
     def verify_(self) -> None:
+        self.verify_semantics()
+
+    def verify_semantics(self) -> None:
+        """The op's own rules, which xDSL runs after its IRDL checks (`verify_`).  Subclasses
+        extend `verify_op` or replace this, never `verify_`: `verify_module` calls this
+        directly when the IRDL checks pass by construction (see `_irdl_checks_pass`)."""
         if self.N_OPERANDS is not None and len(self.operands) != self.N_OPERANDS:
             self.fail(f"expects {self.N_OPERANDS} operands, got {len(self.operands)}")
         if self.N_RESULTS is not None and len(self.results) != self.N_RESULTS:
@@ -445,6 +451,10 @@ class ConstantOp(IRDLOperation):
         return np.frombuffer(data, dtype=self.element_dtype()).reshape(shape)
 
     def verify_(self) -> None:
+        self.verify_semantics()
+
+    def verify_semantics(self) -> None:
+        """The op's own rules, which xDSL runs after its IRDL checks (as QnnOp's)."""
         if len(self.results) != 1:
             raise VerifyException("qnn.constant: expects one result")
         t = self.results[0].type
@@ -1241,7 +1251,7 @@ class DequantizeOp(QnnOp):
 
     name = "qnn.dequantize"
 
-    def verify_(self):
+    def verify_semantics(self):
         if len(self.operands) != 1 or len(self.results) != 1:
             self.fail("expects one operand and one result")
         if qtype(self.operands[0]) is None:
@@ -1292,7 +1302,7 @@ class SimulatedQuantizeOp(QnnOp):
             return self.attributes.get("qtype", default)
         return super().attr(name, default)
 
-    def verify_(self) -> None:
+    def verify_semantics(self) -> None:
         if len(self.operands) != 1 or len(self.results) != 1:
             self.fail("expects one operand and one result")
         q = self.attributes.get("qtype")

@@ -417,13 +417,13 @@ def _irdl_checks_pass(op: Operation) -> bool:
     operands (results) when its class declares none.  Then `op.verify_semantics()` is all
     that verifying it does."""
     cls = type(op)
-    if not _irdl_checkless(cls) or op.regions or op.successors or op.properties or op.next_op is None:
+    if not _irdl_checkless(cls) or op.regions or op._successors or op.properties or op.next_op is None:
         return False
     op_def = cls.get_irdl_definition()
-    operands = op.operands
+    operands = op._operands  # (op.operands builds a view)
     if (not op_def.operands and operands) or (not op_def.results and op.results):
         return False
-    return not any(isinstance(value, ErasedSSAValue) for value in operands)
+    return not any(quant._is_subclass(type(value), ErasedSSAValue) for value in operands)
 
 
 @functools.cache
@@ -442,11 +442,11 @@ def _signature(op: Operation) -> tuple | None:
     verifiers; xDSL's part, IRDL's and the Pure trait's, reads no more of such an op).
     None for other ops, and for a qnn op with regions, successors, properties or an
     erased operand, or that ends its block (where xDSL requires a terminator)."""
-    if (not _cacheable(type(op)) or op.regions or op.successors or op.properties
+    if (not _cacheable(type(op)) or op.regions or op._successors or op.properties
             or op.next_op is None):
         return None
-    operands = op.operands
-    if any(isinstance(value, ErasedSSAValue) for value in operands):
+    operands = op._operands  # (op.operands builds a view)
+    if any(quant._is_subclass(type(value), ErasedSSAValue) for value in operands):
         return None
     return (type(op), tuple(id(value.type) for value in operands), tuple(id(r.type) for r in op.results),
             tuple((name, id(attr)) for name, attr in op.attributes.items()))

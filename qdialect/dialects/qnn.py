@@ -96,15 +96,17 @@ def make_attr(kind: str, value) -> Attribute:
 
 
 def _read_attr(attr: Attribute, kind: str):
-    if kind == INTS and isinstance(attr, DenseArrayBase):
+    # (_is_subclass: isinstance on xDSL's attribute classes goes through ABCMeta)
+    cls = type(attr)
+    if kind == INTS and _is_subclass(cls, DenseArrayBase):
         return list(attr.get_values())
-    if kind == STR and isinstance(attr, StringAttr):
+    if kind == STR and _is_subclass(cls, StringAttr):
         return attr.data
-    if kind == FLOAT and isinstance(attr, FloatAttr):
+    if kind == FLOAT and _is_subclass(cls, FloatAttr):
         return float(attr.value.data)
-    if kind == BOOL and isinstance(attr, IntegerAttr) and attr.type == IntegerType(1):
+    if kind == BOOL and _is_subclass(cls, IntegerAttr) and attr.type == _integer_type(1):
         return bool(attr.value.data)
-    if kind == INT and isinstance(attr, IntegerAttr):
+    if kind == INT and _is_subclass(cls, IntegerAttr):
         return int(attr.value.data)
     raise TypeError
 
@@ -132,16 +134,16 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> list[int]:
 
 def qtype(value: SSAValue) -> UniformQuantizedType | None:
     t = value.type
-    if isinstance(t, TensorType) and isinstance(t.element_type, UniformQuantizedType):
+    if _is_subclass(type(t), TensorType) and _is_subclass(type(t.element_type), UniformQuantizedType):
         return t.element_type
-    if isinstance(t, UniformQuantizedType):
+    if _is_subclass(type(t), UniformQuantizedType):
         return t
     return None
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:
     t = value.type
-    return t.get_shape() if isinstance(t, TensorType) else ()
+    return t.get_shape() if _is_subclass(type(t), TensorType) else ()
 
 
 # ----- base op -----------------------------------------------------------------------

@@ -48,6 +48,25 @@ _PREFIXED_KINDS = {
 _BARE, _PREFIXED, _AT, _HEX, _FLOAT, _INTEGER, _PUNCTUATION, _STRING = range(1, 9)
 
 
+_new = object.__new__
+
+
+def _token(kind: MLIRTokenKind, start: int, end: int, input) -> MLIRToken:
+    """`Token(kind, Span(start, end, input))`: the same fields, set directly (Span is a frozen
+    dataclass, whose `__init__` sets each field through `object.__setattr__`; neither class
+    has a `__post_init__`), about 1 us less per token."""
+    span = _new(Span)
+    fields = span.__dict__
+    fields["start"] = start
+    fields["end"] = end
+    fields["input"] = input
+    fields["line_offset"] = 0
+    token = _new(Token)
+    token.kind = kind
+    token.span = span
+    return token
+
+
 class FastMLIRLexer(MLIRLexer):
     """`MLIRLexer` whose `lex` reads the common tokens with one match (see the module doc)."""
 
@@ -73,4 +92,4 @@ class FastMLIRLexer(MLIRLexer):
         else:
             kind = MLIRTokenKind.INTEGER_LIT
         self.pos = end = m.end()
-        return Token(kind, Span(start, end, self.input))
+        return _token(kind, start, end, self.input)

@@ -283,8 +283,9 @@ class QnnOp(IRDLOperation):
         """The op's own rules, which xDSL runs after its IRDL checks (`verify_`).  Subclasses
         extend `verify_op` or replace this, never `verify_`: `verify_module` calls this
         directly when the IRDL checks pass by construction (see `_irdl_checks_pass`)."""
-        if self.N_OPERANDS is not None and len(self.operands) != self.N_OPERANDS:
-            self.fail(f"expects {self.N_OPERANDS} operands, got {len(self.operands)}")
+        operands = self.operands  # (a view, built at each `self.operands`)
+        if self.N_OPERANDS is not None and len(operands) != self.N_OPERANDS:
+            self.fail(f"expects {self.N_OPERANDS} operands, got {len(operands)}")
         if self.N_RESULTS is not None and len(self.results) != self.N_RESULTS:
             self.fail(f"expects {self.N_RESULTS} results, got {len(self.results)}")
         for name, attr in self.attributes.items():
@@ -303,12 +304,12 @@ class QnnOp(IRDLOperation):
             if name not in self.attributes:
                 self.fail(f"missing attribute '{name}'")
         quantized = (
-            range(len(self.operands)) if self.QUANTIZED_OPERANDS is None else self.QUANTIZED_OPERANDS
+            range(len(operands)) if self.QUANTIZED_OPERANDS is None else self.QUANTIZED_OPERANDS
         )
         for i in quantized:
-            if i < len(self.operands) and qtype(self.operands[i]) is None:
-                self.fail(f"{self.operand_name(i)} type {self.operands[i].type} is not quantized")
-        for i, v in enumerate(self.operands):
+            if i < len(operands) and qtype(operands[i]) is None:
+                self.fail(f"{self.operand_name(i)} type {operands[i].type} is not quantized")
+        for i, v in enumerate(operands):
             for p in quantized_tensor_problems(v.type):
                 self.fail(f"{self.operand_name(i)}: {p}")
         for i, r in enumerate(self.results):

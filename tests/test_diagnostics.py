@@ -141,3 +141,21 @@ def test_result_lists_parse_as_xdsl_parses_them(ctx, results, monkeypatch):
     fast = _outcome(ctx, text)
     monkeypatch.setattr(diagnostics, "_EQUALS", {str: re.compile(r"(?!)")})  # read token by token
     assert fast == _outcome(ctx, text)
+
+
+@pytest.mark.parametrize("line", [
+    '  %y = "qnn.add"(%x, %x) ({\n  ^bb0:\n    "test.op"() : () -> ()\n  }) : ({X}, {X}) -> {X}\n',  # a region
+    '  %y = "qnn.add"(%x, %x) <{scale = 1 : i64}> : ({X}, {X}) -> {X}\n',  # a property
+    '  %y = "qnn.add"(%x) : ({X}) -> {X}\n',  # its own rule: two operands
+    '  %y:2 = "qnn.add"(%x, %x) : ({X}, {X}) -> ({X}, {X})\n',  # its own rule: one result
+    '  %y = "qnn.add"(%x, %x) : ({X}, {X}) -> {X}\n',  # valid
+])
+def test_qnn_ops_verified_without_xdsls_irdl_checks_report_what_xdsl_reports(ctx, line, monkeypatch):
+    # verify_module skips xDSL's IRDL checks of a qnn op only where they cannot fail
+    # (_irdl_checks_pass), and re-runs them for xDSL's diagnostic when the op's own rules fail
+    import qdialect.diagnostics as diagnostics
+
+    text = _adds(line.replace("{X}", X), end=f"  func.return %x : {X}\n")
+    fast = _outcome(ctx, text)
+    monkeypatch.setattr(diagnostics, "_irdl_checks_pass", lambda op: False)
+    assert fast == _outcome(ctx, text)

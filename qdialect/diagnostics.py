@@ -423,7 +423,7 @@ def _irdl_checks_pass(op: Operation) -> bool:
     operands = op._operands  # (op.operands builds a view)
     if (not op_def.operands and operands) or (not op_def.results and op.results):
         return False
-    return not any(quant._is_subclass(type(value), ErasedSSAValue) for value in operands)
+    return not any(quant.is_subclass(type(value), ErasedSSAValue) for value in operands)
 
 
 @functools.cache
@@ -446,7 +446,7 @@ def _signature(op: Operation) -> tuple | None:
             or op.next_op is None):
         return None
     operands = op._operands  # (op.operands builds a view)
-    if any(quant._is_subclass(type(value), ErasedSSAValue) for value in operands):
+    if any(quant.is_subclass(type(value), ErasedSSAValue) for value in operands):
         return None
     return (type(op), tuple(id(value.type) for value in operands), tuple(id(r.type) for r in op.results),
             tuple((name, id(attr)) for name, attr in op.attributes.items()))

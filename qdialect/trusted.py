@@ -18,7 +18,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, NoneAttr, TensorType
 from xdsl.ir import Data, ParametrizedAttribute
 
-__all__ = ["attr", "data_attr", "data_attrs", "tensor_type"]
+__all__ = ["attr", "data_attr", "data_attrs", "int_attr", "tensor_type"]
 
 
 _PARAMETER_NAMES: dict[type, tuple[str, ...]] = {}
@@ -56,10 +56,12 @@ def data_attrs(cls: type[Data], values) -> tuple:
 
 _NONE = NoneAttr()
 _TENSORS: dict[tuple, TensorType] = {}
-_DIMS: dict[int, IntAttr] = {}  # IntAttr(d) by d: dimensions recur (IntAttrs are immutable)
+_DIMS: dict[int, IntAttr] = {}  # IntAttr(d) by d: see int_attr
 
 
-def _dim(d: int) -> IntAttr:
+def int_attr(d: int) -> IntAttr:
+    """IntAttr(d), built (and verified) once per value: dimensions, zero points, widths and
+    bounds recur, and an IntAttr is immutable."""
     made = _DIMS.get(d)
     if made is None:
         if len(_DIMS) >= 4096:
@@ -79,5 +81,5 @@ def tensor_type(element, dims) -> TensorType:
     if len(_TENSORS) >= 4096:
         _TENSORS.clear()
     # a tuple of IntAttrs is what ArrayAttr's verifier accepts
-    made = _TENSORS[key] = attr(TensorType, data_attr(ArrayAttr, tuple([_dim(d) for d in key[1]])), element, _NONE)
+    made = _TENSORS[key] = attr(TensorType, data_attr(ArrayAttr, tuple([int_attr(d) for d in key[1]])), element, _NONE)
     return made

@@ -70,7 +70,7 @@ from qdialect.dialects.quant import (
     StorageCastOp,
     UniformQuantizedType,
     _integer_type,
-    _is_subclass,
+    is_subclass,
     quantized_element_type,
 )
 from qdialect.qparams import QParams
@@ -192,7 +192,7 @@ class Emitter:
             return value
         t = storage_type(value.type)
         owner = value.owner
-        if _is_subclass(type(owner), StorageCastOp):
+        if is_subclass(type(owner), StorageCastOp):
             (x,) = owner._operands  # (its `input`, without the IRDL accessor)
             if x.type is t or x.type == t:
                 return x
@@ -213,7 +213,7 @@ class Emitter:
         for key, value in attrs.items():
             if value is None:
                 continue
-            if _is_subclass(type(value), Attribute):  # (isinstance: through ABCMeta)
+            if is_subclass(type(value), Attribute):  # (isinstance: through ABCMeta)
                 made[key] = value
             elif key in cls.ATTRS:
                 made[key] = qint.make_attr(cls.ATTRS[key][0], value)
@@ -887,7 +887,7 @@ def decompose_constant(e: Emitter, op: qnn.ConstantOp) -> SSAValue:
     t = op.results[0].type
     q = quantized_element_type(t)
     width = q.storage_width.data if q is not None else t.element_type.width.data
-    if _is_subclass(type(t), TensorType):
+    if is_subclass(type(t), TensorType):
         # the stored bytes already are those of the signless container when both dtypes
         # have the same size (astype between such integer dtypes keeps the bits):
         # e.constant(op.array(), width) without the arrays
@@ -973,7 +973,7 @@ def _cast_pair_source(op: StorageCastOp) -> SSAValue | None:
     every cast it visits, twice)."""
     (value,) = op._operands
     src = value.owner
-    if _is_subclass(type(src), StorageCastOp):
+    if is_subclass(type(src), StorageCastOp):
         (x,) = src._operands
         (result,) = op.results
         if x.type is result.type or x.type == result.type:
@@ -1030,7 +1030,7 @@ def remaining_quantized(module: ModuleOp) -> list[str]:
 
     names = []
     for op in all_ops(module):
-        if _is_subclass(type(op), StorageCastOp) or op is module:
+        if is_subclass(type(op), StorageCastOp) or op is module:
             continue
         for v in (*op.results, *op._operands):  # (a loop: two generators per op cost more)
             if is_quantized(v.type):
@@ -1066,19 +1066,19 @@ class QnnDecomposePass(ModulePass):
                 decompose.match_and_rewrite(o, rewriter)
                 if len(failures) > n:
                     failed.add(id(o))
-            elif _is_subclass(type(o), StorageCastOp):
+            elif is_subclass(type(o), StorageCastOp):
                 # fold.match_and_rewrite(o, rewriter), without its decorator's class check
                 if (x := _cast_pair_source(o)) is not None:
                     rewriter.replace(o, [], [x])
-            elif _is_subclass(type(o), func.CallOp):
+            elif is_subclass(type(o), func.CallOp):
                 calls.match_and_rewrite(o, rewriter)
 
         def may_match(o: Operation) -> bool:
             if type(o) in DECOMPOSITIONS:
                 return id(o) not in failed  # a refused op is refused again
-            if _is_subclass(type(o), StorageCastOp):
+            if is_subclass(type(o), StorageCastOp):
                 return _cast_pair_source(o) is not None
-            if _is_subclass(type(o), func.CallOp):
+            if is_subclass(type(o), func.CallOp):
                 return any(quantized_element_type(v.type) is not None for v in (*o.arguments, *o.res))
             return False
 
@@ -1090,7 +1090,7 @@ class QnnDecomposePass(ModulePass):
             raise PassFailedException("qnn-decompose cannot lower: " + "; ".join(
                 [*dict.fromkeys(failures), *(f"{name} (no decomposition)" for name in missing)]))
         for fn in all_ops(op):  # (not in walk order: each function's signature is its own)
-            if _is_subclass(type(fn), func.FuncOp):
+            if is_subclass(type(fn), func.FuncOp):
                 convert_signature(fn)
         left = remaining_quantized(op)
         if left:

@@ -41,9 +41,9 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
+from qdialect.dialects.quant import is_subclass
 from tvm_bridge.translate import (
     TranslationError,
-    _is_subclass,
     dtype_of,
     eval_scalar_op,
     inputs_outputs,
@@ -154,7 +154,7 @@ class Epilogue:
                 values[arg] = tirx.Cast(p.widen_to, load) if p.widen_to else load
         dims = [0, y, x, k] if len(shape_of(inputs_outputs(g)[1][0]._type)) == 4 else [x, k]
         for bop in body.ops:
-            if _is_subclass(type(bop), linalg.YieldOp):
+            if is_subclass(type(bop), linalg.YieldOp):
                 return values[bop._operands[0]]
             eval_scalar_op(bop, values, dims)
             r = bop.results[0]
@@ -202,8 +202,8 @@ def _constant_of(tr, v: SSAValue):
 
 def _scalar_of(tr, v: SSAValue):
     owner = v.owner
-    if _is_subclass(type(owner), arith.ConstantOp) and \
-            not _is_subclass(type(owner.properties["value"]), DenseIntOrFPElementsAttr):
+    if is_subclass(type(owner), arith.ConstantOp) and \
+            not is_subclass(type(owner.properties["value"]), DenseIntOrFPElementsAttr):
         return scalar_constant(owner)[0]
     c = tr.env.get(v)
     return c[0] if isinstance(c, tuple) else None
@@ -226,7 +226,7 @@ def _all_parallel(iterator_types) -> bool:
 def _elementwise(g: Operation, shape: list[int]) -> bool:
     """All loops parallel, identity output map of `shape`, the output's old value unread,
     a body of scalar ops only (no table reads)."""
-    if not _is_subclass(type(g), linalg.GenericOp):
+    if not is_subclass(type(g), linalg.GenericOp):
         return False
     # (the properties and the region read directly: xDSL's accessors for them are Python calls)
     properties = g.properties
@@ -245,7 +245,7 @@ def _elementwise(g: Operation, shape: list[int]) -> bool:
             return False
         for o in bop._operands:
             t = type(o._type)
-            if t is not IntegerType and _is_subclass(t, TensorType):  # (an integer, the usual one: no call)
+            if t is not IntegerType and is_subclass(t, TensorType):  # (an integer, the usual one: no call)
                 return False
         bop = bop._next_op
     return True
@@ -338,7 +338,7 @@ def _additive(g: linalg.GenericOp, binding: dict, epi: Epilogue):
     ops = []
     bop = body._first_op
     while bop is not None and len(ops) < 4:  # (a longer body is not additive: not listed whole)
-        if not _is_subclass(type(bop), linalg.YieldOp):
+        if not is_subclass(type(bop), linalg.YieldOp):
             ops.append(bop)
         bop = bop._next_op
     if len(ops) not in (1, 3):
@@ -359,26 +359,26 @@ def _additive(g: linalg.GenericOp, binding: dict, epi: Epilogue):
             return epi.params[b[1]].value.astype(np.int64)
         return None
 
-    # (the classes by `_is_subclass`, the operands by the ops' own fields: isinstance on an op
+    # (the classes by `is_subclass`, the operands by the ops' own fields: isinstance on an op
     # class goes through ABCMeta, and `operands` is a Python view)
     kinds = [type(o) for o in ops]
-    if len(ops) == 1 and (_is_subclass(kinds[0], arith.AddiOp) or _is_subclass(kinds[0], arith.SubiOp)):
+    if len(ops) == 1 and (is_subclass(kinds[0], arith.AddiOp) or is_subclass(kinds[0], arith.SubiOp)):
         a, b = ops[0]._operands
-        if _is_subclass(kinds[0], arith.AddiOp) and b is chain:
+        if is_subclass(kinds[0], arith.AddiOp) and b is chain:
             a, b = b, a
         if a is chain and (c := const_of(b)) is not None:
-            return c if _is_subclass(kinds[0], arith.AddiOp) else -c
+            return c if is_subclass(kinds[0], arith.AddiOp) else -c
         return None
-    if len(ops) == 3 and _is_subclass(kinds[0], arith.ExtSIOp) and ops[0]._operands[0] is chain and \
-            (_is_subclass(kinds[1], arith.AddiOp) or _is_subclass(kinds[1], arith.SubiOp)) and \
-            _is_subclass(kinds[2], arith.TruncIOp) and ops[2]._operands[0] is ops[1].results[0] and \
+    if len(ops) == 3 and is_subclass(kinds[0], arith.ExtSIOp) and ops[0]._operands[0] is chain and \
+            (is_subclass(kinds[1], arith.AddiOp) or is_subclass(kinds[1], arith.SubiOp)) and \
+            is_subclass(kinds[2], arith.TruncIOp) and ops[2]._operands[0] is ops[1].results[0] and \
             body.last_op._operands[0] is ops[2].results[0]:
         a, b = ops[1]._operands
         wide = ops[0].results[0]
-        if _is_subclass(kinds[1], arith.AddiOp) and b is wide:
+        if is_subclass(kinds[1], arith.AddiOp) and b is wide:
             a, b = b, a
         if a is wide and (c := const_of(b)) is not None:
-            return c if _is_subclass(kinds[1], arith.AddiOp) else -c
+            return c if is_subclass(kinds[1], arith.AddiOp) else -c
     return None
 
 
@@ -417,14 +417,14 @@ def collect(tr, conv: Operation) -> Epilogue:
             epi.ops.append(user)
             value = user.results[0]
             continue
-        if _is_subclass(type(user), tensor.CollapseShapeOp) and not epi.ops and len(shape) == 4 and shape[:2] == [1, 1] \
+        if is_subclass(type(user), tensor.CollapseShapeOp) and not epi.ops and len(shape) == 4 and shape[:2] == [1, 1] \
                 and list(shape_of(user.results[0]._type)) == shape[2:]:
             # [1, 1, B, K] -> [B, K] keeps the row-major order: element (b, k) is (0, 0, b, k)
             epi.collapsed = shape = shape[2:]
             epi.ops.append(user)
             value = user.results[0]
             continue
-        if len(shape) == 4 and _is_subclass(type(user), tensor.PadOp) and (pad := _pad_of(tr, user)) is not None:
+        if len(shape) == 4 and is_subclass(type(user), tensor.PadOp) and (pad := _pad_of(tr, user)) is not None:
             epi.pad = pad
             epi.ops.append(user)
             value = user.results[0]

@@ -24,7 +24,6 @@ Anything else raises `TranslationError` naming the op.
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -48,13 +47,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
 
 from qdialect import cyclic_gc
-
-
-@functools.cache
-def _is_subclass(cls: type, base: type) -> bool:
-    """issubclass, remembered: isinstance on xDSL's (abstract) op classes goes through
-    ABCMeta each time, and the translation asks it of every op in every body."""
-    return issubclass(cls, base)
+from qdialect.dialects.quant import is_subclass
 
 
 class TranslationError(Exception):
@@ -175,7 +168,7 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     el = t.element_type
     shape = shape_of(t)
     n = math.prod(shape)  # np.prod's conversions cost more than the product of a few ints
-    if _is_subclass(type(el), IntegerType):
+    if is_subclass(type(el), IntegerType):
         w = el.width.data
         container = _CONTAINERS.get(w)
         if container is None:  # the bytes' element: i1 and sub-byte integers are stored as bytes
@@ -386,10 +379,10 @@ def sub_byte_rule(rule: Callable) -> Callable:
     wraps at its own width, as MLIR's iN arithmetic does."""
 
     def wrapped(op, a):
-        # (classes by `_is_subclass`, values by their own fields: this runs for every op of
+        # (classes by `is_subclass`, values by their own fields: this runs for every op of
         # every body translated, and isinstance on xDSL's classes goes through ABCMeta)
         res = op.results[0]._type
-        if _is_subclass(type(res), IntegerType) and 1 < res.width.data < 8:
+        if is_subclass(type(res), IntegerType) and 1 < res.width.data < 8:
             from tvm import tirx
 
             if op.name in _UNSIGNED_OPS:
@@ -399,9 +392,9 @@ def sub_byte_rule(rule: Callable) -> Callable:
             return tirx.shift_right(tirx.shift_left(v, tirx.const(k, "int8")), tirx.const(k, "int8"))
         for v in op._operands:
             t = v._type
-            if _is_subclass(type(t), TensorType):
+            if is_subclass(type(t), TensorType):
                 t = t.element_type
-            if _is_subclass(type(t), IntegerType) and 1 < t.width.data < 8 and (
+            if is_subclass(type(t), IntegerType) and 1 < t.width.data < 8 and (
                     op.name in _UNSIGNED_OPS or (isinstance(op, arith.CmpiOp) and op.predicate.value.data > 5)):
                 raise TranslationError(f"{op.name} reading i{t.width.data} as unsigned is not supported")
         return rule(op, a)
@@ -546,10 +539,10 @@ class Translator:
         d = self._dense.get(id(value))
         if d is None:
             owner = value.owner
-            if not _is_subclass(type(owner), arith.ConstantOp):
+            if not is_subclass(type(owner), arith.ConstantOp):
                 return None
             attr = owner.properties["value"]
-            if not _is_subclass(type(attr), DenseIntOrFPElementsAttr):
+            if not is_subclass(type(attr), DenseIntOrFPElementsAttr):
                 return None
             d = self._dense[id(value)] = _Dense(attr)
         return d
@@ -561,7 +554,7 @@ class Translator:
         token = self.token
         cls = type(op)
         properties, attributes = op.properties, op.attributes
-        if _is_subclass(cls, arith.ConstantOp):
+        if is_subclass(cls, arith.ConstantOp):
             value = properties.get("value")
             # by the value attribute's identity (copies of a body share theirs): a third of
             # the ops keyed are scalar constants
@@ -646,7 +639,7 @@ class Translator:
         for block in self.functions[name].body.blocks:
             op = block._first_op
             while op is not None:
-                if _is_subclass(type(op), func.CallOp):
+                if is_subclass(type(op), func.CallOp):
                     self._collect_callees(op.callee.root_reference.data, order, seen, stack)
                 op = op._next_op
         stack.pop()
@@ -670,7 +663,7 @@ class Translator:
                 outputs = None
                 op = block._first_op  # (see _collect_callees)
                 while op is not None:
-                    if _is_subclass(type(op), func.ReturnOp):
+                    if is_subclass(type(op), func.ReturnOp):
                         outputs = [self.tensor(v) for v in op.operands]
                         break
                     following = op._next_op  # (read first, as xDSL's iterator does)
@@ -774,7 +767,7 @@ def _call(tr: Translator, op: func.CallOp):
 @handles(arith.ConstantOp)
 def _constant(tr: Translator, op: arith.ConstantOp):
     (result,) = op.results
-    if _is_subclass(type(op.properties["value"]), DenseIntOrFPElementsAttr):
+    if is_subclass(type(op.properties["value"]), DenseIntOrFPElementsAttr):
         tr.env[result] = tr.dense(result)
     else:
         tr.env[result] = scalar_constant(op)
@@ -976,13 +969,13 @@ def eval_scalar_op(bop: Operation, values: dict, dims: Sequence, rules: dict | N
     """Evaluate one scalar op of a linalg.generic body as TIR: `values` maps SSA values to
     PrimExprs (the op's result is added), `dims` are the loop indices (for linalg.index)."""
     cls = type(bop)  # (see sub_byte_rule)
-    if _is_subclass(cls, arith.ConstantOp):
+    if is_subclass(cls, arith.ConstantOp):
         from tvm import tirx
 
         c, dt = scalar_constant(bop)
         values[bop.results[0]] = tirx.const(c, dt)
         return
-    if _is_subclass(cls, linalg.IndexOp):
+    if is_subclass(cls, linalg.IndexOp):
         from tvm import tirx
 
         values[bop.results[0]] = tirx.Cast("int64", dims[bop.dim.value.data])

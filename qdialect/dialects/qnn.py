@@ -56,7 +56,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Span
 
 from qdialect import trusted
-from qdialect.dialects.quant import UniformQuantizedType, _integer_type, _is_subclass, quantized_tensor_problems
+from qdialect.dialects.quant import UniformQuantizedType, _integer_type, is_subclass, quantized_tensor_problems
 from qdialect.qparams import ACC_WIDTHS, BIAS_MODES, ROUNDING_PROFILES, storage_dtype
 
 # ----- attribute schema --------------------------------------------------------------
@@ -96,17 +96,17 @@ def make_attr(kind: str, value) -> Attribute:
 
 
 def _read_attr(attr: Attribute, kind: str):
-    # (_is_subclass: isinstance on xDSL's attribute classes goes through ABCMeta)
+    # (is_subclass: isinstance on xDSL's attribute classes goes through ABCMeta)
     cls = type(attr)
-    if kind == INTS and _is_subclass(cls, DenseArrayBase):
+    if kind == INTS and is_subclass(cls, DenseArrayBase):
         return list(attr.get_values())
-    if kind == STR and _is_subclass(cls, StringAttr):
+    if kind == STR and is_subclass(cls, StringAttr):
         return attr.data
-    if kind == FLOAT and _is_subclass(cls, FloatAttr):
+    if kind == FLOAT and is_subclass(cls, FloatAttr):
         return float(attr.value.data)
-    if kind == BOOL and _is_subclass(cls, IntegerAttr) and attr.type == _integer_type(1):
+    if kind == BOOL and is_subclass(cls, IntegerAttr) and attr.type == _integer_type(1):
         return bool(attr.value.data)
-    if kind == INT and _is_subclass(cls, IntegerAttr):
+    if kind == INT and is_subclass(cls, IntegerAttr):
         return int(attr.value.data)
     raise TypeError
 
@@ -134,16 +134,16 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> list[int]:
 
 def qtype(value: SSAValue) -> UniformQuantizedType | None:
     t = value.type
-    if _is_subclass(type(t), TensorType) and _is_subclass(type(t.element_type), UniformQuantizedType):
+    if is_subclass(type(t), TensorType) and is_subclass(type(t.element_type), UniformQuantizedType):
         return t.element_type
-    if _is_subclass(type(t), UniformQuantizedType):
+    if is_subclass(type(t), UniformQuantizedType):
         return t
     return None
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:
     t = value.type
-    return t.get_shape() if _is_subclass(type(t), TensorType) else ()
+    return t.get_shape() if is_subclass(type(t), TensorType) else ()
 
 
 # ----- base op -----------------------------------------------------------------------
@@ -461,11 +461,11 @@ class ConstantOp(IRDLOperation):
         if len(self.results) != 1:
             raise VerifyException("qnn.constant: expects one result")
         t = self.results[0].type
-        # (isinstance on xDSL's attribute classes goes through ABCMeta: _is_subclass is remembered)
-        if not _is_subclass(type(t), TensorType):
+        # (isinstance on xDSL's attribute classes goes through ABCMeta: is_subclass is remembered)
+        if not is_subclass(type(t), TensorType):
             raise VerifyException(f"qnn.constant: result type {t} must be a ranked tensor")
         value = self.attributes.get("value")
-        if not _is_subclass(type(value), DenseIntOrFPElementsAttr):
+        if not is_subclass(type(value), DenseIntOrFPElementsAttr):
             raise VerifyException("qnn.constant: missing dense 'value'")
         dtype = _constant_dtype(t)
         n = math.prod(t.get_shape())
@@ -476,7 +476,7 @@ class ConstantOp(IRDLOperation):
         for p in quantized_tensor_problems(t):
             raise VerifyException(f"qnn.constant: {p}")
         el = t.element_type
-        if _is_subclass(type(el), UniformQuantizedType) and n:
+        if is_subclass(type(el), UniformQuantizedType) and n:
             lo, hi = el.storage_range()
             container_min, container_max = _container_range(dtype)
             if lo <= container_min and hi >= container_max:
@@ -503,7 +503,7 @@ class ConstantOp(IRDLOperation):
             parser.parse_punctuation(":")
         tpos = parser.pos
         t = parser.parse_type()
-        if not _is_subclass(type(t), TensorType):
+        if not is_subclass(type(t), TensorType):
             parser.raise_error(f"qnn.constant: result type {t} must be a ranked tensor", tpos)
         itemsize = _constant_dtype(t).itemsize
         return cls.create(result_types=[t], attributes={"value": _dense_bytes(data, itemsize, t.get_shape())})
@@ -547,10 +547,10 @@ _PRINTED_CONSTANT = re.compile(r'dense[ \t\n\r\f\v]*<[ \t\n\r\f\v]*"0x([0-9A-Fa-
 
 def _constant_dtype(t) -> np.dtype:
     """The numpy dtype of a qnn.constant's stored values, for its result type `t`."""
-    el = t.element_type if _is_subclass(type(t), TensorType) else t
-    if _is_subclass(type(el), UniformQuantizedType):
+    el = t.element_type if is_subclass(type(t), TensorType) else t
+    if is_subclass(type(el), UniformQuantizedType):
         return storage_dtype(el.storage_width.data, el.signed)  # = el.qparams().dtype, without the arrays
-    if _is_subclass(type(el), IntegerType):
+    if is_subclass(type(el), IntegerType):
         w = el.width.data
         return np.dtype(f"int{8 if w <= 8 else 16 if w <= 16 else 32 if w <= 32 else 64}")
     raise VerifyException(f"qnn.constant: element type {el} is not quantized or integer")

@@ -51,7 +51,7 @@ from xdsl.utils.exceptions import VerifyException
 
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
 from qdialect.qparams import QParams, storage_bounds
-from qdialect.trusted import data_attr, data_attrs
+from qdialect.trusted import data_attr, data_attrs, int_attr
 
 EXPRESSED_TYPES = {"f16": Float16Type, "bf16": BFloat16Type, "f32": Float32Type}
 _EXPRESSED_LIMITS = {
@@ -100,7 +100,7 @@ def _angle_bracket_end(text: str, start: int, limit: int = 1 << 16) -> int | Non
 
 def expressed_name(t: Attribute) -> str | None:
     for name, cls in EXPRESSED_TYPES.items():
-        if _is_subclass(type(t), cls):  # (isinstance: through ABCMeta for each other class)
+        if is_subclass(type(t), cls):  # (isinstance: through ABCMeta for each other class)
             return name
     return None
 
@@ -482,28 +482,22 @@ def _printed_parameters(text: str) -> tuple | None:
         values = [int(zero_point) if zero_point else 0 for zero_point in zero_point_texts]
         if not (smin <= min(values) and max(values) <= smax):
             return None
-        zero_points = tuple(map(_int_attr, values))
+        zero_points = tuple(map(int_attr, values))
     elif smin <= 0 <= smax:
-        zero_points = (_int_attr(0),) * len(scales)
+        zero_points = (int_attr(0),) * len(scales)
     else:
         return None
     # the scales are Python floats and the zero points shared IntAttrs: what FloatData's and
     # ArrayAttr's verifiers accept, so they are built without them (qdialect.trusted)
-    return (_int_attr(width), _int_attr(1 if kind == "i" else 0), _int_attr(smin), _int_attr(smax),
+    return (int_attr(width), int_attr(1 if kind == "i" else 0), int_attr(smin), int_attr(smax),
             _expressed_type(ename), data_attr(ArrayAttr, data_attrs(FloatData, scales)),
-            data_attr(ArrayAttr, zero_points), _int_attr(-1 if axis is None else int(axis)))
+            data_attr(ArrayAttr, zero_points), int_attr(-1 if axis is None else int(axis)))
 
 
 @functools.cache
 def _expressed_type(name: str) -> Attribute:
     """The expressed type called `name`, built (and verified) once."""
     return EXPRESSED_TYPES[name]()
-
-
-@functools.lru_cache(maxsize=1024)
-def _int_attr(value: int) -> IntAttr:
-    """IntAttr(value), built (and verified) once per value: zero points, widths and bounds recur."""
-    return IntAttr(value)
 
 
 def _parse_scale_zp(
@@ -573,9 +567,10 @@ def _parse_scale_zp(
 
 
 @functools.cache
-def _is_subclass(cls: type, base) -> bool:
-    """issubclass, remembered: isinstance on xDSL's (abstract) attribute classes goes
-    through ABCMeta when the class differs, and the passes ask it of every value's type."""
+def is_subclass(cls: type, base) -> bool:
+    """issubclass, remembered: isinstance on xDSL's (abstract) attribute and op classes goes
+    through ABCMeta each time the class differs, and the passes and the translation ask it
+    of every value's type and every op (the one such helper of the project)."""
     return issubclass(cls, base)
 
 
@@ -584,9 +579,9 @@ _TENSOR_CLASSES = (TensorType, UnrankedTensorType)
 
 def quantized_element_type(t: Attribute) -> UniformQuantizedType | None:
     """The quantized element type of a scalar or tensor type, else None."""
-    if _is_subclass(type(t), UniformQuantizedType):
+    if is_subclass(type(t), UniformQuantizedType):
         return t
-    if _is_subclass(type(t), _TENSOR_CLASSES) and _is_subclass(
+    if is_subclass(type(t), _TENSOR_CLASSES) and is_subclass(
         type(el := t.element_type), UniformQuantizedType
     ):
         return el

@@ -21,18 +21,15 @@ def quantize_multiplier(real) -> tuple[np.ndarray, np.ndarray]:
     fix the 2^31 overflow, flush shifts below -31 to (0, 0).  Accepts a scalar
     or array of (double) reals; returns int64 arrays of the same shape.
     """
-    real = np.asarray(real, dtype=np.float64)
-    flat = real.reshape(-1)
-    ms = np.zeros(flat.shape, dtype=np.int64)
-    shifts = np.zeros(flat.shape, dtype=np.int64)
-    for i, r in enumerate(flat.tolist()):
-        ms[i], shifts[i] = quantize_multiplier_scalar(r)
-    return ms.reshape(real.shape), shifts.reshape(real.shape)
+    return quantize_multiplier_for(real, "tflite")
 
 
 def quantize_multiplier_scalar(r: float, rounding: str = "tflite") -> tuple[int, int]:
-    """`quantize_multiplier_for(r, rounding)` of one double, as Python ints (for the
-    compile-time passes, which form a few per op: numpy on one value costs more)."""
+    """QuantizeMultiplier of one double as the build behind `rounding` computes it, as
+    Python ints (the compile-time passes form a few per op: numpy on one value costs more).
+
+    TFLITE_SINGLE_ROUNDING (profiles `single`, `half_up`) caps the shift at 30
+    (M = 2^31 - 1 there); the double-rounding build does not."""
     if r == 0.0:
         return 0, 0
     if not math.isfinite(r):
@@ -47,7 +44,7 @@ def quantize_multiplier_scalar(r: float, rounding: str = "tflite") -> tuple[int,
         shift += 1
     if shift < -31:
         m, shift = 0, 0
-    if rounding in ("single", "half_up") and shift > 30:  # as quantize_multiplier_for caps it
+    if rounding in ("single", "half_up") and shift > 30:
         m, shift = INT32_MAX, 30
     return m, shift
 
@@ -120,17 +117,13 @@ def multiply_single_rounding(x, multiplier, shift) -> np.ndarray:
 
 
 def quantize_multiplier_for(real, rounding: str) -> tuple[np.ndarray, np.ndarray]:
-    """QuantizeMultiplier as the build behind `rounding` computes it.
-
-    TFLITE_SINGLE_ROUNDING (profiles `single`, `half_up`) caps the shift at 30
-    (M = 2^31 - 1 there); the double-rounding build does not.
-    """
-    m, s = quantize_multiplier(real)
-    if rounding in ("single", "half_up"):
-        over = s > 30
-        m = np.where(over, np.int64(INT32_MAX), m)
-        s = np.where(over, np.int64(30), s)
-    return m, s
+    """QuantizeMultiplier as the build behind `rounding` computes it (see
+    `quantize_multiplier_scalar`), on a scalar or array of reals: int64 arrays of its shape."""
+    real = np.asarray(real, dtype=np.float64)
+    pairs = [quantize_multiplier_scalar(r, rounding) for r in real.reshape(-1).tolist()]
+    ms = np.array([m for m, _ in pairs], dtype=np.int64).reshape(real.shape)
+    shifts = np.array([s for _, s in pairs], dtype=np.int64).reshape(real.shape)
+    return ms, shifts
 
 
 def multiply_float_half_even(x, real_scale) -> np.ndarray:

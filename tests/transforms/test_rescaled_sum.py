@@ -6,7 +6,9 @@ interpreter (the qint ops, computed by `qdialect.reference`) and the L3 module (
 arith ops of the one body) on random inputs over the whole storage range plus the
 extremes, for every rounding mode that has an integer body, with broadcasting, zero
 points, left shifts and clamps, and through TVM for a few of them: zero differing
-elements.  The cases that must stay apart (an intermediate value read twice, a
+elements.  The double_round cases are also checked against the line-by-line
+transcription of TFLite's reference in test_rescale_double_round (the zoo tests check
+whole models' ADDs against LiteRT).  The cases that must stay apart (an intermediate value read twice, a
 per-channel parameter) are lowered op by op, with the same values.
 """
 
@@ -76,6 +78,26 @@ def _inputs(case, seed):
     return out
 
 
+def _transcribed(case, x, y) -> np.ndarray | None:
+    """The sum computed by the line-by-line transcription of TFLite's reference
+    (MultiplyByQuantizedMultiplier, test_rescale_double_round) for the double_round
+    cases: an oracle that shares no code with the interpreter or the lowering."""
+    from .test_rescale_double_round import _tflite, _wrap32
+
+    _, _, shape, st, op, (ma, sa, zx), (mb, sb, zy), (mr, sr, zo, lo, hi), mode, ls = case
+    if mode != "double_round":
+        return None
+    bits = int(st[1:])
+    lo, hi = max(lo, -(1 << (bits - 1))), min(hi, (1 << (bits - 1)) - 1)
+    xs, ys = np.broadcast_to(x, shape).astype(np.int64), np.broadcast_to(y, shape).astype(np.int64)
+    out = np.empty(shape, np.int64)
+    for i in np.ndindex(*shape):
+        va = _tflite(_wrap32((int(xs[i]) - zx) << ls), ma, sa)
+        vb = _tflite(_wrap32((int(ys[i]) - zy) << ls), mb, sb)
+        out[i] = min(max(_tflite(_wrap32(va + vb if op == "add" else va - vb), mr, sr) + zo, lo), hi)
+    return out
+
+
 def _generics(module) -> int:
     return sum(1 for op in module.walk() if op.name == "linalg.generic")
 
@@ -91,6 +113,9 @@ def test_one_generic_with_the_values_of_the_four_ops(case):
         got = run_module(l3, [x, y])[0]
         assert got.dtype == want.dtype
         assert int(np.count_nonzero(got != want)) == 0, (seed, np.argwhere(got != want)[:5])
+        transcribed = _transcribed(case, x, y)
+        if transcribed is not None:
+            assert int(np.count_nonzero(got != transcribed)) == 0, (seed, np.argwhere(got != transcribed)[:5])
 
 
 def test_one_generic_through_tvm():

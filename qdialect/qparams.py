@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ROUNDING_PROFILES = ("tflite", "single", "half_even", "half_up", "litert")
+ROUNDING_PROFILES = ("tflite", "single", "half_even", "half_up", "litert", "onnxruntime", "onnx")
 """Names of the rounding knob.
 
 - `tflite`: TFLite reference kernels: QuantizeMultiplier + double rounding
@@ -25,7 +25,15 @@ ROUNDING_PROFILES = ("tflite", "single", "half_even", "half_up", "litert")
 - `half_up`: TVM Relay QNN's UPWARD: one rounding of the Q31 product, ties
   toward +inf.
 - `litert`: LiteRT's default (XNNPACK) path, op by op.
+- `onnxruntime`: ONNX Runtime's integer CPU kernels (QLinearConv, QGemm,
+  QLinearAdd, lookup tables, ...; `qdialect.reference.onnxruntime_kernels`).
+- `onnx`: the ONNX specification's QDQ meaning: dequantize (float32), the
+  float op in float32, QuantizeLinear (x / scale, ties to even, saturate);
+  what ONNX Runtime computes for a group it does not fuse.
 """
+
+ONNX_ROUNDINGS = ("onnxruntime", "onnx")
+"""The profiles of ONNX models (their ops take whatever output parameters the model gives)."""
 
 BIAS_MODES = ("accumulator", "output")
 ACC_WIDTHS = ("i32", "i16", "i64")

@@ -57,7 +57,7 @@ from xdsl.utils.lexer import Span
 
 from qdialect import trusted
 from qdialect.dialects.quant import UniformQuantizedType, _integer_type, is_subclass, quantized_tensor_problems
-from qdialect.qparams import ACC_WIDTHS, BIAS_MODES, ROUNDING_PROFILES, storage_dtype
+from qdialect.qparams import ACC_WIDTHS, BIAS_MODES, ONNX_ROUNDINGS, ROUNDING_PROFILES, storage_dtype
 
 # ----- attribute schema --------------------------------------------------------------
 
@@ -359,6 +359,8 @@ class QnnOp(IRDLOperation):
             self.fail(f"result {i} shape {list(got)} does not match the expected {list(expected)}")
 
     def require_fixed_output(self, table: dict[str, tuple[float, int]]):
+        if self.attr("rounding", "tflite") in ONNX_ROUNDINGS:
+            return  # ONNX's QLinearSigmoid / QLinearSoftmax take the model's own output parameters
         q = self.out_q()
         if q.storage in table:
             scale, zp = table[q.storage]
@@ -915,7 +917,8 @@ class _PoolOp(QnnOp):
     def verify_op(self):
         self.require_rank(0, 4)
         self.require_per_tensor(0)
-        self.require_same_params(0)
+        if not (self.name == "qnn.avg_pool2d" and self.attr("rounding", "tflite") in ONNX_ROUNDINGS):
+            self.require_same_params(0)  # ONNX's average pools requantize to their own output parameters
         n, h, w, c = shape_of(self.operands[0])
         kh, kw = window_attr(self, "kernel")
         sh, sw = window_attr(self, "strides")

@@ -1,0 +1,1822 @@
+"""Quantized ONNX model -> canonical qnn module (L1).
+
+    from qdialect.importer.onnx import import_onnx
+    module = import_onnx(open("model.onnx", "rb").read())
+
+Both spellings of a quantized ONNX model end in the same L1 as a TFLite model:
+
+- **QOperator** nodes (`QLinearConv`, `QLinearMatMul`, `com.microsoft`
+  `QGemm`, `QLinearAdd`, `QLinearMul`, `QLinearSigmoid`, `QLinearLeakyRelu`,
+  `QLinearAveragePool`, `QLinearGlobalAveragePool`, `QLinearConcat`,
+  `QLinearSoftmax`) map to one qnn op each.
+- **QDQ** groups `DequantizeLinear -> float op -> QuantizeLinear` (a "node
+  unit", as ONNX Runtime calls it) map to the same qnn op as the QOperator
+  node that spells the same computation; a `Relu` / `Clip` between the op and
+  its `QuantizeLinear` becomes the op's clamp bounds.
+
+Numerics: every op that rescales gets the rounding knob of what ONNX Runtime
+runs for it.  `onnxruntime` (the default profile) follows ORT's own choice op
+by op: a group that ORT's QDQ transformer fuses into an integer kernel (and
+every QOperator node) gets `rounding = "onnxruntime"`; a group ORT leaves as
+`DequantizeLinear -> float op -> QuantizeLinear` gets `rounding = "onnx"`,
+the ONNX specification's float meaning (dequantize, compute in float32,
+`QuantizeLinear` with ties to even and saturation), and a remark says which
+and why.  `profile="onnx"` gives every QDQ group the float meaning (what ORT
+computes with all graph optimizations disabled); QOperator nodes keep their
+kernels, which is what they mean in both.  Which groups ORT fuses is
+`qdialect.importer.onnx_fusion`.
+
+Layout: ONNX is NCHW with OIHW weights, the canonical ops are NHWC.  The
+importer tracks, per value, whether its physical layout is NHWC; convolutions
+and pools take NHWC, layout-agnostic ops (elementwise, activations, concat /
+softmax / reduce / pad / slice with their axes remapped) keep their input's
+layout, and only ops that depend on the logical element order (Reshape,
+Flatten, Transpose, MatMul on 4-D values, graph outputs) see the NCHW order
+again, through one `qnn.transpose` (or a `qnn.reshape` where the transpose
+moves only dimensions of size 1).  Weights are transposed at import.  So a
+convnet has one transpose at each 4-D input and output, and none between ops.
+
+Errors are `OnnxImportError` (a ValueError) with a message that names the
+node, its op type and what is wrong; all unsupported operators are listed at
+once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    Float32Type,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from qdialect.dialects import qnn
+from qdialect.dialects.quant import UniformQuantizedType
+from qdialect.diagnostics import verify_module
+
+__all__ = ["OnnxImportError", "import_onnx", "import_onnx_file", "SUPPORTED_OPERATORS", "ONNX_PROFILES",
+           "OPSET_RANGE"]
+
+ONNX_PROFILES = ("onnxruntime", "onnx")
+OPSET_RANGE = (10, 23)
+"""Default-domain opsets the importer reads (QuantizeLinear exists from 10; per-axis from 13)."""
+MAX_ELEMENTS = 2**31 - 1
+MAX_RANK = 8
+
+
+class OnnxImportError(ValueError):
+    """A model qd-import cannot bring in; the message says why, for people."""
+
+
+class _Unsupported(Exception):
+    """A supported operator used in a way qnn cannot express (collected, reported at once)."""
+
+
+_STORAGE = {
+    "UINT8": "u8", "INT8": "i8", "UINT16": "u16", "INT16": "i16", "INT32": "i32",
+}
+_NP_STORAGE = {np.dtype(np.uint8): "u8", np.dtype(np.int8): "i8", np.dtype(np.uint16): "u16",
+               np.dtype(np.int16): "i16", np.dtype(np.int32): "i32"}
+
+
+# ======================================================================================
+# Values
+# ======================================================================================
+
+
+@dataclass
+class Act:
+    """A run-time tensor.  `nhwc`: a logically NCHW 4-D tensor stored NHWC."""
+
+    value: SSAValue
+    nhwc: bool = False
+
+    @property
+    def qtype(self) -> UniformQuantizedType | None:
+        return qnn.qtype(self.value)
+
+    @property
+    def logical_shape(self) -> tuple[int, ...]:
+        s = qnn.shape_of(self.value)
+        return (s[0], s[3], s[1], s[2]) if self.nhwc else tuple(s)
+
+
+@dataclass
+class Const:
+    """A tensor known at import (initializer, Constant node, folded shape arithmetic)."""
+
+    array: np.ndarray
+
+
+@dataclass
+class Deq:
+    """The output of a DequantizeLinear, not materialized: `src` (an Act of quantized
+    type, or a Const of stored integers) read with `qtype`."""
+
+    src: Act | Const
+    qtype: UniformQuantizedType
+
+
+# ======================================================================================
+# Reading the protobuf
+# ======================================================================================
+
+
+def _onnx():
+    try:
+        import onnx  # noqa: PLC0415 - optional dependency, imported when an .onnx file is read
+    except ImportError:
+        raise OnnxImportError("reading .onnx files needs the onnx package (pip install 'qdialect[onnx]')") from None
+    return onnx
+
+
+@dataclass
+class _Node:
+    index: int
+    name: str
+    op_type: str
+    domain: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict
+
+    def label(self) -> str:
+        name = f" '{self.name}'" if self.name else ""
+        return f"node {self.index}{name} ({self.op_type})"
+
+
+@dataclass
+class _Graph:
+    name: str
+    nodes: list[_Node]
+    inputs: list[tuple[str, str, list]]  # name, elem type name, dims (int or str)
+    outputs: list[str]
+    initializers: dict[str, np.ndarray]
+    opset: int
+    ms_opset: int | None
+    consumers: dict[str, list[int]] = field(default_factory=dict)
+
+
+def _attr_value(onnx, a):
+    A = onnx.AttributeProto
+    if a.type == A.INT:
+        return int(a.i)
+    if a.type == A.FLOAT:
+        return float(np.float32(a.f))
+    if a.type == A.STRING:
+        return a.s.decode("utf-8", "replace")
+    if a.type == A.INTS:
+        return [int(v) for v in a.ints]
+    if a.type == A.FLOATS:
+        return [float(np.float32(v)) for v in a.floats]
+    if a.type == A.STRINGS:
+        return [s.decode("utf-8", "replace") for s in a.strings]
+    if a.type == A.TENSOR:
+        return ("tensor", a.t)
+    return ("unsupported", A.AttributeType.Name(a.type))
+
+
+def _tensor_array(onnx, t, what: str) -> np.ndarray:
+    """A TensorProto's contents, its size checked against the data before anything is allocated."""
+    from onnx import numpy_helper
+
+    TP = onnx.TensorProto
+    if t.data_location == TP.EXTERNAL or len(t.external_data):
+        raise OnnxImportError(f"{what} '{t.name}' keeps its data in an external file; "
+                              "qd-import reads self-contained .onnx files")
+    dims = [int(d) for d in t.dims]
+    if len(dims) > MAX_RANK or any(d < 0 for d in dims):
+        raise OnnxImportError(f"{what} '{t.name}' has invalid dimensions {dims}")
+    count = math.prod(dims)
+    if count > MAX_ELEMENTS:
+        raise OnnxImportError(f"{what} '{t.name}' claims {count} elements")
+    type_name = TP.DataType.Name(t.data_type) if t.data_type in TP.DataType.values() else str(t.data_type)
+    try:
+        np_type = onnx.helper.tensor_dtype_to_np_dtype(t.data_type)
+    except (KeyError, ValueError, TypeError):
+        raise OnnxImportError(f"{what} '{t.name}' has data type {type_name}, which qd-import cannot read") from None
+    if t.HasField("raw_data") if hasattr(t, "HasField") else t.raw_data:
+        itemsize = np.dtype(np_type).itemsize if t.data_type not in (TP.INT4, TP.UINT4) else 1
+        need = count * itemsize if t.data_type not in (TP.INT4, TP.UINT4) else (count + 1) // 2
+        if len(t.raw_data) != need:
+            raise OnnxImportError(f"{what} '{t.name}' holds {len(t.raw_data)} bytes, "
+                                  f"but {type_name.lower()}{dims} needs {need}")
+    else:
+        held = max(len(t.float_data), len(t.int32_data), len(t.int64_data), len(t.double_data),
+                   len(t.uint64_data), len(t.string_data))
+        if held != count:
+            raise OnnxImportError(f"{what} '{t.name}' holds {held} values, but {dims} needs {count}")
+    try:
+        return np.array(numpy_helper.to_array(t))
+    except Exception as e:  # noqa: BLE001 - a malformed tensor is bad input
+        raise OnnxImportError(f"{what} '{t.name}' cannot be read: {e}") from None
+
+
+def _elem_name(onnx, elem_type: int) -> str:
+    TP = onnx.TensorProto
+    return TP.DataType.Name(elem_type) if elem_type in TP.DataType.values() else f"type {elem_type}"
+
+
+def _read(data: bytes) -> _Graph:
+    onnx = _onnx()
+    from google.protobuf.message import DecodeError
+
+    if not data:
+        raise OnnxImportError("the file is empty, not an ONNX model")
+    try:
+        model = onnx.ModelProto()
+        model.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise OnnxImportError(f"not an ONNX model, or a truncated one (protobuf: {e})") from None
+    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
+        raise OnnxImportError("not an ONNX model, or a truncated one (it has no graph)")
+    opset, ms_opset = None, None
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            opset = int(imp.version)
+        elif imp.domain == "com.microsoft":
+            ms_opset = int(imp.version)
+    if opset is None:
+        raise OnnxImportError("the model imports no default-domain (ai.onnx) opset")
+    lo, hi = OPSET_RANGE
+    if not lo <= opset <= hi:
+        raise OnnxImportError(f"opset {opset} is outside the supported range {lo}..{hi}")
+    g = model.graph
+    inits = {}
+    for t in g.initializer:
+        inits[t.name] = _tensor_array(onnx, t, "initializer")
+    if len(g.sparse_initializer):
+        raise OnnxImportError("the model has sparse initializers, which qd-import cannot read")
+    inputs = []
+    for vi in g.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is None:
+            raise OnnxImportError(f"graph input '{vi.name}' is not a tensor")
+        dims = []
+        if tt.HasField("shape"):
+            for d in tt.shape.dim:
+                dims.append(int(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?"))
+        else:
+            raise OnnxImportError(f"graph input '{vi.name}' has no shape")
+        inputs.append((vi.name, _elem_name(onnx, tt.elem_type), dims))
+    nodes = []
+    for k, n in enumerate(g.node):
+        attrs = {a.name: _attr_value(onnx, a) for a in n.attribute}
+        nodes.append(_Node(k, n.name, n.op_type, n.domain or "", list(n.input), list(n.output), attrs))
+    graph = _Graph(g.name, nodes, inputs, [o.name for o in g.output], inits, opset, ms_opset)
+    for n in nodes:
+        for i in n.inputs:
+            if i:
+                graph.consumers.setdefault(i, []).append(n.index)
+    for o in graph.outputs:
+        graph.consumers.setdefault(o, []).append(-1)  # -1: the graph's output
+    return graph
+
+
+# ======================================================================================
+# Handlers
+# ======================================================================================
+
+_HANDLERS: dict[str, object] = {}
+_QDQ_OPS: set[str] = set()  # float ops that form a quantized unit between DQ and Q
+
+
+def _handles(*names, qdq: bool = False):
+    def register(fn):
+        for n in names:
+            _HANDLERS[n] = fn
+            if qdq:
+                _QDQ_OPS.add(n)
+        return fn
+
+    return register
+
+
+def _qtype(scale: np.ndarray, zp: np.ndarray | None, storage: str, axis: int | None, shape, where) -> UniformQuantizedType:
+    """A quantized type from ONNX scale / zero-point arrays (checked)."""
+    scale = np.asarray(scale)
+    if scale.dtype != np.float32:
+        raise where.bad(f"scale has type {scale.dtype}; ONNX scales are float32")
+    s = scale.astype(np.float64).reshape(-1)
+    if zp is None:
+        z = np.zeros(s.shape, np.int64)
+    else:
+        zp = np.asarray(zp)
+        if _NP_STORAGE.get(zp.dtype) != storage:
+            raise where.bad(f"zero point has type {zp.dtype}, but the quantized tensor is {storage}")
+        z = zp.astype(np.int64).reshape(-1)
+    if z.size != s.size:
+        raise where.bad(f"{s.size} scales but {z.size} zero points")
+    if s.size == 0:
+        raise where.bad("empty scale")
+    for v in s.tolist():
+        if not (math.isfinite(v) and v > 0):
+            raise where.bad(f"scale {v} must be finite and > 0")
+    if s.size > 1 or (axis is not None and scale.ndim == 1):
+        rank = len(shape)
+        if axis is None:
+            axis = 1
+        if not -rank <= axis < rank:
+            raise where.bad(f"per-axis quantization on axis {axis} of a rank-{rank} tensor")
+        axis %= rank
+        if shape[axis] != s.size:
+            raise where.bad(f"{s.size} per-axis scales on axis {axis} of shape {list(shape)}")
+        if s.size == 1:
+            return UniformQuantizedType.per_tensor(float(s[0]), int(z[0]), storage=storage)
+        try:
+            return UniformQuantizedType.per_axis(s, z, axis=axis, storage=storage)
+        except VerifyException as e:
+            raise where.bad(str(e)) from None
+    try:
+        qt = UniformQuantizedType.per_tensor(float(s[0]), int(z[0]), storage=storage)
+        problems = qt.problems()
+    except VerifyException as e:
+        problems = [str(e)]
+    if problems:
+        raise where.bad(f"quantization: {problems[0]}")
+    return qt
+
+
+class _Importer:
+    def __init__(self, g: _Graph, batch: int, profile: str):
+        self.g = g
+        self.batch = batch
+        self.profile = profile
+        self.block = Block()
+        self.env: dict[str, Act | Const | Deq] = {}
+        self.node: _Node | None = None
+        self.done: set[int] = set()
+        self.unsupported: list[tuple[str, str | None]] = []
+        self.remarks: list[str] = []
+        from qdialect.importer import onnx_fusion
+
+        self.fusion = onnx_fusion
+
+    # ----- diagnostics -------------------------------------------------------------------
+
+    def bad(self, message: str) -> OnnxImportError:
+        return OnnxImportError(f"{self.node.label()}: {message}" if self.node else message)
+
+    def remark(self, message: str) -> None:
+        self.remarks.append(f"{self.node.label()}: {message}" if self.node else message)
+
+    # ----- values ------------------------------------------------------------------------
+
+    def get(self, name: str, role: str):
+        if not name:
+            raise self.bad(f"{role} is missing")
+        if name in self.env:
+            return self.env[name]
+        if name in self.g.initializers:
+            c = Const(self.g.initializers[name])
+            self.env[name] = c
+            return c
+        raise self.bad(f"{role} '{name}' is read before any node produces it")
+
+    def input(self, node: _Node, k: int, role: str, optional: bool = False):
+        if k >= len(node.inputs) or not node.inputs[k]:
+            if optional:
+                return None
+            raise self.bad(f"{role} (input {k}) is missing")
+        return self.get(node.inputs[k], role)
+
+    def const(self, v, role: str) -> np.ndarray:
+        if isinstance(v, Const):
+            return v.array
+        raise self.bad(f"{role} must be a constant (it is computed at run time)")
+
+    def ints(self, v, role: str) -> list[int]:
+        a = self.const(v, role)
+        if a.dtype.kind not in "iu":
+            raise self.bad(f"{role} must be integers, got {a.dtype}")
+        return [int(x) for x in a.reshape(-1)]
+
+    def add(self, op):
+        try:
+            op.verify()
+        except VerifyException as e:
+            lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+            raise self.bad(lines[0] if lines else "verification failed") from None
+        self.block.add_op(op)
+        return op
+
+    def emit(self, cls, operands, result_type, attrs=None) -> SSAValue:
+        try:
+            op = cls(list(operands), [result_type], attrs or {})
+        except VerifyException as e:
+            raise self.bad(str(e).strip().splitlines()[0]) from None
+        return self.add(op).results[0]
+
+    def qconst(self, arr: np.ndarray, qt: UniformQuantizedType) -> SSAValue:
+        try:
+            op = qnn.ConstantOp.from_array(arr, qt)
+        except VerifyException as e:
+            raise self.bad(str(e)) from None
+        return self.add(op).results[0]
+
+    # ----- layout --------------------------------------------------------------------------
+
+    def transpose(self, v: SSAValue, perm) -> SSAValue:
+        shape = qnn.shape_of(v)
+        out_shape = [shape[p] for p in perm]
+        el = v.type.element_type
+        moved = [shape[p] for p in perm if shape[p] != 1]
+        kept = [d for d in shape if d != 1]
+        if moved == kept and [p for p in perm if shape[p] != 1] == sorted(p for p in perm if shape[p] != 1):
+            # only size-1 dimensions move: the same elements in the same order
+            return self.emit(qnn.ReshapeOp, [v], TensorType(el, out_shape))
+        return self.emit(qnn.TransposeOp, [v], TensorType(el, out_shape), {"perm": list(perm)})
+
+    def nhwc(self, a: Act, role: str = "input") -> SSAValue:
+        """`a` as an NHWC value (a logically NCHW 4-D tensor)."""
+        if len(qnn.shape_of(a.value)) != 4:
+            raise self.bad(f"{role} must have rank 4 (NCHW), got shape {list(a.logical_shape)}")
+        if a.nhwc:
+            return a.value
+        return self.transpose(a.value, (0, 2, 3, 1))
+
+    def logical(self, a: Act) -> SSAValue:
+        """`a` in ONNX's own element order."""
+        if not a.nhwc:
+            return a.value
+        return self.transpose(a.value, (0, 3, 1, 2))
+
+    # ----- quantized operands --------------------------------------------------------------------
+
+    def qact(self, v, role: str) -> Act:
+        """A quantized run-time operand (a DequantizeLinear output in QDQ, the tensor in QOperator)."""
+        if isinstance(v, Deq) and isinstance(v.src, Act):
+            return self.retyped(v.src, v.qtype)
+        if isinstance(v, Act) and v.qtype is not None:
+            return v
+        if isinstance(v, (Const, Deq)):
+            raise _Unsupported(f"a constant {role}")
+        raise self.bad(f"{role} is a float tensor that no DequantizeLinear produces; "
+                       "qd-import imports quantized operators on quantized tensors")
+
+    def retyped(self, a: Act, qt: UniformQuantizedType) -> Act:
+        """`a` read with the parameters `qt` a consumer declares (same stored integers)."""
+        if a.qtype == qt:
+            return a
+        have = a.qtype
+        if have is None or have.storage != qt.storage:
+            raise self.bad(f"reads a {have.storage if have else 'float'} tensor as {qt.storage}")
+        from qdialect.dialects.quant import StorageCastOp
+
+        shape = list(qnn.shape_of(a.value))
+        storage = IntegerType(int(qt.storage[1:]))
+        raw = self.add(StorageCastOp(a.value, TensorType(storage, shape))).results[0]
+        back = self.add(StorageCastOp(raw, TensorType(qt, shape))).results[0]
+        return Act(back, a.nhwc)
+
+    def qweights(self, v, role: str) -> tuple[np.ndarray, UniformQuantizedType]:
+        """Stored integers and type of a constant quantized operand."""
+        if isinstance(v, Deq) and isinstance(v.src, Const):
+            return v.src.array, v.qtype
+        raise _Unsupported(f"{role} computed at run time") if isinstance(v, (Act, Deq)) else self.bad(
+            f"{role} is a float constant; qd-import needs quantized weights")
+
+    def params(self, node: _Node, k_scale: int, k_zp: int, storage_of, shape, role: str, axis=None):
+        scale = self.const(self.input(node, k_scale, f"{role} scale"), f"{role} scale")
+        zpv = self.input(node, k_zp, f"{role} zero point", optional=True)
+        zp = self.const(zpv, f"{role} zero point") if zpv is not None else None
+        storage = storage_of if isinstance(storage_of, str) else _NP_STORAGE.get(np.dtype(storage_of))
+        if storage is None:
+            raise self.bad(f"{role} has type {storage_of}, not a quantized integer type")
+        return _qtype(scale, zp, storage, axis, shape, self)
+
+    # ----- rounding -----------------------------------------------------------------------
+
+    def rounding_for(self, fused: bool | str) -> str:
+        """The knob of an op that ORT runs fused (an integer kernel) or not (float)."""
+        if fused is True or fused == "qop":
+            return "onnxruntime"
+        return "onnx"
+
+    # ----- driving -----------------------------------------------------------------------
+
+    def run(self):
+        g = self.g
+        for k, (name, elem, dims) in enumerate(g.inputs):
+            shape = []
+            for d, s in enumerate(dims):
+                if isinstance(s, str):
+                    if d != 0:
+                        raise OnnxImportError(f"graph input '{name}' has a dynamic dimension {d} ('{s}'); "
+                                              "only a dynamic batch (dimension 0) can be fixed at import")
+                    s = self.batch
+                if s < 0:
+                    raise OnnxImportError(f"graph input '{name}' has a negative dimension {s}")
+                shape.append(s)
+            if math.prod(shape) > MAX_ELEMENTS:
+                raise OnnxImportError(f"graph input '{name}' claims shape {shape}")
+            if elem == "FLOAT":
+                t = TensorType(Float32Type(), shape)
+            elif elem in ("UINT8", "INT8", "INT16", "UINT16", "INT32"):
+                t = TensorType(IntegerType(int(_STORAGE[elem][1:])), shape)
+            else:
+                raise OnnxImportError(f"graph input '{name}' has element type {elem}; "
+                                      "qd-import takes float32 or integer inputs")
+            arg = self.block.insert_arg(t, k)
+            self.env[name] = Act(arg)
+        for node in g.nodes:
+            if node.index in self.done:
+                continue
+            self.node = node
+            try:
+                self.dispatch(node)
+            except _Unsupported as e:
+                self.unsupported.append((node.op_type, str(e)))
+                for o in node.outputs:
+                    self.env[o] = _POISON
+        self.node = None
+        if self.unsupported:
+            raise OnnxImportError(_format_unsupported(self.unsupported))
+        results, names = [], []
+        for name in g.outputs:
+            v = self.env.get(name)
+            if v is None and name in g.initializers:
+                raise OnnxImportError(f"graph output '{name}' is a constant; qd-import needs computed outputs")
+            if v is None:
+                raise OnnxImportError(f"graph output '{name}' is not produced by any node")
+            results.append(self.materialize(v, name))
+            names.append(name)
+        return results, [n for n, _, _ in g.inputs], names
+
+    def materialize(self, v, name: str) -> SSAValue:
+        """A graph output as the model declares it (ONNX order, float for a DequantizeLinear)."""
+        if isinstance(v, Deq):
+            if not isinstance(v.src, Act):
+                raise OnnxImportError(f"graph output '{name}' is a constant")
+            a = self.retyped(v.src, v.qtype)
+            x = self.logical(a)
+            return self.emit(qnn.DequantizeOp, [x], TensorType(Float32Type(), list(qnn.shape_of(x))))
+        if isinstance(v, Act):
+            x = self.logical(v)
+            if v.qtype is not None:  # the model's integer output: plain storage integers
+                from qdialect.dialects.quant import StorageCastOp
+
+                storage = IntegerType(v.qtype.storage_width.data)
+                return self.add(StorageCastOp(x, TensorType(storage, list(qnn.shape_of(x))))).results[0]
+            return x
+        raise OnnxImportError(f"graph output '{name}' is a constant")
+
+    def dispatch(self, node: _Node):
+        g = self.g
+        for k, i in enumerate(node.inputs):
+            if i and self.env.get(i) is _POISON:
+                for o in node.outputs:  # downstream of an unsupported node: nothing more to report
+                    self.env[o] = _POISON
+                return
+        if node.domain not in ("", "ai.onnx", "com.microsoft"):
+            raise _Unsupported(f"domain '{node.domain}'")
+        handler = _HANDLERS.get(node.op_type)
+        if handler is None:
+            raise _Unsupported(None)
+        first = self.env.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        if node.op_type in _INTEGER_OPS and isinstance(first, Act) and first.qtype is not None:
+            outs = handler(self, node)  # data movement on integers (QOperator models)
+            for name, v in zip(node.outputs, outs):
+                self.env[name] = v
+            return
+        unit = self.unit(node) if node.op_type in _QDQ_OPS else None
+        if unit is None and node.op_type in _INTEGER_OPS and isinstance(first, Deq) and isinstance(first.src, Act):
+            # float data movement on dequantized values, read by float ops or the graph's output:
+            # the same values as moving the integers (monotonic dequantization), still dequantized
+            self.env[node.inputs[0]] = self.retyped(first.src, first.qtype)
+            try:
+                outs = handler(self, node)
+            finally:
+                self.env[node.inputs[0]] = first
+            for name, v in zip(node.outputs, outs):
+                self.env[name] = Deq(v, v.qtype)
+            return
+        if node.op_type in _QDQ_OPS:
+            if unit is None:
+                if all(isinstance(self.env.get(i) or g.initializers.get(i) is not None and Const(g.initializers[i]), Const)
+                       for i in node.inputs if i):
+                    _fold_node(self, node)
+                    return
+                raise _Unsupported("in float (no QuantizeLinear after it); qd-import imports quantized graphs")
+            acts, out_qs, q_nodes = unit
+            fused = self.fusion.fused(self, node, out_qs)
+            rounding = self.rounding_for(fused) if self.profile == "onnxruntime" else "onnx"
+            if rounding == "onnx" and self.profile == "onnxruntime" and isinstance(fused, str):
+                self.remark(f"ONNX Runtime runs it in float ({fused}): rounding = onnx")
+            outs = handler(self, node, out_qs, rounding, acts)
+            for qn, out in zip(q_nodes, outs):
+                for q in qn:
+                    self.done.add(q.index)
+                    self.env[q.outputs[0]] = out
+            return
+        outs = handler(self, node)
+        if outs is not None:
+            for name, v in zip(node.outputs, outs):
+                self.env[name] = v
+
+    def unit(self, node: _Node):
+        """For a float op between DequantizeLinear and QuantizeLinear: (activation clamp nodes,
+        output types, the QuantizeLinear nodes per output), or None if it is not one."""
+        g = self.g
+        out_qs, q_nodes, acts = [], [], []
+        for o in node.outputs:
+            cons = g.consumers.get(o, [])
+            chain = []
+            while len(cons) == 1 and cons[0] >= 0 and g.nodes[cons[0]].op_type in ("Relu", "Clip") \
+                    and node.op_type in _ACTIVATION_FUSERS:
+                chain.append(g.nodes[cons[0]])
+                cons = g.consumers.get(g.nodes[cons[0]].outputs[0], [])
+            if not cons or any(c < 0 or g.nodes[c].op_type != "QuantizeLinear" for c in cons):
+                return None
+            qs = [g.nodes[c] for c in cons]
+            types = [self.q_output_type(q) for q in qs]
+            if any(t != types[0] for t in types):
+                return None
+            out_qs.append(types[0])
+            q_nodes.append(qs)
+            acts.append(chain)
+        for chain in acts:
+            for n in chain:
+                self.done.add(n.index)
+        return acts, out_qs, q_nodes
+
+    def q_output_type(self, q: _Node) -> UniformQuantizedType:
+        saved, self.node = self.node, q
+        try:
+            scale = self.const(self.input(q, 1, "y_scale"), "y_scale")
+            zpv = self.input(q, 2, "y_zero_point", optional=True)
+            zp = self.const(zpv, "y_zero_point") if zpv is not None else None
+            storage = _NP_STORAGE.get(zp.dtype) if zp is not None else "u8"
+            if zp is not None and storage is None:
+                raise self.bad(f"y_zero_point has type {zp.dtype}, not a quantized integer type")
+            if "output_dtype" in q.attrs and q.attrs["output_dtype"]:
+                raise _Unsupported("output_dtype attribute")
+            if np.asarray(scale).size != 1:
+                raise _Unsupported("per-axis QuantizeLinear of an activation")
+            return _qtype(scale, zp, storage, None, (), self)
+        finally:
+            self.node = saved
+
+
+class _Poison:
+    pass
+
+
+_POISON = _Poison()
+_INTEGER_OPS = {"MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Pad", "Slice", "Split",
+                "Resize"}
+_ACTIVATION_FUSERS = {"Conv", "Gemm", "MatMul", "Add", "Mul", "Sub", "AveragePool", "GlobalAveragePool",
+                      "ConvTranspose"}
+
+
+def _format_unsupported(items: list[tuple[str, str | None]]) -> str:
+    counts = Counter(items)
+    parts = []
+    for (name, why), n in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        if why is None and any(w for (nm, w) in counts if nm == name and w):
+            pass
+        parts.append(f"{name}{f' ({why})' if why else ''} x{n}")
+    return "unsupported operators: " + ", ".join(parts)
+
+
+# ======================================================================================
+# Shape helpers
+# ======================================================================================
+
+
+def _pads_2d(imp: _Importer, node: _Node, in_hw, k_hw, strides, dilations) -> list[int]:
+    """ONNX pads / auto_pad -> [top, bottom, left, right]."""
+    auto = node.attrs.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        p = node.attrs.get("pads", [0, 0, 0, 0])
+        if len(p) != 4:
+            raise imp.bad(f"pads {p} must have 4 entries for a 2-D window")
+        if any(v < 0 for v in p):
+            raise _Unsupported("negative pads")
+        return [p[0], p[2], p[1], p[3]]
+    if auto == "VALID":
+        return [0, 0, 0, 0]
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        out = []
+        for size, k, s, d in zip(in_hw, k_hw, strides, dilations):
+            eff = (k - 1) * d + 1
+            o = (size + s - 1) // s
+            total = max((o - 1) * s + eff - size, 0)
+            small, big = total // 2, total - total // 2
+            out += [small, big] if auto == "SAME_UPPER" else [big, small]
+        return out
+    raise imp.bad(f"auto_pad '{auto}' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER")
+
+
+def _positive(imp, what, values) -> list[int]:
+    for v in values:
+        if v < 1:
+            raise imp.bad(f"{what} {list(values)} must be >= 1")
+    return list(values)
+
+
+def _axis(imp, axis: int, rank: int, role: str = "axis") -> int:
+    if not -rank <= axis < rank:
+        raise imp.bad(f"{role} {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+_TO_PHYSICAL = (0, 3, 1, 2)
+"""Logical NCHW axis -> physical NHWC axis."""
+
+
+def _phys_axis(a: Act, axis: int) -> int:
+    return _TO_PHYSICAL[axis] if a.nhwc else axis
+
+
+# ======================================================================================
+# Quantize / Dequantize
+# ======================================================================================
+
+
+@_handles("QuantizeLinear")
+def _quantize_linear(imp: _Importer, node: _Node):
+    x = imp.input(node, 0, "x")
+    qt = imp.q_output_type(node)
+    if isinstance(x, Const):
+        from qdialect.reference import onnxruntime_kernels as ort
+
+        arr = np.asarray(x.array)
+        if arr.dtype != np.float32:
+            raise imp.bad(f"x has type {arr.dtype}; QuantizeLinear takes float32")
+        return [Const(ort.quantize_linear(arr, out_q=qt.qparams()))]
+    if isinstance(x, Deq):
+        if not isinstance(x.src, Act):
+            from qdialect.reference import onnxruntime_kernels as ort
+
+            real = ort.dequantize_linear(x.src.array, x_q=x.qtype.qparams())
+            return [Const(ort.quantize_linear(real, out_q=qt.qparams()))]
+        a = imp.retyped(x.src, x.qtype)
+        if a.qtype == qt:
+            return [a]
+        fused = imp.fusion.requantize_fused(imp, node, x.qtype, qt)
+        rounding = imp.rounding_for(fused) if imp.profile == "onnxruntime" else "onnx"
+        shape = list(qnn.shape_of(a.value))
+        return [Act(imp.emit(qnn.RequantizeOp, [a.value], TensorType(qt, shape), {"rounding": rounding}), a.nhwc)]
+    if isinstance(x, Act) and x.qtype is None:
+        el = x.value.type.element_type
+        if not isinstance(el, Float32Type):
+            raise imp.bad(f"x is {el}; QuantizeLinear takes float32")
+        shape = list(qnn.shape_of(x.value))
+        return [Act(imp.emit(qnn.QuantizeOp, [x.value], TensorType(qt, shape), {"rounding": "onnx"}), x.nhwc)]
+    raise imp.bad("x is already quantized (QuantizeLinear of a quantized tensor)")
+
+
+@_handles("DequantizeLinear")
+def _dequantize_linear(imp: _Importer, node: _Node):
+    x = imp.input(node, 0, "x")
+    axis = node.attrs.get("axis", 1)
+    if "block_size" in node.attrs and node.attrs["block_size"]:
+        raise _Unsupported("blocked quantization")
+    if isinstance(x, Const):
+        arr = x.array
+        storage = _NP_STORAGE.get(arr.dtype)
+        if storage is None:
+            raise imp.bad(f"x has type {arr.dtype}, not a quantized integer type")
+        scale = imp.const(imp.input(node, 1, "x_scale"), "x_scale")
+        per_axis = np.asarray(scale).ndim == 1 and np.asarray(scale).size > 1
+        qt = imp.params(node, 1, 2, storage, arr.shape, "x", axis=axis if per_axis else None)
+        if per_axis:
+            pass
+        return [Deq(x, qt)]
+    if isinstance(x, Act):
+        el = x.value.type.element_type
+        if x.qtype is not None:
+            storage = x.qtype.storage
+        elif isinstance(el, IntegerType):
+            storage = None
+        else:
+            raise imp.bad("x is a float tensor; DequantizeLinear takes integers")
+        scale = imp.const(imp.input(node, 1, "x_scale"), "x_scale")
+        if np.asarray(scale).size != 1:
+            raise _Unsupported("per-axis DequantizeLinear of an activation")
+        if storage is None:
+            # an integer graph input: it becomes quantized here
+            zpv = imp.input(node, 2, "x_zero_point", optional=True)
+            zp = imp.const(zpv, "x_zero_point") if zpv is not None else None
+            storage = _NP_STORAGE.get(zp.dtype) if zp is not None else "u8"
+            width = el.width.data
+            if storage is None or int(storage[1:]) != width:
+                raise imp.bad(f"x is i{width} but its zero point is {zp.dtype if zp is not None else 'absent'}")
+            qt = _qtype(scale, zp, storage, None, (), imp)
+            return [Deq(_integer_input_as_quantized(imp, x, qt), qt)]
+        qt = imp.params(node, 1, 2, storage, (), "x")
+        return [Deq(x, qt)]
+    raise imp.bad("x is already dequantized (DequantizeLinear of a DequantizeLinear output)")
+
+
+def _integer_input_as_quantized(imp: _Importer, x: Act, qt: UniformQuantizedType) -> Act:
+    from qdialect.dialects.quant import StorageCastOp
+
+    shape = list(qnn.shape_of(x.value))
+    return Act(imp.add(StorageCastOp(x.value, TensorType(qt, shape))).results[0], x.nhwc)
+
+
+# ======================================================================================
+# Weighted ops
+# ======================================================================================
+
+
+def _bias_const(imp: _Importer, bias: np.ndarray | None, x_q, w_q, channels: int) -> SSAValue:
+    in_s = np.float32(float(x_q.scale_array()))
+    w_s = np.broadcast_to(w_q.scale_array().astype(np.float32), (channels,))
+    expected = (in_s * w_s).astype(np.float32).astype(np.float64)
+    if not np.all(np.isfinite(expected) & (expected > 0)):
+        raise imp.bad("input scale * weight scale is not a positive float32 (bias scale underflows)")
+    if w_q.is_per_axis and channels > 1:
+        qt = UniformQuantizedType.per_axis(expected, 0, axis=0, storage="i32")
+    else:
+        qt = UniformQuantizedType.per_tensor(float(expected[0]), 0, storage="i32")
+    if bias is None:
+        bias = np.zeros(channels, np.int32)
+    bias = np.asarray(bias)
+    if bias.dtype != np.int32:
+        raise imp.bad(f"bias has type {bias.dtype}; a quantized bias is int32")
+    if bias.shape != (channels,):
+        raise imp.bad(f"bias shape {list(bias.shape)} must be [{channels}]")
+    return imp.qconst(bias, qt)
+
+
+def _out_bounds(imp: _Importer, chain: list[_Node], out_q: UniformQuantizedType) -> dict:
+    """Relu / Clip between an op and its QuantizeLinear: clamp bounds in the output's storage
+    domain (quantizing is monotonic, so clamping the integers is the same as clamping the reals)."""
+    if not chain:
+        return {}
+    from qdialect.reference import onnxruntime_kernels as ort
+
+    lo_r, hi_r = -np.inf, np.inf
+    for n in chain:
+        if n.op_type == "Relu":
+            lo_r = max(lo_r, 0.0)
+        else:  # Clip: attributes (opset < 11) or inputs
+            saved, imp.node = imp.node, n
+            try:
+                if imp.g.opset < 11:
+                    a, b = n.attrs.get("min", -np.inf), n.attrs.get("max", np.inf)
+                else:
+                    av = imp.input(n, 1, "min", optional=True)
+                    bv = imp.input(n, 2, "max", optional=True)
+                    a = float(imp.const(av, "min").reshape(-1)[0]) if av is not None else -np.inf
+                    b = float(imp.const(bv, "max").reshape(-1)[0]) if bv is not None else np.inf
+            finally:
+                imp.node = saved
+            lo_r, hi_r = max(lo_r, a), min(hi_r, b)
+    q = out_q.qparams()
+    lo, hi = out_q.storage_range()
+    amin = lo if lo_r == -np.inf else int(ort.quantize_linear(np.array([lo_r], np.float32), out_q=q)[0])
+    amax = hi if hi_r == np.inf else int(ort.quantize_linear(np.array([hi_r], np.float32), out_q=q)[0])
+    attrs = {}
+    if amin > lo:
+        attrs["act_min"] = amin
+    if amax < hi:
+        attrs["act_max"] = amax
+    if amin > amax:
+        raise imp.bad(f"Clip bounds [{lo_r}, {hi_r}] are empty")
+    return attrs
+
+
+def conv(imp: _Importer, x: Act, w: np.ndarray, w_q: UniformQuantizedType, bias, out_q, node: _Node,
+         rounding: str, clamp: dict) -> Act:
+    """ONNX Conv (NCHW, OIHW weights, groups) as qnn.conv2d / depthwise_conv2d (or per-group convs)."""
+    xv = imp.nhwc(x)
+    n, h, wd, c = qnn.shape_of(xv)
+    if w.ndim != 4:
+        raise _Unsupported(f"{w.ndim - 2}-D convolution")
+    m, cg, kh, kw = w.shape
+    group = int(node.attrs.get("group", 1))
+    if group < 1 or c % group or m % group or cg * group != c:
+        raise imp.bad(f"group {group} does not fit input channels {c}, weights {list(w.shape)}")
+    ks = node.attrs.get("kernel_shape")
+    if ks is not None and list(ks) != [kh, kw]:
+        raise imp.bad(f"kernel_shape {ks} does not match weights {list(w.shape)}")
+    strides = _positive(imp, "strides", node.attrs.get("strides", [1, 1]))
+    dil = _positive(imp, "dilations", node.attrs.get("dilations", [1, 1]))
+    if len(strides) != 2 or len(dil) != 2:
+        raise imp.bad("strides and dilations must have 2 entries")
+    pads = _pads_2d(imp, node, (h, wd), (kh, kw), strides, dil)
+    if w_q.is_per_axis and w_q.axis != 0:
+        raise imp.bad(f"weights are quantized along axis {w_q.axis}; Conv's per-channel axis is 0")
+    oh = (h + pads[0] + pads[1] - ((kh - 1) * dil[0] + 1)) // strides[0] + 1
+    ow = (wd + pads[2] + pads[3] - ((kw - 1) * dil[1] + 1)) // strides[1] + 1
+    if oh < 1 or ow < 1:
+        raise imp.bad(f"the window does not fit the input ({h}x{wd}, kernel {kh}x{kw}, pads {pads})")
+    attrs = dict(strides=strides, dilations=dil, padding=pads, rounding=rounding, **clamp)
+    rtype = TensorType(out_q, [n, oh, ow, m])
+    if group == 1:
+        wv = imp.qconst(np.ascontiguousarray(w.transpose(0, 2, 3, 1)), w_q)
+        b = _bias_const(imp, bias, x.qtype if x.nhwc else qnn.qtype(xv), w_q, m)
+        return Act(imp.emit(qnn.Conv2DOp, [xv, wv, b], rtype, attrs), True)
+    if cg == 1:  # depthwise, channel multiplier m / c
+        wq_dw = w_q
+        if w_q.is_per_axis:
+            wq_dw = UniformQuantizedType.per_axis(w_q.scale_array(), w_q.zero_point_array(), axis=3,
+                                                  storage=w_q.storage)
+        wv = imp.qconst(np.ascontiguousarray(w.transpose(1, 2, 3, 0)), wq_dw)
+        b = _bias_const(imp, bias, qnn.qtype(xv), w_q, m)
+        return Act(imp.emit(qnn.DepthwiseConv2DOp, [xv, wv, b], rtype, attrs), True)
+    # grouped: one convolution per group on its slice of channels, concatenated
+    mg = m // group
+    outs = []
+    x_q = qnn.qtype(xv)
+    for k in range(group):
+        xs = imp.emit(qnn.SliceOp, [xv], TensorType(x_q, [n, h, wd, cg]),
+                      {"begin": [0, 0, 0, k * cg], "end": [n, h, wd, (k + 1) * cg], "strides": [1, 1, 1, 1]})
+        wk = w[k * mg:(k + 1) * mg]
+        if w_q.is_per_axis:
+            wqk = UniformQuantizedType.per_axis(w_q.scale_array()[k * mg:(k + 1) * mg],
+                                                w_q.zero_point_array()[k * mg:(k + 1) * mg], axis=0,
+                                                storage=w_q.storage) if mg > 1 else UniformQuantizedType.per_tensor(
+                float(w_q.scale_array()[k * mg]), int(w_q.zero_point_array()[k * mg]), storage=w_q.storage)
+        else:
+            wqk = w_q
+        wv = imp.qconst(np.ascontiguousarray(wk.transpose(0, 2, 3, 1)), wqk)
+        b = _bias_const(imp, None if bias is None else np.asarray(bias)[k * mg:(k + 1) * mg], x_q, wqk, mg)
+        outs.append(imp.emit(qnn.Conv2DOp, [xs, wv, b], TensorType(out_q, [n, oh, ow, mg]), attrs))
+    return Act(imp.emit(qnn.ConcatenationOp, outs, rtype, {"axis": 3}), True)
+
+
+def matmul_const(imp: _Importer, x: Act, w_kn: np.ndarray, w_q: UniformQuantizedType, bias, out_q,
+                 rounding: str, clamp: dict) -> Act:
+    """x [.., K] @ W [K, N] (+ bias) with constant W: qnn.fully_connected, weights [N, K]."""
+    xv = imp.logical(x)
+    xs = qnn.shape_of(xv)
+    if w_kn.ndim != 2:
+        raise _Unsupported(f"MatMul with a rank-{w_kn.ndim} constant")
+    k, nout = w_kn.shape
+    if not xs or xs[-1] != k:
+        raise imp.bad(f"input shape {list(xs)} does not match weights [{k}, {nout}]")
+    if w_q.is_per_axis:
+        if w_q.axis != 1:
+            raise imp.bad(f"weights are quantized along axis {w_q.axis}; per-column (axis 1) is supported")
+        wq_t = UniformQuantizedType.per_axis(w_q.scale_array(), w_q.zero_point_array(), axis=0, storage=w_q.storage)
+    else:
+        wq_t = w_q
+    wv = imp.qconst(np.ascontiguousarray(w_kn.T), wq_t)
+    b = _bias_const(imp, bias, x.qtype, wq_t, nout)
+    attrs = dict(rounding=rounding, **clamp)
+    if len(xs) != 2:
+        attrs["keep_num_dims"] = True
+    if "keep_num_dims" in attrs and "keep_num_dims" not in qnn.FullyConnectedOp.ATTRS:
+        flat = imp.emit(qnn.ReshapeOp, [xv], TensorType(x.qtype, [math.prod(xs[:-1]), k]))
+        y = imp.emit(qnn.FullyConnectedOp, [flat, wv, b], TensorType(out_q, [math.prod(xs[:-1]), nout]),
+                     {kk: vv for kk, vv in attrs.items() if kk != "keep_num_dims"})
+        return Act(imp.emit(qnn.ReshapeOp, [y], TensorType(out_q, [*xs[:-1], nout])))
+    return Act(imp.emit(qnn.FullyConnectedOp, [xv, wv, b], TensorType(out_q, [*xs[:-1], nout]), attrs))
+
+
+def matmul_acts(imp: _Importer, a: Act, b: Act, out_q, rounding: str, clamp: dict) -> Act:
+    av, bv = imp.logical(a), imp.logical(b)
+    sa, sb = qnn.shape_of(av), qnn.shape_of(bv)
+    if len(sa) < 2 or len(sb) < 2:
+        raise _Unsupported("MatMul of a 1-D operand")
+    batch = qnn.broadcast_shape(sa[:-2], sb[:-2])
+    return Act(imp.emit(qnn.BatchMatmulOp, [av, bv], TensorType(out_q, [*batch, sa[-2], sb[-1]]),
+                        dict(rounding=rounding, **clamp)))
+
+
+@_handles("Conv", qdq=True)
+def _conv(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    x = imp.qact(imp.input(node, 0, "X"), "X")
+    w, w_q = imp.qweights(imp.input(node, 1, "W"), "W")
+    bv = imp.input(node, 2, "B", optional=True)
+    bias = None
+    if bv is not None:
+        bias, _ = imp.qweights(bv, "B")
+    return [conv(imp, x, w, w_q, bias, out_qs[0], node, rounding, _out_bounds(imp, acts[0], out_qs[0]))]
+
+
+@_handles("QLinearConv")
+def _qlinear_conv(imp: _Importer, node: _Node):
+    xa = imp.input(node, 0, "x")
+    if not isinstance(xa, Act) or xa.qtype is None:
+        raise imp.bad("x must be a quantized run-time tensor")
+    x_q = imp.params(node, 1, 2, xa.qtype.storage, (), "x")
+    x = imp.retyped(xa, x_q)
+    w = imp.const(imp.input(node, 3, "w"), "w")
+    w_q = imp.params(node, 4, 5, w.dtype, w.shape, "w", axis=0)
+    y_q = imp.params(node, 6, 7, _zp_storage(imp, node, 7, xa.qtype.storage), (), "y")
+    bv = imp.input(node, 8, "B", optional=True)
+    bias = imp.const(bv, "B") if bv is not None else None
+    return [conv(imp, x, w, w_q, bias, y_q, node, "onnxruntime", {})]
+
+
+def _zp_storage(imp, node, k, default):
+    zpv = imp.input(node, k, "zero point", optional=True)
+    if zpv is None:
+        return default
+    return imp.const(zpv, "zero point").dtype
+
+
+@_handles("Gemm", qdq=True)
+def _gemm(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    a = imp.input(node, 0, "A")
+    x = imp.qact(a, "A")
+    if node.attrs.get("transA", 0):
+        raise _Unsupported("transA = 1")
+    if node.attrs.get("alpha", 1.0) != 1.0 or node.attrs.get("beta", 1.0) != 1.0:
+        raise _Unsupported("alpha or beta other than 1")
+    w, w_q = imp.qweights(imp.input(node, 1, "B"), "B")
+    if node.attrs.get("transB", 0):
+        w = w.T
+        if w_q.is_per_axis:
+            w_q = UniformQuantizedType.per_axis(w_q.scale_array(), w_q.zero_point_array(),
+                                                axis=1 - w_q.axis, storage=w_q.storage)
+    cv = imp.input(node, 2, "C", optional=True)
+    bias = None
+    if cv is not None:
+        bias, _ = imp.qweights(cv, "C")
+        bias = np.asarray(bias).reshape(-1)
+    return [matmul_const(imp, x, w, w_q, bias, out_qs[0], rounding, _out_bounds(imp, acts[0], out_qs[0]))]
+
+
+@_handles("MatMul", qdq=True)
+def _matmul(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    a = imp.qact(imp.input(node, 0, "A"), "A")
+    bv = imp.input(node, 1, "B")
+    clamp = _out_bounds(imp, acts[0], out_qs[0])
+    if isinstance(bv, Deq) and isinstance(bv.src, Const):
+        w, w_q = imp.qweights(bv, "B")
+        return [matmul_const(imp, a, w, w_q, None, out_qs[0], rounding, clamp)]
+    b = imp.qact(bv, "B")
+    return [matmul_acts(imp, a, b, out_qs[0], rounding, clamp)]
+
+
+@_handles("QLinearMatMul")
+def _qlinear_matmul(imp: _Importer, node: _Node):
+    av = imp.input(node, 0, "a")
+    if not isinstance(av, Act) or av.qtype is None:
+        raise imp.bad("a must be a quantized run-time tensor")
+    a = imp.retyped(av, imp.params(node, 1, 2, av.qtype.storage, (), "a"))
+    bv = imp.input(node, 3, "b")
+    y_q = imp.params(node, 6, 7, _zp_storage(imp, node, 7, av.qtype.storage), (), "y")
+    if isinstance(bv, Const):
+        w = bv.array
+        w_q = imp.params(node, 4, 5, w.dtype, w.shape, "b", axis=1)
+        return [matmul_const(imp, a, w, w_q, None, y_q, "onnxruntime", {})]
+    b = imp.retyped(imp.qact(bv, "b"), imp.params(node, 4, 5, bv.qtype.storage, (), "b"))
+    return [matmul_acts(imp, a, b, y_q, "onnxruntime", {})]
+
+
+@_handles("QGemm")
+def _qgemm(imp: _Importer, node: _Node):
+    av = imp.input(node, 0, "A")
+    if not isinstance(av, Act) or av.qtype is None:
+        raise imp.bad("A must be a quantized run-time tensor")
+    if node.attrs.get("transA", 0):
+        raise _Unsupported("transA = 1")
+    if node.attrs.get("alpha", 1.0) != 1.0:
+        raise _Unsupported("alpha other than 1")
+    a = imp.retyped(av, imp.params(node, 1, 2, av.qtype.storage, (), "A"))
+    w = imp.const(imp.input(node, 3, "B"), "B")
+    trans_b = node.attrs.get("transB", 0)
+    w_q = imp.params(node, 4, 5, w.dtype, w.shape, "B", axis=0 if trans_b else 1)
+    if trans_b:
+        w = w.T
+        if w_q.is_per_axis:
+            w_q = UniformQuantizedType.per_axis(w_q.scale_array(), w_q.zero_point_array(), axis=1,
+                                                storage=w_q.storage)
+    cv = imp.input(node, 6, "C", optional=True)
+    bias = imp.const(cv, "C").reshape(-1) if cv is not None else None
+    if len(node.inputs) < 8 or not node.inputs[7]:
+        raise _Unsupported("float output (no y_scale)")
+    y_q = imp.params(node, 7, 8, _zp_storage(imp, node, 8, av.qtype.storage), (), "y")
+    return [matmul_const(imp, a, w, w_q, bias, y_q, "onnxruntime", {})]
+
+
+# ======================================================================================
+# Elementwise
+# ======================================================================================
+
+
+def _broadcast_pair(imp: _Importer, a: Act, b: Act) -> tuple[SSAValue, SSAValue, bool]:
+    """Both operands in one layout (NHWC when either is), ranks aligned as numpy broadcasts."""
+    if a.nhwc == b.nhwc:
+        return a.value, b.value, a.nhwc
+    # one is NHWC: bring the other there (expanding a lower-rank operand to rank 4 first)
+    out = []
+    for v in (a, b):
+        if v.nhwc:
+            out.append(v.value)
+            continue
+        s = qnn.shape_of(v.value)
+        val = v.value
+        if len(s) < 4:
+            full = [1] * (4 - len(s)) + list(s)
+            val = imp.emit(qnn.ReshapeOp, [val], TensorType(val.type.element_type, full))
+        out.append(imp.transpose(val, (0, 2, 3, 1)))
+    return out[0], out[1], True
+
+
+def _const_operand(imp: _Importer, v, other: Act, role: str) -> Act:
+    """A constant operand of a binary op (a DequantizeLinear of an initializer) as a qnn.constant,
+    laid out like the other operand."""
+    arr, qt = imp.qweights(v, role)
+    if qt.is_per_axis:
+        raise _Unsupported(f"per-axis {role}")
+    if other.nhwc:
+        arr = np.asarray(arr)
+        if arr.ndim == 4:
+            arr = arr.transpose(0, 2, 3, 1)
+        elif arr.ndim in (1, 2, 3) and arr.size > 1:
+            full = arr.reshape((1,) * (4 - arr.ndim) + arr.shape)
+            arr = full.transpose(0, 2, 3, 1)
+    return Act(imp.qconst(np.ascontiguousarray(arr), qt), other.nhwc)
+
+
+def binary(imp: _Importer, cls, a: Act, b: Act, out_q, rounding: str, clamp: dict) -> Act:
+    av, bv, nhwc = _broadcast_pair(imp, a, b)
+    shape = qnn.broadcast_shape(qnn.shape_of(av), qnn.shape_of(bv))
+    return Act(imp.emit(cls, [av, bv], TensorType(out_q, shape), dict(rounding=rounding, **clamp)), nhwc)
+
+
+_BINARY = {"Add": qnn.AddOp, "Sub": qnn.SubOp, "Mul": qnn.MulOp}
+
+
+@_handles("Add", "Sub", "Mul", qdq=True)
+def _binary_qdq(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    va, vb = imp.input(node, 0, "A"), imp.input(node, 1, "B")
+    a_const = isinstance(va, Deq) and isinstance(va.src, Const)
+    b_const = isinstance(vb, Deq) and isinstance(vb.src, Const)
+    if a_const and b_const:
+        raise _Unsupported("two constant operands")
+    a = imp.qact(va, "A") if not a_const else None
+    b = imp.qact(vb, "B") if not b_const else None
+    if a is None:
+        a = _const_operand(imp, va, b, "A")
+    if b is None:
+        b = _const_operand(imp, vb, a, "B")
+    return [binary(imp, _BINARY[node.op_type], a, b, out_qs[0], rounding, _out_bounds(imp, acts[0], out_qs[0]))]
+
+
+def _qlinear_operand(imp: _Importer, node: _Node, k: int, role: str, other: Act | None) -> Act:
+    v = imp.input(node, k, role)
+    if isinstance(v, Const):
+        qt = imp.params(node, k + 1, k + 2, v.array.dtype, v.array.shape, role)
+        return _const_operand(imp, Deq(v, qt), other, role) if other is not None else None
+    if not isinstance(v, Act) or v.qtype is None:
+        raise imp.bad(f"{role} must be a quantized tensor")
+    return imp.retyped(v, imp.params(node, k + 1, k + 2, v.qtype.storage, (), role))
+
+
+@_handles("QLinearAdd", "QLinearMul")
+def _qlinear_binary(imp: _Importer, node: _Node):
+    va, vb = imp.input(node, 0, "A"), imp.input(node, 3, "B")
+    if isinstance(va, Const) and isinstance(vb, Const):
+        raise _Unsupported("two constant operands")
+    a = _qlinear_operand(imp, node, 0, "A", None) if not isinstance(va, Const) else None
+    b = _qlinear_operand(imp, node, 3, "B", None) if not isinstance(vb, Const) else None
+    if a is None:
+        a = _qlinear_operand(imp, node, 0, "A", b)
+    if b is None:
+        b = _qlinear_operand(imp, node, 3, "B", a)
+    storage = a.qtype.storage
+    y_q = imp.params(node, 6, 7, _zp_storage(imp, node, 7, storage), (), "C")
+    cls = qnn.AddOp if node.op_type == "QLinearAdd" else qnn.MulOp
+    return [binary(imp, cls, a, b, y_q, "onnxruntime", {})]
+
+
+# ======================================================================================
+# Activations
+# ======================================================================================
+
+
+def unary(imp: _Importer, cls, x: Act, out_q, attrs: dict) -> Act:
+    shape = list(qnn.shape_of(x.value))
+    return Act(imp.emit(cls, [x.value], TensorType(out_q, shape), attrs), x.nhwc)
+
+
+_UNARY = {"Sigmoid": qnn.LogisticOp, "Tanh": qnn.TanhOp, "HardSwish": qnn.HardSwishOp}
+
+
+@_handles(*_UNARY, qdq=True)
+def _unary_qdq(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    x = imp.qact(imp.input(node, 0, "X"), "X")
+    return [unary(imp, _UNARY[node.op_type], x, out_qs[0], {"rounding": rounding})]
+
+
+@_handles("LeakyRelu", qdq=True)
+def _leaky_relu(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    x = imp.qact(imp.input(node, 0, "X"), "X")
+    alpha = float(np.float32(node.attrs.get("alpha", 0.01)))
+    return [unary(imp, qnn.LeakyReluOp, x, out_qs[0], {"rounding": rounding, "alpha": alpha})]
+
+
+@_handles("Relu", "Clip", qdq=True)
+def _relu_clip(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    x = imp.qact(imp.input(node, 0, "X"), "X")
+    clamp = _out_bounds(imp, [node] + acts[0], out_qs[0])
+    out_q = out_qs[0]
+    if x.qtype != out_q:
+        y = unary(imp, qnn.RequantizeOp, x, out_q, {"rounding": rounding})
+        x = y
+    if not clamp:
+        return [x]
+    lo, hi = out_q.storage_range()
+    return [unary(imp, qnn.ClampOp, x, out_q, {"act_min": clamp.get("act_min", lo),
+                                               "act_max": clamp.get("act_max", hi)})]
+
+
+@_handles("QLinearSigmoid", "QLinearLeakyRelu")
+def _qlinear_unary(imp: _Importer, node: _Node):
+    xv = imp.input(node, 0, "X")
+    if not isinstance(xv, Act) or xv.qtype is None:
+        raise imp.bad("X must be a quantized tensor")
+    x = imp.retyped(xv, imp.params(node, 1, 2, xv.qtype.storage, (), "X"))
+    y_q = imp.params(node, 3, 4, _zp_storage(imp, node, 4, xv.qtype.storage), (), "Y")
+    if node.op_type == "QLinearSigmoid":
+        return [unary(imp, qnn.LogisticOp, x, y_q, {"rounding": "onnxruntime"})]
+    alpha = float(np.float32(node.attrs.get("alpha", 0.01)))
+    return [unary(imp, qnn.LeakyReluOp, x, y_q, {"rounding": "onnxruntime", "alpha": alpha})]
+
+
+@_handles("Softmax", qdq=True)
+def _softmax(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    x = imp.qact(imp.input(node, 0, "input"), "input")
+    return [softmax(imp, node, x, out_qs[0], rounding)]
+
+
+def softmax(imp: _Importer, node: _Node, x: Act, out_q, rounding: str) -> Act:
+    shape = x.logical_shape
+    rank = len(shape)
+    axis = _axis(imp, node.attrs.get("axis", -1 if imp.g.opset >= 13 else 1), rank)
+    if imp.g.opset < 13 and axis != rank - 1:
+        raise _Unsupported("opset < 13 softmax over a flattened tail")
+    xv = x.value
+    nhwc = x.nhwc
+    if _phys_axis(x, axis) != rank - 1:
+        xv, nhwc = imp.logical(x), False
+        if axis != rank - 1:
+            raise _Unsupported(f"softmax over axis {axis} of rank {rank}")
+    return Act(imp.emit(qnn.SoftmaxOp, [xv], TensorType(out_q, list(qnn.shape_of(xv))),
+                        {"beta": 1.0, "rounding": rounding}), nhwc)
+
+
+@_handles("QLinearSoftmax")
+def _qlinear_softmax(imp: _Importer, node: _Node):
+    xv = imp.input(node, 0, "X")
+    if not isinstance(xv, Act) or xv.qtype is None:
+        raise imp.bad("X must be a quantized tensor")
+    x = imp.retyped(xv, imp.params(node, 1, 2, xv.qtype.storage, (), "X"))
+    y_q = imp.params(node, 3, 4, _zp_storage(imp, node, 4, xv.qtype.storage), (), "Y")
+    return [softmax(imp, node, x, y_q, "onnxruntime")]
+
+
+# ======================================================================================
+# Pooling and reductions
+# ======================================================================================
+
+
+def _pool(imp: _Importer, node: _Node, x: Act, out_q, rounding: str, kind: str, clamp: dict) -> Act:
+    xv = imp.nhwc(x)
+    n, h, w, c = qnn.shape_of(xv)
+    if kind == "global":
+        kernel, strides, pads = [h, w], [1, 1], [0, 0, 0, 0]
+    else:
+        kernel = node.attrs.get("kernel_shape")
+        if kernel is None or len(kernel) != 2:
+            raise _Unsupported("a pooling window that is not 2-D")
+        kernel = _positive(imp, "kernel_shape", kernel)
+        strides = _positive(imp, "strides", node.attrs.get("strides", [1, 1]))
+        dil = node.attrs.get("dilations", [1, 1])
+        if list(dil) != [1, 1]:
+            raise _Unsupported("dilated pooling")
+        if node.attrs.get("ceil_mode", 0):
+            raise _Unsupported("ceil_mode = 1")
+        pads = _pads_2d(imp, node, (h, w), kernel, strides, (1, 1))
+    oh = (h + pads[0] + pads[1] - kernel[0]) // strides[0] + 1
+    ow = (w + pads[2] + pads[3] - kernel[1]) // strides[1] + 1
+    attrs = dict(kernel=kernel, strides=strides, padding=pads, **clamp)
+    if kind == "max":
+        if node.attrs.get("storage_order", 0):
+            raise _Unsupported("storage_order = 1")
+        if len(node.outputs) > 1 and node.outputs[1]:
+            raise _Unsupported("the Indices output")
+        y = imp.emit(qnn.MaxPool2DOp, [xv], TensorType(qnn.qtype(xv), [n, oh, ow, c]), attrs)
+        if qnn.qtype(xv) != out_q:
+            y = imp.emit(qnn.RequantizeOp, [y], TensorType(out_q, [n, oh, ow, c]), {"rounding": rounding})
+        return Act(y, True)
+    if kind == "global":
+        y = imp.emit(qnn.MeanOp, [xv], TensorType(out_q, [n, 1, 1, c]),
+                     {"axes": [1, 2], "keep_dims": True, "rounding": rounding, **clamp})
+        return Act(y, True)
+    if node.attrs.get("count_include_pad", 0) and any(pads):
+        # padded taps count: pad with the zero point (real 0), then average whole windows
+        x_q = qnn.qtype(xv)
+        padded = [n, h + pads[0] + pads[1], w + pads[2] + pads[3], c]
+        xv = imp.emit(qnn.PadOp, [xv], TensorType(x_q, padded),
+                      {"paddings": [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0],
+                       "pad_value": int(x_q.zero_point_array().reshape(-1)[0])})
+        attrs["padding"] = [0, 0, 0, 0]
+    attrs["rounding"] = rounding
+    y = imp.emit(qnn.AvgPool2DOp, [xv], TensorType(out_q, [n, oh, ow, c]), attrs)
+    return Act(y, True)
+
+
+@_handles("MaxPool", qdq=True)
+def _maxpool(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None):
+    if out_qs is None:  # MaxPool on a quantized tensor (QOperator models run it on integers)
+        x = imp.input(node, 0, "X")
+        if not isinstance(x, Act) or x.qtype is None:
+            raise _Unsupported("in float (no QuantizeLinear after it); qd-import imports quantized graphs")
+        return [_pool(imp, node, x, x.qtype, "onnxruntime", "max", {})]
+    x = imp.qact(imp.input(node, 0, "X"), "X")
+    return [_pool(imp, node, x, out_qs[0], rounding, "max", {})]
+
+
+@_handles("AveragePool", "GlobalAveragePool", qdq=True)
+def _avgpool(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    x = imp.qact(imp.input(node, 0, "X"), "X")
+    kind = "global" if node.op_type == "GlobalAveragePool" else "avg"
+    return [_pool(imp, node, x, out_qs[0], rounding, kind, _out_bounds(imp, acts[0], out_qs[0]))]
+
+
+@_handles("QLinearAveragePool", "QLinearGlobalAveragePool")
+def _qlinear_pool(imp: _Importer, node: _Node):
+    xv = imp.input(node, 0, "X")
+    if not isinstance(xv, Act) or xv.qtype is None:
+        raise imp.bad("X must be a quantized tensor")
+    if node.attrs.get("channels_last", 0):
+        raise _Unsupported("channels_last = 1")
+    x = imp.retyped(xv, imp.params(node, 1, 2, xv.qtype.storage, (), "X"))
+    y_q = imp.params(node, 3, 4, _zp_storage(imp, node, 4, xv.qtype.storage), (), "Y")
+    kind = "global" if node.op_type == "QLinearGlobalAveragePool" else "avg"
+    return [_pool(imp, node, x, y_q, "onnxruntime", kind, {})]
+
+
+# ======================================================================================
+# Concatenation and data movement
+# ======================================================================================
+
+
+def concat(imp: _Importer, xs: list[Act], axis: int, out_q, rounding: str) -> Act:
+    rank = len(xs[0].logical_shape)
+    axis = _axis(imp, axis, rank)
+    if all(x.nhwc for x in xs) or not any(x.nhwc for x in xs):
+        vals, nhwc = [x.value for x in xs], xs[0].nhwc
+    else:
+        vals, nhwc = [imp.nhwc(x) for x in xs], True
+    pa = _TO_PHYSICAL[axis] if nhwc else axis
+    shapes = [qnn.shape_of(v) for v in vals]
+    out = list(shapes[0])
+    out[pa] = sum(s[pa] for s in shapes)
+    attrs = {"axis": pa, "rounding": rounding}
+    return Act(imp.emit(qnn.ConcatenationOp, vals, TensorType(out_q, out), attrs), nhwc)
+
+
+@_handles("Concat", qdq=True)
+def _concat(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    xs = [imp.qact(imp.input(node, k, f"input {k}"), f"input {k}") for k in range(len(node.inputs))]
+    return [concat(imp, xs, node.attrs.get("axis", 0), out_qs[0], rounding)]
+
+
+@_handles("QLinearConcat")
+def _qlinear_concat(imp: _Importer, node: _Node):
+    y_q = imp.params(node, 0, 1, imp.const(imp.input(node, 1, "Y zero point"), "Y zero point").dtype, (), "Y")
+    xs = []
+    for k in range(2, len(node.inputs), 3):
+        v = imp.input(node, k, f"input {k}")
+        if not isinstance(v, Act) or v.qtype is None:
+            raise _Unsupported("a constant input") if isinstance(v, Const) else imp.bad(f"input {k} must be quantized")
+        xs.append(imp.retyped(v, imp.params(node, k + 1, k + 2, v.qtype.storage, (), f"input {k}")))
+    if not xs:
+        raise imp.bad("has no inputs to concatenate")
+    return [concat(imp, xs, node.attrs.get("axis", 0), y_q, "onnxruntime")]
+
+
+def _movement_input(imp: _Importer, node: _Node, out_qs):
+    """The data input of a movement op: quantized (QDQ unit or integer tensor)."""
+    v = imp.input(node, 0, "data")
+    if out_qs is not None:
+        return imp.qact(v, "data")
+    if isinstance(v, Act) and v.qtype is not None:
+        return v
+    return None
+
+
+def _requantize_to(imp: _Importer, a: Act, out_q, rounding: str) -> Act:
+    if out_q is None or a.qtype == out_q:
+        return a
+    return unary(imp, qnn.RequantizeOp, a, out_q, {"rounding": rounding})
+
+
+def _static_shape(imp, node: _Node, k: int, role: str) -> list[int]:
+    return imp.ints(imp.input(node, k, role), role)
+
+
+@_handles("Reshape", "Flatten", "Squeeze", "Unsqueeze", qdq=True)
+def _reshape(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None):
+    x = _movement_input(imp, node, out_qs)
+    if x is None:
+        return _fold_or_float(imp, node)
+    shape = list(x.logical_shape)
+    op = node.op_type
+    if op == "Reshape":
+        target = _static_shape(imp, node, 1, "shape")
+        if node.attrs.get("allowzero", 0) and 0 in target:
+            raise _Unsupported("allowzero with a zero in the shape")
+        new = [shape[i] if d == 0 and i < len(shape) else d for i, d in enumerate(target)]
+        if new.count(-1) > 1:
+            raise imp.bad(f"shape {target} has more than one -1")
+        if -1 in new:
+            rest = math.prod(d for d in new if d != -1)
+            if rest == 0 or math.prod(shape) % rest:
+                raise imp.bad(f"cannot reshape {shape} to {target}")
+            new[new.index(-1)] = math.prod(shape) // rest
+    elif op == "Flatten":
+        axis = _axis(imp, node.attrs.get("axis", 1), len(shape) + 1) if shape else 0
+        new = [math.prod(shape[:axis]), math.prod(shape[axis:])]
+    elif op == "Squeeze":
+        axes = node.attrs.get("axes") if imp.g.opset < 13 else (
+            _static_shape(imp, node, 1, "axes") if len(node.inputs) > 1 and node.inputs[1] else None)
+        if axes is None:
+            new = [d for d in shape if d != 1]
+        else:
+            axes = {_axis(imp, a, len(shape)) for a in axes}
+            for a in axes:
+                if shape[a] != 1:
+                    raise imp.bad(f"cannot squeeze axis {a} of size {shape[a]}")
+            new = [d for i, d in enumerate(shape) if i not in axes]
+    else:
+        axes = node.attrs.get("axes") if imp.g.opset < 13 else _static_shape(imp, node, 1, "axes")
+        rank = len(shape) + len(axes)
+        axes = sorted(_axis(imp, a, rank) for a in axes)
+        new = list(shape)
+        for a in axes:
+            new.insert(a, 1)
+    if math.prod(new) != math.prod(shape) or any(d < 0 for d in new):
+        raise imp.bad(f"cannot reshape {shape} to {new}")
+    xv = imp.logical(x)
+    y = Act(imp.emit(qnn.ReshapeOp, [xv], TensorType(x.qtype, new)))
+    return [_requantize_to(imp, y, out_qs[0] if out_qs else None, rounding)]
+
+
+@_handles("Transpose", qdq=True)
+def _transpose(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None):
+    x = _movement_input(imp, node, out_qs)
+    if x is None:
+        return _fold_or_float(imp, node)
+    rank = len(x.logical_shape)
+    perm = node.attrs.get("perm", list(range(rank))[::-1])
+    if sorted(perm) != list(range(rank)):
+        raise imp.bad(f"perm {perm} is not a permutation of {rank} axes")
+    if x.nhwc:
+        # physical = logical[0,2,3,1]; result logical = logical[perm] -> compose on the physical value
+        phys_of_logical = {0: 0, 1: 3, 2: 1, 3: 2}
+        p = [phys_of_logical[a] for a in perm]
+        if p == [0, 1, 2, 3]:
+            return [_requantize_to(imp, Act(x.value), out_qs[0] if out_qs else None, rounding)]
+        y = Act(imp.transpose(x.value, p))
+    else:
+        if perm == [0, 2, 3, 1] and rank == 4:
+            # NCHW -> NHWC in the model: the result is our NHWC value seen logically
+            y = Act(imp.transpose(x.value, perm))
+        else:
+            y = Act(imp.transpose(x.value, perm)) if perm != list(range(rank)) else x
+    return [_requantize_to(imp, y, out_qs[0] if out_qs else None, rounding)]
+
+
+@_handles("Pad", qdq=True)
+def _pad(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None):
+    x = _movement_input(imp, node, out_qs)
+    if x is None:
+        return _fold_or_float(imp, node)
+    if node.attrs.get("mode", "constant") != "constant":
+        raise _Unsupported(f"mode '{node.attrs.get('mode')}'")
+    rank = len(x.logical_shape)
+    pads = node.attrs.get("pads") if imp.g.opset < 11 else _static_shape(imp, node, 1, "pads")
+    if len(pads) != 2 * rank:
+        raise imp.bad(f"pads {pads} must have {2 * rank} entries")
+    if len(node.inputs) > 3 and node.inputs[3]:
+        raise _Unsupported("the axes input")
+    if any(p < 0 for p in pads):
+        raise _Unsupported("negative pads")
+    value = 0
+    cv = imp.input(node, 2, "constant_value", optional=True) if imp.g.opset >= 11 else None
+    q = x.qtype
+    if cv is not None:
+        if isinstance(cv, Deq) and isinstance(cv.src, Const):
+            arr, cq = imp.qweights(cv, "constant_value")
+            real = (int(arr.reshape(-1)[0]) - int(cq.zero_point_array().reshape(-1)[0])) * float(cq.scale_array().reshape(-1)[0])
+        else:
+            real = float(np.asarray(imp.const(cv, "constant_value")).reshape(-1)[0])
+        if real != 0.0:
+            raise _Unsupported("a nonzero constant_value")
+    zp = int(q.zero_point_array().reshape(-1)[0])
+    pairs = [(pads[i], pads[i + rank]) for i in range(rank)]
+    if x.nhwc:
+        pairs = [pairs[0], pairs[2], pairs[3], pairs[1]]
+    shape = qnn.shape_of(x.value)
+    out = [d + a + b for d, (a, b) in zip(shape, pairs)]
+    y = Act(imp.emit(qnn.PadOp, [x.value], TensorType(q, out),
+                     {"paddings": [v for p in pairs for v in p], "pad_value": zp}), x.nhwc)
+    del value
+    return [_requantize_to(imp, y, out_qs[0] if out_qs else None, rounding)]
+
+
+@_handles("Slice", qdq=True)
+def _slice(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None):
+    x = _movement_input(imp, node, out_qs)
+    if x is None:
+        return _fold_or_float(imp, node)
+    shape = list(x.logical_shape)
+    rank = len(shape)
+    if imp.g.opset < 10:
+        raise _Unsupported("opset < 10 Slice")
+    starts = _static_shape(imp, node, 1, "starts")
+    ends = _static_shape(imp, node, 2, "ends")
+    axes = _static_shape(imp, node, 3, "axes") if len(node.inputs) > 3 and node.inputs[3] else list(range(len(starts)))
+    steps = _static_shape(imp, node, 4, "steps") if len(node.inputs) > 4 and node.inputs[4] else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise imp.bad("starts, ends, axes and steps must have the same length")
+    begin, end, stride = [0] * rank, list(shape), [1] * rank
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = _axis(imp, a, rank)
+        if st != 1:
+            raise _Unsupported("steps other than 1")
+        d = shape[a]
+        s = s + d if s < 0 else s
+        e = e + d if e < 0 else e
+        s, e = min(max(s, 0), d), min(max(e, 0), d)
+        begin[a], end[a] = s, max(e, s)
+    if x.nhwc:
+        begin, end, stride = ([v[i] for i in (0, 2, 3, 1)] for v in (begin, end, stride))
+    out = [e - b for b, e in zip(begin, end)]
+    if 0 in out:
+        raise _Unsupported("an empty slice")
+    y = Act(imp.emit(qnn.SliceOp, [x.value], TensorType(x.qtype, out),
+                     {"begin": begin, "end": end, "strides": stride}), x.nhwc)
+    return [_requantize_to(imp, y, out_qs[0] if out_qs else None, rounding)]
+
+
+@_handles("Split", qdq=True)
+def _split(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None):
+    x = _movement_input(imp, node, out_qs)
+    if x is None:
+        raise _Unsupported("in float")
+    shape = list(x.logical_shape)
+    axis = _axis(imp, node.attrs.get("axis", 0), len(shape))
+    n_out = len(node.outputs)
+    if imp.g.opset >= 13 and len(node.inputs) > 1 and node.inputs[1]:
+        sizes = _static_shape(imp, node, 1, "split")
+    elif imp.g.opset < 13 and "split" in node.attrs:
+        sizes = node.attrs["split"]
+    else:
+        if shape[axis] % n_out:
+            raise _Unsupported("an uneven split without sizes")
+        sizes = [shape[axis] // n_out] * n_out
+    if len(sizes) != n_out or sum(sizes) != shape[axis] or any(s < 1 for s in sizes):
+        raise imp.bad(f"split sizes {sizes} do not divide axis {axis} of size {shape[axis]} into {n_out}")
+    pa = _phys_axis(x, axis)
+    pshape = list(qnn.shape_of(x.value))
+    outs = []
+    start = 0
+    for k, s in enumerate(sizes):
+        begin, end = [0] * len(pshape), list(pshape)
+        begin[pa], end[pa] = start, start + s
+        start += s
+        o = list(pshape)
+        o[pa] = s
+        y = Act(imp.emit(qnn.SliceOp, [x.value], TensorType(x.qtype, o),
+                         {"begin": begin, "end": end, "strides": [1] * len(pshape)}), x.nhwc)
+        outs.append(_requantize_to(imp, y, out_qs[k] if out_qs else None, rounding))
+    return outs
+
+
+@_handles("Resize", qdq=True)
+def _resize(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None):
+    x = _movement_input(imp, node, out_qs)
+    if x is None:
+        raise _Unsupported("in float")
+    mode = node.attrs.get("mode", "nearest")
+    if mode != "nearest":
+        raise _Unsupported(f"mode '{mode}'")
+    ctm = node.attrs.get("coordinate_transformation_mode", "half_pixel")
+    nearest_mode = node.attrs.get("nearest_mode", "round_prefer_floor")
+    shape = list(x.logical_shape)
+    if len(shape) != 4:
+        raise _Unsupported("a resize of a tensor that is not 4-D")
+    sizes = None
+    if len(node.inputs) > 3 and node.inputs[3]:
+        sizes = _static_shape(imp, node, 3, "sizes")
+    elif len(node.inputs) > 2 and node.inputs[2]:
+        scales = imp.const(imp.input(node, 2, "scales"), "scales").reshape(-1).tolist()
+        if len(scales) != 4 or scales[0] != 1 or scales[1] != 1:
+            raise _Unsupported(f"scales {scales}")
+        sizes = [shape[0], shape[1], int(math.floor(shape[2] * scales[2])), int(math.floor(shape[3] * scales[3]))]
+        if any(abs(s - round(s)) > 0 for s in scales[2:]) or scales[2] != scales[3]:
+            raise _Unsupported(f"non-integer or unequal scales {scales}")
+    if sizes is None or len(sizes) != 4 or sizes[:2] != shape[:2]:
+        raise _Unsupported(f"sizes {sizes}")
+    oh, ow = sizes[2], sizes[3]
+    if oh % shape[2] or ow % shape[3] or oh // shape[2] != ow // shape[3]:
+        raise _Unsupported("a resize that is not an integer upscale")
+    # integer nearest upscale: every mode picks input floor(o / factor), except some rounding modes
+    factor = oh // shape[2]
+    ok = ctm in ("asymmetric",) and nearest_mode in ("floor", "round_prefer_floor", "round_prefer_ceil") and (
+        nearest_mode == "floor" or factor == 1)
+    ok = ok or (ctm in ("half_pixel", "pytorch_half_pixel") and nearest_mode in ("round_prefer_floor", "floor")
+                and factor in (1, 2, 4, 8, 16) and nearest_mode == "round_prefer_floor")
+    ok = ok or (ctm == "asymmetric" and nearest_mode == "floor")
+    if not ok:
+        raise _Unsupported(f"nearest resize with coordinate_transformation_mode '{ctm}', nearest_mode '{nearest_mode}'")
+    xv = imp.nhwc(x)
+    n, h, w, c = qnn.shape_of(xv)
+    size_v = None
+    y = imp.emit(qnn.ResizeNearestNeighborOp, [xv, _size_operand(imp, oh, ow)] if _RESIZE_TAKES_SIZE else [xv],
+                 TensorType(qnn.qtype(xv), [n, oh, ow, c]), {"align_corners": False, "half_pixel_centers": False})
+    del size_v
+    return [_requantize_to(imp, Act(y, True), out_qs[0] if out_qs else None, rounding)]
+
+
+_RESIZE_TAKES_SIZE = False
+
+
+def _size_operand(imp, oh, ow):
+    return imp.add(qnn.ConstantOp(np.array([oh, ow], np.int32), TensorType(IntegerType(32), [2]))).results[0]
+
+
+@_handles("ReduceMean", qdq=True)
+def _reduce_mean(imp: _Importer, node: _Node, out_qs, rounding, acts):
+    x = imp.qact(imp.input(node, 0, "data"), "data")
+    shape = x.logical_shape
+    rank = len(shape)
+    if imp.g.opset >= 18 and len(node.inputs) > 1 and node.inputs[1]:
+        axes = _static_shape(imp, node, 1, "axes")
+    else:
+        axes = node.attrs.get("axes")
+    if axes is None or len(axes) == 0:
+        if node.attrs.get("noop_with_empty_axes", 0):
+            raise _Unsupported("noop_with_empty_axes")
+        axes = list(range(rank))
+    axes = sorted({_axis(imp, a, rank) for a in axes})
+    keep = bool(node.attrs.get("keepdims", 1))
+    xv, nhwc = x.value, x.nhwc
+    if nhwc and not keep:
+        xv, nhwc = imp.logical(x), False
+    paxes = sorted(_phys_axis(Act(xv, nhwc), a) for a in axes)
+    pshape = list(qnn.shape_of(xv))
+    out = [1 if i in paxes else d for i, d in enumerate(pshape)] if keep else [d for i, d in enumerate(pshape) if i not in paxes]
+    return [Act(imp.emit(qnn.MeanOp, [xv], TensorType(out_qs[0], out),
+                         {"axes": paxes, "keep_dims": keep, "rounding": rounding}), nhwc)]
+
+
+# ======================================================================================
+# Shape arithmetic folded at import
+# ======================================================================================
+
+
+@_handles("Constant")
+def _constant(imp: _Importer, node: _Node):
+    onnx = _onnx()
+    if "value" in node.attrs and isinstance(node.attrs["value"], tuple):
+        return [Const(_tensor_array(onnx, node.attrs["value"][1], "Constant"))]
+    for key, dtype in (("value_float", np.float32), ("value_int", np.int64)):
+        if key in node.attrs:
+            return [Const(np.array(node.attrs[key], dtype))]
+    for key, dtype in (("value_floats", np.float32), ("value_ints", np.int64)):
+        if key in node.attrs:
+            return [Const(np.array(node.attrs[key], dtype))]
+    raise _Unsupported("a Constant without a tensor value")
+
+
+@_handles("Shape")
+def _shape(imp: _Importer, node: _Node):
+    v = imp.input(node, 0, "data")
+    if isinstance(v, Const):
+        shape = v.array.shape
+    elif isinstance(v, Deq):
+        shape = v.src.array.shape if isinstance(v.src, Const) else v.src.logical_shape
+    else:
+        shape = v.logical_shape
+    shape = list(shape)
+    start = node.attrs.get("start", 0)
+    end = node.attrs.get("end", len(shape))
+    return [Const(np.array(shape[start:end], np.int64))]
+
+
+@_handles("Identity")
+def _identity(imp: _Importer, node: _Node):
+    return [imp.input(node, 0, "input")]
+
+
+def _fold_or_float(imp: _Importer, node: _Node):
+    if all(isinstance(imp.get(i, "input"), Const) for i in node.inputs if i):
+        return _fold_node(imp, node)
+    raise _Unsupported("in float (no QuantizeLinear after it); qd-import imports quantized graphs")
+
+
+def _fold_node(imp: _Importer, node: _Node):
+    """Evaluate a node whose inputs are all constants with ONNX's reference implementation."""
+    onnx = _onnx()
+    from onnx.reference import ReferenceEvaluator
+
+    ins = [imp.get(i, "input").array if i else None for i in node.inputs]
+    if any(a is not None and a.size > (1 << 20) for a in ins):
+        raise _Unsupported("folding a large constant expression")
+    n = onnx.helper.make_node(node.op_type, [f"i{k}" if i else "" for k, i in enumerate(node.inputs)],
+                              [f"o{k}" for k in range(len(node.outputs))], domain=node.domain or None,
+                              **{k: v for k, v in node.attrs.items() if not isinstance(v, tuple)})
+    try:
+        ev = ReferenceEvaluator(n)
+        outs = ev.run(None, {f"i{k}": a for k, a in enumerate(ins) if a is not None})
+    except Exception as e:  # noqa: BLE001 - the model's constant expression is malformed
+        raise imp.bad(f"cannot evaluate its constant inputs: {e}") from None
+    for name, o in zip(node.outputs, outs):
+        imp.env[name] = Const(np.asarray(o))
+    return None
+
+
+for _name in ("Cast", "Gather", "Concat_static", "Range", "ConstantOfShape"):
+    pass
+
+
+# ======================================================================================
+# Entry points
+# ======================================================================================
+
+SUPPORTED_OPERATORS = tuple(sorted(_HANDLERS))
+
+
+def _scan_unsupported(g: _Graph) -> None:
+    missing = []
+    for n in g.nodes:
+        if n.domain not in ("", "ai.onnx", "com.microsoft"):
+            missing.append((f"{n.domain}.{n.op_type}", None))
+        elif n.op_type not in _HANDLERS:
+            missing.append((n.op_type, None))
+    if missing:
+        raise OnnxImportError(_format_unsupported(missing))
+
+
+def import_onnx(data: bytes, *, batch: int = 1, name: str = "model", profile: str = "onnxruntime",
+                remarks: list[str] | None = None) -> ModuleOp:
+    """Import a quantized ONNX model (QDQ or QOperator) as a verified L1 module.
+
+    `profile`: "onnxruntime" (ORT's default session, op by op) or "onnx" (the
+    specification's QDQ meaning, what ORT computes with optimizations off).
+    `remarks`, when given, receives one line per op whose numerics follow ORT's
+    float path.  Raises OnnxImportError with a one-line explanation.
+    """
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    if not isinstance(data, bytes):
+        raise TypeError(f"import_onnx expects bytes, got {type(data).__name__}")
+    if not isinstance(batch, int) or batch < 1:
+        raise OnnxImportError(f"batch must be a positive integer, got {batch!r}")
+    if profile not in ONNX_PROFILES:
+        raise OnnxImportError(f"profile {profile!r} is not one of {', '.join(ONNX_PROFILES)}")
+    g = _read(data)
+    _scan_unsupported(g)
+    imp = _Importer(g, batch, profile)
+    try:
+        with np.errstate(all="ignore"):
+            results, in_names, out_names = imp.run()
+    except OnnxImportError:
+        raise
+    except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, RuntimeError, VerifyException) as e:
+        where = imp.node.label() if imp.node else ""
+        raise OnnxImportError(f"{where + ': ' if where else ''}malformed model ({type(e).__name__}: {e})") from None
+    if remarks is not None:
+        remarks.extend(imp.remarks)
+    block = imp.block
+    block.add_op(func.ReturnOp(*results))
+    ftype = ([a.type for a in block.args], [v.type for v in results])
+    arg_attrs = ArrayAttr([DictionaryAttr({"onnx.name": StringAttr(n)}) for n in in_names])
+    res_attrs = ArrayAttr([DictionaryAttr({"onnx.name": StringAttr(n)}) for n in out_names])
+    f = func.FuncOp("main", ftype, Region(block), arg_attrs=arg_attrs, res_attrs=res_attrs)
+    module = ModuleOp([f], sym_name=StringAttr(name)) if name else ModuleOp([f])
+    try:
+        verify_module(module)
+    except VerifyException as e:
+        raise OnnxImportError(f"the imported module does not verify: {e}") from None
+    return module
+
+
+def import_onnx_file(path, *, batch: int = 1, name: str | None = None, profile: str = "onnxruntime",
+                     remarks: list[str] | None = None) -> ModuleOp:
+    """Read and import an .onnx file (module named after the file's stem)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise OnnxImportError(f"cannot read {p}: {e.strerror or e}") from None
+    return import_onnx(data, batch=batch, name=p.stem if name is None else name, profile=profile, remarks=remarks)

@@ -1,0 +1,525 @@
+"""Bit-exact numpy references of ONNX Runtime 1.32's CPU integer kernels (MLAS).
+
+Targets the default CPU execution provider on x86-64 with AVX2 (no AVX-512, no
+AVX-VNNI / AVX-VNNI-INT8), e.g. AMD Zen2/Zen3, Intel Haswell..Comet Lake.
+Layouts are the project's: NHWC activations, conv weights OHWI (O = groups*Og,
+I = C/groups), Gemm weights [out, in], int32 bias.  Parameters are `QParams`;
+every scale is first rounded to float32 (what an .onnx file stores).
+
+Shared pieces (onnxruntime/core/mlas/lib/quantize.cpp):
+
+- `MlasRequantizeOutput`: `v = float32(int32 acc) * scale_f32` (one vmulps);
+  `v = min(max(v, lo - zp), hi - zp)` in float; `cvtps2dq` (round half to
+  even); `+ zp`.  Clamping before the conversion equals clamping after it.
+- `MlasQuantizeLinear`: `v = x / scale` (a real division, `divps`, not a
+  multiply by 1/scale); clamp to `[lo - zp, hi - zp]` (`maxps` turns NaN into
+  `lo - zp`); `cvtps2dq` (ties to even); `+ zp`.  Same for u8/s8/u16/s16.
+
+Per-op recipes (a = raw stored value, zp its zero point, s its float32 scale):
+
+- qlinear_conv (qlinearconv.cc): `scale[c] = f32(f32(x_s * w_s[c]) / y_s)`
+  (float32 arithmetic, not double); `acc = sum((x - x_zp) * (w - w_zp)) + bias`
+  in int32; MlasRequantizeOutput.  Padding taps read x_zp (contribute 0).
+- qlinear_matmul / qgemm / matmul_integer / conv_integer: same accumulator;
+  QLinearMatMul scale `f32(f32(a_s*b_s)/y_s)`; QGemm scale
+  `f32(f32(f32(alpha*a_s)*b_s)/y_s)`, its int32 C is added to the
+  accumulator before requantization; without y_scale QGemm returns
+  `float32(acc) * f32(alpha*a_s*b_s)`.  MatMulInteger / ConvInteger return the
+  int32 accumulator.
+- **AVX2 u8 x s8 saturation** (isa="avx2"): with uint8 activations and int8
+  weights MLAS's U8S8 kernels (QgemmU8S8KernelAvx2 / QgemvU8S8KernelAvx2 /
+  ConvSymKernelAvx2) multiply with `vpmaddubsw`, which adds the two products
+  of each pair of adjacent K elements (raw stored u8 * s8, before any zero
+  point correction) and saturates that pair sum to int16.  The reference
+  models it: K is flattened in (ky, kx, c) order per group, zero padded to
+  even length, and `acc = sum_pairs sat16(a0*b0 + a1*b1) - b_zp*sum(a) -
+  a_zp*sum(b) + K*a_zp*b_zp (+ bias)`.  It bites only when a pair exceeds
+  32767, e.g. a = 255, 255 with b = 127, 127 (not with 7-bit "reduce_range"
+  weights).  Depthwise convolutions (1 in and 1 out channel per group) use
+  vpmaddwd on widened values and are exact.  Int8 activations (S8S8, S8U8)
+  use MLAS's portable C++ kernel on AVX2 and uint8 x uint8 uses
+  vpmaddwd: both exact.  CPUs with AVX-512 VNNI or AVX-VNNI
+  (Ice Lake, Alder Lake, Zen4+) use vpdpbusd (no int16 step); pass
+  isa="vnni" (= exact) for them.  AVX-512BW without VNNI (Skylake-X) has
+  the same saturation as AVX2.
+- NOT BIT-EXACT YET: qlinear_add and qlinear_mul below follow the AVX2 / SSE2
+  sources but differ from ORT 1.32 on this AVX-512 machine on exact .5 ties
+  (about 0.4 % of elements in the tests); ORT rounds those ties down,
+  which points to a fixed-point kernel (cf. MlasCalcQLinearAddParameters:
+  shift = 21 - exponent(max ratio), M = lrintf(ratio * 2^shift)) -- open.
+- qlinear_add (QLinearBinaryOpKernelAvx2.S): `v = (f32(a - a_zp) * a_s +
+  f32(b - b_zp) * b_s) / y_s` (vmulps, vaddps, vdivps; no FMA);
+  `cvtps2dq` (ties to even), clamp to `[lo - zp, hi - zp]`, `+ y_zp`.
+- qlinear_mul (qlmul.cpp, SSE2): `ratio = f32(f32(a_s*b_s)/y_s)`;
+  `v = f32(f32(a - a_zp) * f32(b - b_zp)) * ratio`; `cvtps2dq`, `+ y_zp`,
+  saturating packs (= clamp).
+- qlinear_sigmoid / qlinear_leaky_relu (qlinear_lookup_table.cc): a 256-entry
+  table over raw bytes: `d = f32(x_s * (q - x_zp))`; sigmoid is MLAS's
+  rational approximation MlasLogisticKernelFma3 (clamp d to [-18, 18], odd
+  polynomial p / even polynomial q with fused multiply-adds, `+ 0.5`,
+  `max(., 0)`); leaky relu `d >= 0 ? d : f32(alpha * d)`; the table entry is
+  MlasQuantizeLinear of that float.
+- qlinear_avg_pool (qlinear_pool.cc): dequantize each input to float32
+  `x_s * (q - x_zp)`, sum the in-image taps in float32 in (ky, kx) order,
+  divide (float32) by the count (all kernel taps when count_include_pad = 1,
+  in-image taps otherwise; padded taps add 0.0), then
+  `clamp(nearbyintf(f32(avg / y_s) + y_zp))`.
+- qlinear_global_avg_pool (qlgavgpool.cpp): `acc = sum(q) - x_zp * N` in
+  int32, `scale = f32(x_s / f32(y_s * f32(N)))`, MlasRequantizeOutput.
+- qlinear_concat (qlinear_concat.cc): an input whose (scale, zp) equal the
+  output's is copied; otherwise a 256-entry table
+  `MlasQuantizeLinear(f32(x_s * (q - x_zp)))`.
+- qlinear_softmax (qlinear_softmax.cc, opset 13 semantics): table in double
+  `t[i] = float32(exp((i - 255 + bs) * x_s))` with
+  `bs = max(0, log(FLT_MAX / D) - 5) / x_s`; per row, `t` is indexed by
+  `x - max + 255`; `sum` accumulates float32 in order along the axis;
+  `y = nearbyintf(f32(t * floor(1 / y_s)) / sum) + y_zp`, saturated to the
+  storage range (measured on 1.32: a probability of 1 with y = (1/256, -128)
+  gives 127, not a wrapped -128).
+- quantize_linear: MlasQuantizeLinear (division, ties to even, saturate).
+- dequantize_linear: `f32(f32(q - zp) * s)`, q - zp computed in int32.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ..qparams import QParams
+
+__all__ = [
+    "requantize_output",
+    "mlas_quantize_linear",
+    "qlinear_conv",
+    "conv_integer",
+    "qlinear_matmul",
+    "matmul_integer",
+    "qgemm",
+    "qlinear_add",
+    "qlinear_mul",
+    "qlinear_sigmoid",
+    "qlinear_leaky_relu",
+    "qlinear_avg_pool",
+    "qlinear_global_avg_pool",
+    "qlinear_concat",
+    "qlinear_softmax",
+    "quantize_linear",
+    "dequantize_linear",
+    "mlas_logistic",
+    "detect_isa",
+]
+
+F32 = np.float32
+
+
+def detect_isa() -> str:
+    """"vnni" if this CPU has AVX-512 VNNI or AVX-VNNI (MLAS then uses vpdpbusd,
+    no int16 saturation), else "avx2".  Linux only (reads /proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return "vnni" if flags & {"avx512_vnni", "avx_vnni"} else "avx2"
+    except OSError:
+        pass
+    return "avx2"
+
+
+def _s(q: QParams) -> np.ndarray:
+    return np.asarray(q.scale, dtype=np.float64).astype(F32)
+
+
+def _zp(q: QParams) -> int:
+    return int(np.asarray(q.zero_point).reshape(-1)[0])
+
+
+def _bounds(q: QParams) -> tuple[int, int]:
+    # MLAS saturates to the storage type, not to a narrowed range.
+    if q.signed:
+        return -(1 << (q.bits - 1)), (1 << (q.bits - 1)) - 1
+    return 0, (1 << q.bits) - 1
+
+
+def _wrap32(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.int64)
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def requantize_output(acc, scale, out_q: QParams) -> np.ndarray:
+    """MlasRequantizeOutput: int32 acc -> f32 * scale (f32) -> clamp -> cvtps2dq -> + zp."""
+    zp = _zp(out_q)
+    lo, hi = _bounds(out_q)
+    v = _wrap32(acc).astype(F32) * np.asarray(scale, dtype=F32)
+    v = np.minimum(np.maximum(v, F32(lo - zp)), F32(hi - zp))
+    return (np.rint(v).astype(np.int64) + zp).astype(out_q.dtype)
+
+
+def mlas_quantize_linear(xf, scale, zero_point: int, lo: int, hi: int) -> np.ndarray:
+    """MlasQuantizeLinear: x / scale (divps), clamp (NaN -> lo - zp), cvtps2dq, + zp."""
+    v = np.asarray(xf, dtype=F32) / F32(scale)
+    v = np.where(np.isnan(v), F32(lo - zero_point), v)
+    v = np.minimum(np.maximum(v, F32(lo - zero_point)), F32(hi - zero_point))
+    return np.rint(v).astype(np.int64) + zero_point
+
+
+# ---------------------------------------------------------------------------
+# integer dot products
+# ---------------------------------------------------------------------------
+
+
+def _dot(a: np.ndarray, b: np.ndarray, a_zp, b_zp, *, saturate: bool) -> np.ndarray:
+    """a [..., M, K] raw ints, b [..., K, N] raw ints (zero points scalar or per-N).
+
+    Returns int64 sum((a - a_zp) * (b - b_zp)) (before int32 wrap), with the
+    AVX2 vpmaddubsw pair saturation when `saturate`."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    b_zp = np.asarray(b_zp, dtype=np.int64)
+    if not saturate:
+        return np.matmul(a - a_zp, b - b_zp)
+    K = a.shape[-1]
+    if K % 2:
+        a = np.concatenate([a, np.zeros(a.shape[:-1] + (1,), np.int64)], axis=-1)
+        b = np.concatenate([b, np.zeros(b.shape[:-2] + (1,) + b.shape[-1:], np.int64)], axis=-2)
+    a0, a1 = a[..., 0::2], a[..., 1::2]          # [..., M, P]
+    b0, b1 = b[..., 0::2, :], b[..., 1::2, :]    # [..., P, N]
+    pair = a0[..., :, :, None] * b0[..., None, :, :] + a1[..., :, :, None] * b1[..., None, :, :]
+    raw = np.clip(pair, -32768, 32767).sum(axis=-2)  # [..., M, N]
+    a_sum = a.sum(axis=-1)[..., :, None]
+    b_sum = b.sum(axis=-2)[..., None, :]
+    return raw - b_zp * a_sum - a_zp * b_sum + K * a_zp * b_zp
+
+
+def _u8s8(a_q: QParams, b_q: QParams, isa: str) -> bool:
+    if isa not in ("avx2", "vnni"):
+        raise ValueError(f"isa must be 'avx2' or 'vnni', got {isa!r}")
+    return isa == "avx2" and a_q.bits == 8 and not a_q.signed and b_q.bits == 8 and b_q.signed
+
+
+def _conv_acc(x, w, x_q, w_q, strides, padding, dilations, groups, isa):
+    x = np.asarray(x, dtype=np.int64)
+    w = np.asarray(w, dtype=np.int64)
+    n, h, wd, c = x.shape
+    oc, fh, fw, ci = w.shape
+    if groups is None:
+        groups = c // ci
+    if c != groups * ci or oc % groups:
+        raise ValueError(f"channels {c} / weights {w.shape} do not match groups={groups}")
+    og = oc // groups
+    sh, sw = strides
+    dh, dw = dilations
+    (pt, pb), (pl, pr) = padding
+    x_zp = _zp(x_q)
+    w_zp = np.broadcast_to(np.asarray(w_q.zero_point, np.int64).reshape(-1), (oc,))
+    oh = (h + pt + pb - ((fh - 1) * dh + 1)) // sh + 1
+    ow = (wd + pl + pr - ((fw - 1) * dw + 1)) // sw + 1
+    xp = np.full((n, h + pt + pb, wd + pl + pr, c), x_zp, dtype=np.int64)
+    xp[:, pt:pt + h, pl:pl + wd, :] = x
+    taps = []
+    for ky in range(fh):
+        for kx in range(fw):
+            y0, x0 = ky * dh, kx * dw
+            taps.append(xp[:, y0:y0 + sh * (oh - 1) + 1:sh, x0:x0 + sw * (ow - 1) + 1:sw, :])
+    cols = np.stack(taps, axis=3)  # n, oh, ow, T, c
+    depthwise = ci == 1 and og == 1
+    sat = _u8s8(x_q, w_q, isa) and not depthwise
+    out = np.empty((n, oh, ow, oc), dtype=np.int64)
+    for g in range(groups):
+        a = cols[..., g * ci:(g + 1) * ci].reshape(n * oh * ow, fh * fw * ci)  # (tap, c) order
+        wg = w[g * og:(g + 1) * og].reshape(og, fh * fw * ci).T                 # K x og
+        zg = w_zp[g * og:(g + 1) * og]
+        out[..., g * og:(g + 1) * og] = _dot(a, wg, x_zp, zg, saturate=sat).reshape(n, oh, ow, og)
+    return out
+
+
+def _pairs(v, name):
+    if isinstance(v, (int, np.integer)):
+        return int(v), int(v)
+    v = tuple(int(t) for t in v)
+    if len(v) != 2:
+        raise ValueError(f"{name} must be an int or a pair")
+    return v
+
+
+def _pads(padding):
+    if padding is None:
+        return (0, 0), (0, 0)
+    (pt, pb), (pl, pr) = padding
+    return (int(pt), int(pb)), (int(pl), int(pr))
+
+
+def qlinear_conv(x, w, bias=None, *, x_q: QParams, w_q: QParams, out_q: QParams,
+                 strides=(1, 1), padding=((0, 0), (0, 0)), dilations=(1, 1),
+                 groups: int | None = None, isa: str = "avx2") -> np.ndarray:
+    """ONNX QLinearConv on NHWC x and OHWI w (groups default C / I)."""
+    acc = _conv_acc(x, w, x_q, w_q, _pairs(strides, "strides"), _pads(padding),
+                    _pairs(dilations, "dilations"), groups, isa)
+    oc = acc.shape[-1]
+    if bias is not None:
+        acc = acc + np.asarray(bias, np.int64).reshape(oc)
+    ws = np.broadcast_to(_s(w_q).reshape(-1), (oc,))
+    scale = ((_s(x_q) * ws).astype(F32) / _s(out_q)).astype(F32)
+    return requantize_output(acc, scale, out_q)
+
+
+def conv_integer(x, w, *, x_q: QParams, w_q: QParams, strides=(1, 1),
+                 padding=((0, 0), (0, 0)), dilations=(1, 1), groups: int | None = None,
+                 isa: str = "avx2") -> np.ndarray:
+    """ONNX ConvInteger (int32 out); only zero points of x_q / w_q are used."""
+    acc = _conv_acc(x, w, x_q, w_q, _pairs(strides, "strides"), _pads(padding),
+                    _pairs(dilations, "dilations"), groups, isa)
+    return _wrap32(acc).astype(np.int32)
+
+
+def matmul_integer(a, b, *, a_q: QParams, b_q: QParams, isa: str = "avx2") -> np.ndarray:
+    """ONNX MatMulInteger: a [..., M, K] @ b [..., K, N] -> int32 (b_zp per N allowed)."""
+    acc = _dot(a, b, _zp(a_q), np.asarray(b_q.zero_point, np.int64).reshape(-1),
+               saturate=_u8s8(a_q, b_q, isa))
+    return _wrap32(acc).astype(np.int32)
+
+
+def qlinear_matmul(a, b, *, a_q: QParams, b_q: QParams, out_q: QParams,
+                   isa: str = "avx2") -> np.ndarray:
+    """ONNX QLinearMatMul: batched a [..., M, K] @ b [..., K, N] (b scale/zp per N allowed)."""
+    acc = _dot(a, b, _zp(a_q), np.asarray(b_q.zero_point, np.int64).reshape(-1),
+               saturate=_u8s8(a_q, b_q, isa))
+    scale = ((_s(a_q) * _s(b_q).reshape(-1)).astype(F32) / _s(out_q)).astype(F32)
+    return requantize_output(acc, scale, out_q)
+
+
+def qgemm(a, w, bias=None, *, a_q: QParams, w_q: QParams, out_q: QParams | None,
+          alpha: float = 1.0, isa: str = "avx2") -> np.ndarray:
+    """com.microsoft QGemm with weights [out, in] (= transB=1): y = a @ w.T + C.
+
+    bias: int32 C broadcastable to [M, N]; out_q None -> float32 output."""
+    b = np.asarray(w).T
+    acc = _dot(a, b, _zp(a_q), np.asarray(w_q.zero_point, np.int64).reshape(-1),
+               saturate=_u8s8(a_q, w_q, isa))
+    if bias is not None:
+        acc = _wrap32(acc + np.asarray(bias, np.int64))
+    scale = ((F32(alpha) * _s(a_q)).astype(F32) * _s(w_q).reshape(-1)).astype(F32)
+    if out_q is None:
+        return _wrap32(acc).astype(F32) * scale
+    scale = (scale / _s(out_q)).astype(F32)
+    return requantize_output(acc, scale, out_q)
+
+
+# ---------------------------------------------------------------------------
+# elementwise
+# ---------------------------------------------------------------------------
+
+
+def qlinear_add(a, b, *, a_q: QParams, b_q: QParams, out_q: QParams) -> np.ndarray:
+    """com.microsoft QLinearAdd (numpy broadcasting)."""
+    va = (np.asarray(a, np.int64) - _zp(a_q)).astype(F32) * _s(a_q)
+    vb = (np.asarray(b, np.int64) - _zp(b_q)).astype(F32) * _s(b_q)
+    v = (va + vb).astype(F32) / _s(out_q)
+    zp = _zp(out_q)
+    lo, hi = _bounds(out_q)
+    r = np.clip(np.rint(v).astype(np.int64), lo - zp, hi - zp) + zp
+    return r.astype(out_q.dtype)
+
+
+def qlinear_mul(a, b, *, a_q: QParams, b_q: QParams, out_q: QParams) -> np.ndarray:
+    """com.microsoft QLinearMul (numpy broadcasting)."""
+    ratio = ((_s(a_q) * _s(b_q)).astype(F32) / _s(out_q)).astype(F32)
+    pa = (np.asarray(a, np.int64) - _zp(a_q)).astype(F32)
+    pb = (np.asarray(b, np.int64) - _zp(b_q)).astype(F32)
+    v = (pa * pb).astype(F32) * ratio
+    lo, hi = _bounds(out_q)
+    r = np.clip(np.rint(v).astype(np.int64) + _zp(out_q), lo, hi)
+    return r.astype(out_q.dtype)
+
+
+# ---------------------------------------------------------------------------
+# lookup tables
+# ---------------------------------------------------------------------------
+
+_LOGISTIC = dict(
+    lower=-18.0, upper=18.0,
+    alpha_9=4.37031012579801e-11, alpha_7=1.15627324459942e-07, alpha_5=6.08574864600143e-05,
+    alpha_3=8.51377133304701e-03, alpha_1=2.48287947061529e-01,
+    beta_10=6.10247389755681e-13, beta_8=5.76102136993427e-09, beta_6=6.29106785017040e-06,
+    beta_4=1.70198817374094e-03, beta_2=1.16817656904453e-01, beta_0=9.93151921023180e-01,
+)
+
+
+def _round_f32(fr: Fraction) -> Fraction:
+    """Correctly rounded (ties to even) float32 value of an exact rational."""
+    if fr == 0:
+        return Fraction(0)
+    c = np.float32(float(fr))  # may be off by double rounding; fix below
+    cands = [c, np.nextafter(c, F32(np.inf)), np.nextafter(c, F32(-np.inf))]
+    best = None
+    for v in cands:
+        d = abs(Fraction(float(v)) - fr)
+        key = (d, int(np.asarray(v).view(np.uint32)) & 1)
+        if best is None or key < best[0]:
+            best = (key, v)
+    return Fraction(float(best[1]))
+
+
+def _fma(a: Fraction, b: Fraction, c: Fraction) -> Fraction:
+    return _round_f32(a * b + c)
+
+
+def _mul(a: Fraction, b: Fraction) -> Fraction:
+    return _round_f32(a * b)
+
+
+def mlas_logistic(x) -> np.ndarray:
+    """MlasLogisticKernelFma3 on float32 values (exact emulation, scalar loop)."""
+    k = {n: Fraction(float(F32(v))) for n, v in _LOGISTIC.items()}
+    out = []
+    for xv in np.asarray(x, F32).reshape(-1):
+        v = Fraction(float(min(max(xv, F32(-18.0)), F32(18.0))))
+        x2 = _mul(v, v)
+        p = _fma(x2, k["alpha_9"], k["alpha_7"])
+        p = _fma(x2, p, k["alpha_5"])
+        p = _fma(x2, p, k["alpha_3"])
+        p = _fma(x2, p, k["alpha_1"])
+        q = _fma(x2, k["beta_10"], k["beta_8"])
+        q = _fma(x2, q, k["beta_6"])
+        q = _fma(x2, q, k["beta_4"])
+        q = _fma(x2, q, k["beta_2"])
+        q = _fma(x2, q, k["beta_0"])
+        p = _mul(v, p)
+        r = _round_f32(_round_f32(p / q) + Fraction(1, 2))
+        out.append(max(float(r), 0.0))
+    return np.asarray(out, F32).reshape(np.shape(x))
+
+
+def _table_inputs(x_q: QParams) -> np.ndarray:
+    raw = np.arange(256, dtype=np.int64)
+    vals = raw - 256 * (raw >= 128) if x_q.signed else raw
+    return ((vals - _zp(x_q)).astype(F32) * _s(x_q)).astype(F32)  # indexed by raw byte
+
+
+def _apply_table(x, table_f32, x_q: QParams, out_q: QParams) -> np.ndarray:
+    lo, hi = _bounds(out_q)
+    t = mlas_quantize_linear(table_f32, _s(out_q), _zp(out_q), lo, hi)
+    idx = np.asarray(x).astype(x_q.dtype).view(np.uint8).astype(np.int64)
+    return t[idx].astype(out_q.dtype)
+
+
+def qlinear_sigmoid(x, *, x_q: QParams, out_q: QParams) -> np.ndarray:
+    """com.microsoft QLinearSigmoid (table of MLAS's logistic approximation)."""
+    return _apply_table(x, mlas_logistic(_table_inputs(x_q)), x_q, out_q)
+
+
+def qlinear_leaky_relu(x, *, x_q: QParams, out_q: QParams, alpha: float) -> np.ndarray:
+    """com.microsoft QLinearLeakyRelu."""
+    d = _table_inputs(x_q)
+    y = np.where(d >= 0, d, (F32(alpha) * d).astype(F32)).astype(F32)
+    return _apply_table(x, y, x_q, out_q)
+
+
+# ---------------------------------------------------------------------------
+# pooling, concat, softmax
+# ---------------------------------------------------------------------------
+
+
+def qlinear_avg_pool(x, *, x_q: QParams, out_q: QParams, kernel, strides=(1, 1),
+                     padding=((0, 0), (0, 0)), count_include_pad: int = 0) -> np.ndarray:
+    """com.microsoft QLinearAveragePool on NHWC x (2-D)."""
+    x = np.asarray(x, np.int64)
+    n, h, w, c = x.shape
+    kh, kw = _pairs(kernel, "kernel")
+    sh, sw = _pairs(strides, "strides")
+    (pt, pb), (pl, pr) = _pads(padding)
+    oh = (h + pt + pb - kh) // sh + 1
+    ow = (w + pl + pr - kw) // sw + 1
+    xf = ((x - _zp(x_q)).astype(F32) * _s(x_q)).astype(F32)
+    out = np.empty((n, oh, ow, c), dtype=F32)
+    for i in range(oh):
+        hs = i * sh - pt
+        he, hs = min(hs + kh, h), max(hs, 0)
+        for j in range(ow):
+            ws = j * sw - pl
+            we, ws = min(ws + kw, w), max(ws, 0)
+            acc = np.zeros((n, c), F32)
+            for yy in range(hs, he):
+                for xx in range(ws, we):
+                    acc = (acc + xf[:, yy, xx, :]).astype(F32)
+            cnt = kh * kw if count_include_pad else (he - hs) * (we - ws)
+            out[:, i, j, :] = (acc / F32(cnt)).astype(F32)
+    lo, hi = _bounds(out_q)
+    v = (out / _s(out_q)).astype(F32) + F32(_zp(out_q))
+    return np.clip(np.rint(v).astype(np.int64), lo, hi).astype(out_q.dtype)
+
+
+def qlinear_global_avg_pool(x, *, x_q: QParams, out_q: QParams) -> np.ndarray:
+    """com.microsoft QLinearGlobalAveragePool on NHWC x -> [N, 1, 1, C]."""
+    x = np.asarray(x, np.int64)
+    n, h, w, c = x.shape
+    size = h * w
+    acc = x.sum(axis=(1, 2), keepdims=True) - _zp(x_q) * size
+    scale = (_s(x_q) / (_s(out_q) * F32(size)).astype(F32)).astype(F32)
+    return requantize_output(acc, scale, out_q)
+
+
+def qlinear_concat(xs, *, x_qs, out_q: QParams, axis: int) -> np.ndarray:
+    """com.microsoft QLinearConcat."""
+    lo, hi = _bounds(out_q)
+    parts = []
+    for x, q in zip(xs, x_qs):
+        if float(_s(q)) == float(_s(out_q)) and _zp(q) == _zp(out_q):
+            parts.append(np.asarray(x).astype(out_q.dtype))
+            continue
+        t = mlas_quantize_linear(_table_inputs(q), _s(out_q), _zp(out_q), lo, hi)
+        idx = np.asarray(x).astype(q.dtype).view(np.uint8).astype(np.int64)
+        parts.append(t[idx].astype(out_q.dtype))
+    return np.concatenate(parts, axis=axis)
+
+
+def qlinear_softmax(x, *, x_q: QParams, out_q: QParams, axis: int = -1) -> np.ndarray:
+    """com.microsoft QLinearSoftmax with opset-13 semantics (softmax along `axis`)."""
+    x = np.moveaxis(np.asarray(x, np.int64), axis, -1)
+    D = x.shape[-1]
+    xs = float(_s(x_q))
+    bs = np.log(float(np.finfo(np.float32).max) / D)
+    bs = max(0.0, bs - 5.0) / xs
+    i = np.arange(256, dtype=np.float64)
+    table = np.exp((i - 255 + bs) * xs).astype(F32)
+    idx = x - x.max(axis=-1, keepdims=True) + 255
+    t = table[idx]
+    vsum = np.zeros(x.shape[:-1], F32)
+    for j in range(D):
+        vsum = (vsum + t[..., j]).astype(F32)
+    ys = F32(np.floor(F32(1.0) / _s(out_q)))
+    q = np.rint(((t * ys).astype(F32) / vsum[..., None]).astype(F32)).astype(np.int64) + _zp(out_q)
+    lo, hi = _bounds(out_q)
+    r = np.clip(q, lo, hi)  # measured: int8 saturates to 127 (1.32 does not wrap)
+    return np.moveaxis(r.astype(out_q.dtype), -1, axis)
+
+
+# ---------------------------------------------------------------------------
+# quantize / dequantize
+# ---------------------------------------------------------------------------
+
+
+def quantize_linear(xf, *, out_q: QParams) -> np.ndarray:
+    """ONNX QuantizeLinear (per-tensor or per-axis), float32 in."""
+    xf = np.asarray(xf, F32)
+    lo, hi = _bounds(out_q)
+    if out_q.per_axis:
+        shape = out_q.broadcast_shape(xf.ndim)
+        s = _s(out_q).reshape(shape)
+        z = np.asarray(out_q.zero_point, np.int64).reshape(shape)
+        v = xf / s
+        v = np.where(np.isnan(v), (lo - z).astype(F32), v)
+        v = np.minimum(np.maximum(v, (lo - z).astype(F32)), (hi - z).astype(F32))
+        return (np.rint(v).astype(np.int64) + z).astype(out_q.dtype)
+    return mlas_quantize_linear(xf, _s(out_q), _zp(out_q), lo, hi).astype(out_q.dtype)
+
+
+def dequantize_linear(x, *, x_q: QParams) -> np.ndarray:
+    """ONNX DequantizeLinear: f32(x - zp) * scale."""
+    x = np.asarray(x, np.int64)
+    if x_q.per_axis:
+        shape = x_q.broadcast_shape(x.ndim)
+        return ((x - np.asarray(x_q.zero_point, np.int64).reshape(shape)).astype(F32)
+                * _s(x_q).reshape(shape)).astype(F32)
+    return ((x - _zp(x_q)).astype(F32) * _s(x_q)).astype(F32)

@@ -29,7 +29,7 @@ from qdialect.dialects.quant import (
     StorageCastOp,
     quantized_element_type,
 )
-from qdialect.qparams import QParams
+from qdialect.qparams import ONNX_ROUNDINGS, QParams
 
 
 class InterpreterError(RuntimeError):
@@ -212,6 +212,18 @@ class Interpreter:
     # ----- op evaluation -------------------------------------------------------------------
 
     def eval(self, op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+        if isinstance(op, qnn.QnnOp) and "rounding" in op.ATTRS:
+            profile = self.rounding or op.attr("rounding", "tflite")
+            if profile in ONNX_ROUNDINGS:
+                from qdialect import interp_onnx
+
+                try:
+                    out = interp_onnx.evaluate(self, op, args, profile)
+                except interp_onnx.NoRecipe as e:
+                    raise InterpreterError(str(e)) from None
+                if out is not None:
+                    return out if isinstance(out, list) else [out]
+                self = _integer_profile(self)
         handler = _HANDLERS.get(type(op))
         if handler is None:
             raise InterpreterError(f"the interpreter does not run {op.name}")
@@ -232,6 +244,14 @@ class Interpreter:
 
 
 _HANDLERS: dict[type, Callable] = {}
+
+
+def _integer_profile(it: "Interpreter") -> "Interpreter":
+    """An interpreter whose ops run TFLite's integer semantics: for the ops that only compare or move
+    stored integers, which are the same in every profile."""
+    shadow = Interpreter(it.module, None, check_overflow=it.check_overflow, _depth=it._depth)
+    shadow.rounding = "tflite"
+    return shadow
 
 
 def handles(*classes):

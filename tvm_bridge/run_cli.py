@@ -37,8 +37,10 @@ def _progress(msg: str) -> None:
     print(f"  .. {msg}", file=sys.stderr, flush=True)
 
 
-def load_module(path: Path, batch: int):
-    """Parse `.mlir` or import `.tflite` (a path or str) into a verified module."""
+def load_module(path: Path, batch: int, *, profile: str = "onnxruntime", progress=None):
+    """Parse `.mlir` or import `.tflite` / `.onnx` (a path or str) into a verified module.
+
+    `profile` is the ONNX importer's ("onnxruntime" or "onnx"); `progress` receives its remarks."""
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
     from qdialect.diagnostics import one_line, parse_module
@@ -53,6 +55,18 @@ def load_module(path: Path, batch: int):
             return import_tflite(path.read_bytes(), batch=batch, name=path.stem)
         except TFLiteImportError as e:
             raise BadInput(f"{path}: {e}") from None
+    if path.suffix == ".onnx":
+        from qdialect.importer.onnx import OnnxImportError, import_onnx
+
+        remarks: list[str] = []
+        try:
+            module = import_onnx(path.read_bytes(), batch=batch, name=path.stem, profile=profile, remarks=remarks)
+        except OnnxImportError as e:
+            raise BadInput(f"{path}: {e}") from None
+        if progress is not None:
+            for r in remarks:
+                progress(f"remark: {r}")
+        return module
     if path.suffix == ".mlir":
         from transforms.opt import QdOptMain
 
@@ -61,7 +75,7 @@ def load_module(path: Path, batch: int):
             return parse_module(ctx, path.read_bytes(), str(path))
         except (ParseError, DiagnosticException) as e:
             raise BadInput(one_line(e, str(path))) from None
-    raise BadInput(f"{path}: expected a .tflite or .mlir file")
+    raise BadInput(f"{path}: expected a .tflite, .onnx or .mlir file")
 
 
 def _entry_signature(module):
@@ -215,6 +229,40 @@ def litert_run(model: bytes, samples: list[list[np.ndarray]], reference: bool, t
         return [[out[f"s{i}_{k}"] for k in range(n_out)] for i in range(len(samples))]
 
 
+def onnxruntime_run(model: bytes, samples: list[list[np.ndarray]], disable_all: bool, bench: int = 0,
+                    timing: dict | None = None):
+    """ONNX Runtime's outputs for each sample (CPU EP, one thread; default graph optimizations, or none
+    with `disable_all`).  With `bench` > 0, `timing["latency"]` receives the median seconds of that many runs."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise BadInput("--compare onnxruntime needs onnxruntime (pip install -e '.[onnx]')")
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    if disable_all:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001 - ORT's refusal is the model's problem
+        raise BadInput(f"ONNX Runtime refuses this model: {' '.join(str(e).split())[:300]}") from None
+    names = [i.name for i in sess.get_inputs()]
+    outs = []
+    for sample in samples:
+        outs.append([np.asarray(o) for o in sess.run(None, dict(zip(names, sample)))])
+    if bench > 0 and timing is not None:
+        feed = dict(zip(names, samples[0]))
+        sess.run(None, feed)
+        times = []
+        for _ in range(bench):
+            t0 = time.perf_counter()
+            sess.run(None, feed)
+            times.append(time.perf_counter() - t0)
+        timing["latency"] = float(np.median(times))
+    return outs
+
+
 def _tvm_runner(module, args, stages):
     """Lower to L3, translate to Relax, compile; returns a callable sample -> outputs."""
     from qdialect.dialects.qnn import set_rounding
@@ -226,7 +274,7 @@ def _tvm_runner(module, args, stages):
 
     from qdialect.interpreter import Interpreter
 
-    if args.rounding is not None:
+    if args.rounding is not None and not args.onnx_profile:
         set_rounding(module, args.rounding)
     # the model's own output dtypes (u8 storage leaves L3 as i8 bits)
     out_dtypes = [Interpreter._dtype(v) for v in Interpreter(module).entry().get_return_op().operands]
@@ -258,6 +306,23 @@ def _tvm_runner(module, args, stages):
     return runner
 
 
+def _count_mismatches(ours, theirs) -> list[tuple[int, int, float]]:
+    """(differing elements, elements, max |difference|) per output; float outputs compare their bits."""
+    out = []
+    for k in range(len(ours[0])):
+        a = np.stack([o[k] for o in ours])
+        b = np.stack([t[k] for t in theirs]).reshape(a.shape)
+        if a.dtype.kind == "f" or b.dtype.kind == "f":
+            fa, fb = a.astype(np.float32), b.astype(np.float32)
+            differ = fa.view(np.int32) != fb.view(np.int32)
+            diff = float(np.max(np.abs(fa.astype(np.float64) - fb))) if a.size else 0.0
+        else:
+            differ = a.astype(np.int64) != b.astype(np.int64)
+            diff = int(np.max(np.abs(a.astype(np.int64) - b.astype(np.int64)))) if a.size else 0
+        out.append((int(np.count_nonzero(differ)), a.size, diff))
+    return out
+
+
 class _ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, instead of argparse's usage block
         print(f"{self.prog}: error: {' '.join(message.split())}", file=sys.stderr)
@@ -266,13 +331,15 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _ArgumentParser(prog="qd-run", description=__doc__.split("\n\n")[0])
-    p.add_argument("model", nargs="?", help=".tflite or .mlir (default: the bundled example)")
+    p.add_argument("model", nargs="?", help=".tflite, .onnx or .mlir (default: the bundled example)")
     p.add_argument("--backend", choices=["tvm", "interp"], default=None,
                    help="default: tvm (the interpreter, said on stderr, when the lowering refuses an op)")
     p.add_argument("--input", type=Path)
     p.add_argument("--output", type=Path)
     p.add_argument("--rounding", default=None, help="override every op's rounding profile")
-    p.add_argument("--compare", choices=["litert-ref", "litert", "none"], default=None)
+    p.add_argument("--compare", choices=["litert-ref", "litert", "onnxruntime", "onnx", "none"], default=None,
+                   help="default: litert-ref for .tflite (litert with --rounding litert), onnxruntime for .onnx "
+                        "(onnx, ORT without graph optimizations, with --rounding onnx), none for .mlir")
     p.add_argument("--bench", type=int, default=0, metavar="N", help="time N runs")
     p.add_argument("--target", default=None, help="TVM target (tvm backend)")
     p.add_argument("--seed", type=int, default=0)
@@ -323,8 +390,11 @@ def _run(args) -> int:
 
     t0 = time.perf_counter()
     _progress(f"importing {path.name}")
-    module = load_module(path, args.batch)
-    stages.append(("import" if path.suffix == ".tflite" else "parse", time.perf_counter() - t0))
+    # for an .onnx model an ONNX profile is chosen at import (QOperator nodes keep their kernels)
+    args.onnx_profile = path.suffix == ".onnx" and args.rounding in (None, "onnxruntime", "onnx")
+    profile = args.rounding if args.onnx_profile and args.rounding else "onnxruntime"
+    module = load_module(path, args.batch, profile=profile, progress=_progress)
+    stages.append(("import" if path.suffix in (".tflite", ".onnx") else "parse", time.perf_counter() - t0))
     try:
         f, in_values, _ = _entry_signature(module)
         for i, v in enumerate(in_values):  # before any input array is allocated
@@ -354,7 +424,7 @@ def _run(args) -> int:
         pass
     else:
         def runner(sample):
-            return run_module(module, sample, rounding=args.rounding)
+            return run_module(module, sample, rounding=None if args.onnx_profile else args.rounding)
         backend_text = "interp (numpy reference)"
 
     _progress(f"running {len(samples)} sample(s) on {args.backend}")
@@ -368,11 +438,28 @@ def _run(args) -> int:
 
     compare = args.compare
     if compare is None:
-        compare = ("litert" if args.rounding == "litert" else "litert-ref") if path.suffix == ".tflite" else "none"
-    if compare != "none" and path.suffix != ".tflite":
-        raise BadInput("--compare needs a .tflite MODEL")
+        if path.suffix == ".tflite":
+            compare = "litert" if args.rounding == "litert" else "litert-ref"
+        elif path.suffix == ".onnx":
+            compare = "onnx" if args.rounding == "onnx" else "onnxruntime"
+        else:
+            compare = "none"
+    peer_name = {"onnxruntime": "ONNX Runtime (default session)", "onnx": "ONNX Runtime (ORT_DISABLE_ALL)"}
+    if compare in ("onnxruntime", "onnx") and path.suffix != ".onnx":
+        raise BadInput(f"--compare {compare} needs an .onnx MODEL")
+    if compare in ("litert-ref", "litert") and path.suffix != ".tflite":
+        raise BadInput("--compare litert needs a .tflite MODEL")
     mismatches = None
-    if compare != "none":
+    if compare in peer_name:
+        _progress(f"running {peer_name[compare]}")
+        t0 = time.perf_counter()
+        try:
+            theirs = onnxruntime_run(path.read_bytes(), samples, disable_all=compare == "onnx")
+        except BadInput as e:
+            raise BadInput(f"{path}: {e}") from None
+        stages.append((f"ORT {compare}", time.perf_counter() - t0))
+        mismatches = _count_mismatches(ours, theirs)
+    elif compare != "none":
         _progress(f"running LiteRT ({'BUILTIN_REF' if compare == 'litert-ref' else 'default, XNNPACK'})")
         t0 = time.perf_counter()
         try:
@@ -380,12 +467,7 @@ def _run(args) -> int:
         except BadInput as e:
             raise BadInput(f"{path}: {e}") from None
         stages.append((f"LiteRT {compare}", time.perf_counter() - t0))
-        mismatches = []
-        for k in range(len(ours[0])):
-            a = np.stack([o[k] for o in ours])
-            b = np.stack([t[k] for t in theirs]).reshape(a.shape)
-            mismatches.append((int(np.count_nonzero(a.astype(np.int64) != b.astype(np.int64))), a.size,
-                               int(np.max(np.abs(a.astype(np.int64) - b.astype(np.int64)))) if a.size else 0))
+        mismatches = _count_mismatches(ours, theirs)
 
     if args.output is not None:
         outs = {f"output_{k}": (np.stack([o[k] for o in ours]) if stacked else ours[0][k]) for k in range(len(ours[0]))}
@@ -406,7 +488,8 @@ def _run(args) -> int:
 
     print(f"model      {path}")
     print(f"ops        {n_ops} compute ops in @{f.sym_name.data}; inputs {len(in_values)}; samples {len(samples)}")
-    print(f"backend    {backend_text}, rounding {args.rounding or 'per op (default tflite)'}")
+    default_rounding = "per op (ONNX Runtime's choice)" if path.suffix == ".onnx" else "per op (default tflite)"
+    print(f"backend    {backend_text}, rounding {args.rounding or default_rounding}")
     for name, secs in stages:
         print(f"stage      {name:<18} {secs * 1000:9.1f} ms")
     if latency is not None:
@@ -420,12 +503,22 @@ def _run(args) -> int:
                       f"ours / LiteRT = {latency / peer:.2f}")
             except BadInput as e:
                 print(f"latency    LiteRT default: n/a ({e})")
+        if path.suffix == ".onnx":
+            try:
+                timing = {}
+                onnxruntime_run(path.read_bytes(), samples[:1], disable_all=False, bench=args.bench, timing=timing)
+                peer = timing["latency"]
+                print(f"latency    {peer * 1000:.3f} ms/run (ONNX Runtime default, 1 thread); "
+                      f"ours / ORT = {latency / peer:.2f}")
+            except BadInput as e:
+                print(f"latency    ONNX Runtime: n/a ({e})")
     if mismatches is not None:
         total = sum(m for m, _, _ in mismatches)
+        peer = peer_name.get(compare, f"LiteRT {compare}")
         for k, (m, n, d) in enumerate(mismatches):
-            print(f"output_{k}   {m} of {n} elements differ from LiteRT {compare} (max |diff| {d})")
+            print(f"output_{k}   {m} of {n} elements differ from {peer} (max |diff| {d})")
         verdict = "BIT-EXACT" if total == 0 else "MISMATCH"
-        print(f"verdict    {verdict} vs LiteRT {compare}")
+        print(f"verdict    {verdict} vs {peer}")
         return EXIT_OK if total == 0 else EXIT_MISMATCH
     return EXIT_OK
 

@@ -42,17 +42,16 @@ Per-op recipes (a = raw stored value, zp its zero point, s its float32 scale):
   (Ice Lake, Alder Lake, Zen4+) use vpdpbusd (no int16 step); pass
   isa="vnni" (= exact) for them.  AVX-512BW without VNNI (Skylake-X) has
   the same saturation as AVX2.
-- NOT BIT-EXACT YET: qlinear_add and qlinear_mul below follow the AVX2 / SSE2
-  sources but differ from ORT 1.32 on this AVX-512 machine on exact .5 ties
-  (about 0.4 % of elements in the tests); ORT rounds those ties down,
-  which points to a fixed-point kernel (cf. MlasCalcQLinearAddParameters:
-  shift = 21 - exponent(max ratio), M = lrintf(ratio * 2^shift)) -- open.
-- qlinear_add (QLinearBinaryOpKernelAvx2.S): `v = (f32(a - a_zp) * a_s +
-  f32(b - b_zp) * b_s) / y_s` (vmulps, vaddps, vdivps; no FMA);
-  `cvtps2dq` (ties to even), clamp to `[lo - zp, hi - zp]`, `+ y_zp`.
-- qlinear_mul (qlmul.cpp, SSE2): `ratio = f32(f32(a_s*b_s)/y_s)`;
-  `v = f32(f32(a - a_zp) * f32(b - b_zp)) * ratio`; `cvtps2dq`, `+ y_zp`,
-  saturating packs (= clamp).
+- qlinear_add (qladd_avx2.cpp, MlasQLinearAddKernelAvx2Helper; the kernel on
+  every AVX2 CPU, AVX-512 / VNNI included): raw values, zero points folded
+  into a float32 constant, FMA: `rA = f32(a_s/y_s)`, `rB = f32(b_s/y_s)`,
+  `fixed = f32(y_zp) - fma(rA, a_zp, f32(rB*b_zp))`,
+  `v = fma(a, rA, fma(b, rB, fixed))`; `cvtps2dq` (ties to even, overflow ->
+  INT32_MIN), saturating packs.  When a is the broadcast scalar ORT swaps
+  the operands (a <-> b with their scales and zero points).
+- qlinear_mul (qlmul.cpp, SSE2, no dispatch): `ratio = f32(f32(a_s*b_s)/y_s)`;
+  `v = f32(f32(f32((a - a_zp)*(b - b_zp)) * ratio) + f32(y_zp))` (zero point
+  added in float before rounding); `cvtps2dq`, saturating packs.
 - qlinear_sigmoid / qlinear_leaky_relu (qlinear_lookup_table.cc): a 256-entry
   table over raw bytes: `d = f32(x_s * (q - x_zp))`; sigmoid is MLAS's
   rational approximation MlasLogisticKernelFma3 (clamp d to [-18, 18], odd
@@ -311,26 +310,110 @@ def qgemm(a, w, bias=None, *, a_q: QParams, w_q: QParams, out_q: QParams | None,
 # ---------------------------------------------------------------------------
 
 
-def qlinear_add(a, b, *, a_q: QParams, b_q: QParams, out_q: QParams) -> np.ndarray:
-    """com.microsoft QLinearAdd (numpy broadcasting)."""
-    va = (np.asarray(a, np.int64) - _zp(a_q)).astype(F32) * _s(a_q)
-    vb = (np.asarray(b, np.int64) - _zp(b_q)).astype(F32) * _s(b_q)
-    v = (va + vb).astype(F32) / _s(out_q)
-    zp = _zp(out_q)
+def _fma_f32(x, y, z) -> np.ndarray:
+    """float32 fused multiply-add `RN32(x*y + z)` (one rounding) for float32 x, y, z.
+
+    x*y is exact in float64 (24 + 24 bits); the float64 sum s = RN64(x*y + z)
+    can only round to float32 wrongly when s lands exactly on a float32
+    midpoint while the exact sum is not there, so those cases are pushed one
+    float64 ulp towards the exact value (its error from TwoSum) first."""
+    x = np.asarray(x, F32).astype(np.float64)
+    y = np.asarray(y, F32).astype(np.float64)
+    z = np.asarray(z, F32).astype(np.float64)
+    p = x * y
+    s = p + z
+    bv = s - p
+    err = (p - (s - bv)) + (z - bv)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = s.astype(F32)
+        other = np.nextafter(r, np.where(s > r, F32(np.inf), F32(-np.inf)).astype(F32))
+        mid = (s != r) & (s == (r.astype(np.float64) + other.astype(np.float64)) / 2)
+        fix = mid & (err != 0)
+        nudged = np.where(err > 0, np.nextafter(s, np.inf), np.nextafter(s, -np.inf))
+        return np.where(fix, nudged.astype(F32), r)
+
+
+def _cvtps2dq_sat(v: np.ndarray, out_q: QParams) -> np.ndarray:
+    """`cvtps2dq` (ties to even; NaN and |v| >= 2**31 give INT32_MIN), then the
+    saturating packs (`packssdw` + `packuswb` / `packsswb`) = clamp to storage."""
     lo, hi = _bounds(out_q)
-    r = np.clip(np.rint(v).astype(np.int64), lo - zp, hi - zp) + zp
-    return r.astype(out_q.dtype)
+    v = np.asarray(v, F32)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(v) < F32(2.0 ** 31))
+        r = np.where(bad, np.int64(-(1 << 31)), np.rint(np.where(bad, F32(0), v)).astype(np.int64))
+    return np.clip(r, lo, hi).astype(out_q.dtype)
+
+
+def _scalar_operand(a_shape, b_shape) -> str:
+    """Which operand ORT's BroadcastLooper treats as a per-span scalar:
+    "a" (input0scalar), "b" (input1scalar) or "" (general: span on span).
+    The span is the innermost output axis longer than 1 (size-1 axes merge
+    away); an input of size 1 along it (or of total size 1) is the scalar;
+    input 0 is tested first."""
+    out = np.broadcast_shapes(tuple(a_shape), tuple(b_shape))
+    nd = len(out)
+    a_full = (1,) * (nd - len(a_shape)) + tuple(a_shape)
+    b_full = (1,) * (nd - len(b_shape)) + tuple(b_shape)
+    axes = [i for i in range(nd) if out[i] > 1]
+    if not axes:
+        return "a"
+    ax = axes[-1]
+    if int(np.prod(a_shape, dtype=np.int64)) == 1 or a_full[ax] == 1:
+        return "a"
+    if int(np.prod(b_shape, dtype=np.int64)) == 1 or b_full[ax] == 1:
+        return "b"
+    return ""
+
+
+def qlinear_add(a, b, *, a_q: QParams, b_q: QParams, out_q: QParams) -> np.ndarray:
+    """com.microsoft QLinearAdd (numpy broadcasting), MLAS's AVX2 kernel
+    (qladd_avx2.cpp: MlasQLinearAddKernelAvx2Helper), which every x86-64 CPU
+    with AVX2 runs (AVX-512 / VNNI CPUs included; there is no AVX-512 kernel).
+
+    Raw stored values, zero points folded into one float32 constant:
+        rA = f32(sA / sC), rB = f32(sB / sC)
+        fixed = f32(f32(zC) - fma(rA, f32(zA), f32(rB * f32(zB))))
+        v = fma(f32(a), rA, fma(f32(b), rB, fixed))
+        out = saturate(cvtps2dq(v))        (zC is already inside `fixed`)
+    (vector B computes fma(b, rB, fixed) per lane; scalar B folds
+    fixed' = fma(b0, rB, fixed) once: the same numbers.)
+    The scalar fma(rA, zA, rB*zB) and fma(b0, rB, fixed) are GCC's FMA
+    contractions of the C++ `ScaleRatio_AC * ZeroPointA + ScaleRatio_BC *
+    ZeroPointB` and `_mm256_add_ps(fixed, _mm256_mul_ps(vb, ratio))` (the file is
+    built with -mfma).  When A is the per-span scalar, ORT calls the kernel
+    with A and B swapped (qlinear_binary_op.cc), so the roles of (a, sA, zA)
+    and (b, sB, zB) above exchange.  Elements are independent: the 32-wide
+    body and the zero-padded tail give the same numbers."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    which = _scalar_operand(a.shape, b.shape)
+    a, b = np.broadcast_arrays(a, b)
+    x, xq, y, yq = (b, b_q, a, a_q) if which == "a" else (a, a_q, b, b_q)
+    sC = _s(out_q).reshape(-1)[0]
+    rX = F32(_s(xq).reshape(-1)[0] / sC)
+    rY = F32(_s(yq).reshape(-1)[0] / sC)
+    fixed = F32(F32(_zp(out_q)) - _fma_f32(rX, F32(_zp(xq)), F32(rY * F32(_zp(yq)))))
+    xf = x.astype(np.int64).astype(F32)
+    yf = y.astype(np.int64).astype(F32)
+    v = _fma_f32(xf, rX, _fma_f32(yf, rY, fixed))
+    return _cvtps2dq_sat(v, out_q)
 
 
 def qlinear_mul(a, b, *, a_q: QParams, b_q: QParams, out_q: QParams) -> np.ndarray:
-    """com.microsoft QLinearMul (numpy broadcasting)."""
-    ratio = ((_s(a_q) * _s(b_q)).astype(F32) / _s(out_q)).astype(F32)
-    pa = (np.asarray(a, np.int64) - _zp(a_q)).astype(F32)
-    pb = (np.asarray(b, np.int64) - _zp(b_q)).astype(F32)
-    v = (pa * pb).astype(F32) * ratio
-    lo, hi = _bounds(out_q)
-    r = np.clip(np.rint(v).astype(np.int64) + _zp(out_q), lo, hi)
-    return r.astype(out_q.dtype)
+    """com.microsoft QLinearMul (numpy broadcasting), qlmul.cpp's SSE2 kernel
+    (MlasQLinearMulKernel; no per-CPU dispatch, no FMA):
+        ratio = f32(f32(sA * sB) / sC)
+        p = (a - zA) * (b - zB)             (int16 operands, exact int32 product)
+        v = f32(f32(f32(p) * ratio) + f32(zC))
+        out = saturate(cvtps2dq(v))
+    zC is added in float before the rounding (it shifts where float32 rounding
+    errors and ties fall, e.g. with zC = 128).  Symmetric in a and b, so the
+    scalar-operand swap of the broadcast loop does not matter."""
+    ratio = F32((_s(a_q).reshape(-1)[0] * _s(b_q).reshape(-1)[0]) / _s(out_q).reshape(-1)[0])
+    pa = np.asarray(a, np.int64) - _zp(a_q)
+    pb = np.asarray(b, np.int64) - _zp(b_q)
+    v = ((pa * pb).astype(F32) * ratio).astype(F32) + F32(_zp(out_q))
+    return _cvtps2dq_sat(v.astype(F32), out_q)
 
 
 # ---------------------------------------------------------------------------

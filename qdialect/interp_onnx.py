@@ -1,0 +1,414 @@
+"""The reference interpreter's recipes for the ONNX profiles (`rounding = "onnxruntime" | "onnx"`).
+
+A profile is a table: (profile, qnn op class) -> numpy recipe.  The interpreter
+asks it for every op whose rounding knob names an ONNX profile; an op with no
+recipe under that profile is refused by name (never run under another
+profile's arithmetic).
+
+- `onnxruntime`: ONNX Runtime 1.32's integer CPU kernels
+  (`qdialect.reference.onnxruntime_kernels`: QLinearConv, QGemm /
+  QLinearMatMul, QLinearAdd / QLinearMul, lookup tables, QLinearAveragePool,
+  QLinearGlobalAveragePool, QLinearConcat, QLinearSoftmax).  The u8 x s8 dot
+  products follow the CPU this runs on (`detect_isa`: vpmaddubsw's int16
+  saturation on AVX2 without VNNI).
+- `onnx`: the ONNX specification's QDQ meaning, what ORT computes for a
+  group it does not fuse (and with all graph optimizations off):
+  DequantizeLinear (`f32(q - zp) * s`), the float op in float32,
+  QuantizeLinear (`x / s`, saturate, ties to even).  Sums of products are
+  formed exactly and rounded once to float32; ORT's float kernels (MLAS
+  SGEMM, NCHWc convolutions) round their partial sums in their own order, so
+  a float convolution can differ in the last float32 bit, which changes an
+  integer only when the value lies that close to a rounding boundary.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from qdialect.dialects import qnn
+from qdialect.qparams import QParams
+from qdialect.reference import onnxruntime_kernels as ort
+
+F32 = np.float32
+
+
+class NoRecipe(Exception):
+    pass
+
+
+@functools.cache
+def _isa() -> str:
+    return ort.detect_isa()
+
+
+def _q(value) -> QParams | None:
+    t = qnn.qtype(value)
+    return t.qparams() if t is not None else None
+
+
+def _clamp(op, y: np.ndarray) -> np.ndarray:
+    if "act_min" not in op.ATTRS:
+        return y
+    lo, hi = op.clamp_bounds()
+    if lo is None and hi is None:
+        return y
+    info = _q(op.results[0])
+    lo = info.storage_min if lo is None else lo
+    hi = info.storage_max if hi is None else hi
+    return np.clip(y, lo, hi).astype(y.dtype)
+
+
+def _pads(op) -> tuple[tuple[int, int], tuple[int, int]]:
+    p = op.attr("padding", [0, 0, 0, 0])
+    return (int(p[0]), int(p[1])), (int(p[2]), int(p[3]))
+
+
+def _pair(op, name):
+    v = op.attr(name, [1, 1])
+    return int(v[0]), int(v[1])
+
+
+def _depthwise_as_grouped(w: np.ndarray, channels: int) -> np.ndarray:
+    """[1, KH, KW, C*m] -> OHWI [C*m, KH, KW, 1] (groups = C)."""
+    return np.ascontiguousarray(np.asarray(w).transpose(3, 1, 2, 0))
+
+
+def _depthwise_q(w_q: QParams) -> QParams:
+    if not w_q.per_axis:
+        return w_q
+    return QParams(w_q.bits, w_q.signed, w_q.storage_min, w_q.storage_max, w_q.scale, w_q.zero_point, 0,
+                   w_q.expressed)
+
+
+# ======================================================================================
+# onnxruntime: the integer kernels
+# ======================================================================================
+
+_ORT: dict[type, object] = {}
+_FLOAT: dict[type, object] = {}
+
+
+def _recipe(table, *classes):
+    def register(fn):
+        for c in classes:
+            table[c] = fn
+        return fn
+
+    return register
+
+
+@_recipe(_ORT, qnn.Conv2DOp)
+def _ort_conv(op, args):
+    x, w, b = args
+    y = ort.qlinear_conv(x, w, b, x_q=_q(op.operands[0]), w_q=_q(op.operands[1]), out_q=_q(op.results[0]),
+                         strides=_pair(op, "strides"), padding=_pads(op), dilations=_pair(op, "dilations"),
+                         groups=1, isa=_isa())
+    return _clamp(op, y)
+
+
+@_recipe(_ORT, qnn.DepthwiseConv2DOp)
+def _ort_depthwise(op, args):
+    x, w, b = args
+    c = x.shape[3]
+    y = ort.qlinear_conv(x, _depthwise_as_grouped(w, c), b, x_q=_q(op.operands[0]),
+                         w_q=_depthwise_q(_q(op.operands[1])), out_q=_q(op.results[0]),
+                         strides=_pair(op, "strides"), padding=_pads(op), dilations=_pair(op, "dilations"),
+                         groups=c, isa=_isa())
+    return _clamp(op, y)
+
+
+@_recipe(_ORT, qnn.FullyConnectedOp)
+def _ort_fc(op, args):
+    x, w, b = args
+    k = w.shape[1]
+    rows = np.asarray(x).reshape(-1, k)
+    y = ort.qgemm(rows, w, b, a_q=_q(op.operands[0]), w_q=_q(op.operands[1]), out_q=_q(op.results[0]),
+                  isa=_isa())
+    return _clamp(op, np.asarray(y).reshape(op.results[0].type.get_shape()))
+
+
+@_recipe(_ORT, qnn.BatchMatmulOp)
+def _ort_batch_matmul(op, args):
+    a, b = args
+    if op.attr("adj_x", False):
+        a = np.swapaxes(a, -1, -2)
+    if op.attr("adj_y", False):
+        b = np.swapaxes(b, -1, -2)
+    y = ort.qlinear_matmul(a, b, a_q=_q(op.operands[0]), b_q=_q(op.operands[1]), out_q=_q(op.results[0]),
+                           isa=_isa())
+    return _clamp(op, y)
+
+
+@_recipe(_ORT, qnn.AddOp)
+def _ort_add(op, args):
+    return _clamp(op, ort.qlinear_add(*args, a_q=_q(op.operands[0]), b_q=_q(op.operands[1]),
+                                      out_q=_q(op.results[0])))
+
+
+@_recipe(_ORT, qnn.MulOp)
+def _ort_mul(op, args):
+    return _clamp(op, ort.qlinear_mul(*args, a_q=_q(op.operands[0]), b_q=_q(op.operands[1]),
+                                      out_q=_q(op.results[0])))
+
+
+@_recipe(_ORT, qnn.LogisticOp)
+def _ort_sigmoid(op, args):
+    return ort.qlinear_sigmoid(args[0], x_q=_q(op.operands[0]), out_q=_q(op.results[0]))
+
+
+@_recipe(_ORT, qnn.LeakyReluOp)
+def _ort_leaky_relu(op, args):
+    return ort.qlinear_leaky_relu(args[0], x_q=_q(op.operands[0]), out_q=_q(op.results[0]),
+                                  alpha=op.attr("alpha"))
+
+
+@_recipe(_ORT, qnn.SoftmaxOp)
+def _ort_softmax(op, args):
+    if op.attr("beta", 1.0) != 1.0:
+        raise NoRecipe("qnn.softmax with beta != 1 has no onnxruntime recipe (QLinearSoftmax has no beta)")
+    return ort.qlinear_softmax(args[0], x_q=_q(op.operands[0]), out_q=_q(op.results[0]), axis=-1)
+
+
+@_recipe(_ORT, qnn.AvgPool2DOp)
+def _ort_avg_pool(op, args):
+    y = ort.qlinear_avg_pool(args[0], x_q=_q(op.operands[0]), out_q=_q(op.results[0]),
+                             kernel=_pair(op, "kernel"), strides=_pair(op, "strides"), padding=_pads(op),
+                             count_include_pad=0)
+    return _clamp(op, y)
+
+
+@_recipe(_ORT, qnn.MeanOp)
+def _ort_mean(op, args):
+    x = args[0]
+    axes = sorted(a % x.ndim for a in op.attr("axes"))
+    if x.ndim != 4 or axes != [1, 2] or not op.attr("keep_dims", False):
+        raise NoRecipe("qnn.mean under onnxruntime is QLinearGlobalAveragePool: NHWC, axes [1, 2], keep_dims")
+    return _clamp(op, ort.qlinear_global_avg_pool(x, x_q=_q(op.operands[0]), out_q=_q(op.results[0])))
+
+
+@_recipe(_ORT, qnn.ConcatenationOp)
+def _ort_concat(op, args):
+    y = ort.qlinear_concat(args, x_qs=[_q(v) for v in op.operands], out_q=_q(op.results[0]),
+                           axis=op.attr("axis") % args[0].ndim)
+    return _clamp(op, y)
+
+
+@_recipe(_ORT, qnn.QuantizeOp, qnn.RequantizeOp)
+def _quantize(op, args):
+    out_q = _q(op.results[0])
+    x = args[0]
+    if isinstance(op, qnn.RequantizeOp):
+        x = _dequantize(x, _q(op.operands[0]))
+    y = ort.quantize_linear(np.asarray(x, F32), out_q=out_q)
+    return _clamp(op, y)
+
+
+_FLOAT[qnn.QuantizeOp] = _quantize
+_FLOAT[qnn.RequantizeOp] = _quantize
+
+
+# ======================================================================================
+# onnx: dequantize, float32 op, quantize
+# ======================================================================================
+
+
+def _dequantize(x, q: QParams) -> np.ndarray:
+    return ort.dequantize_linear(x, x_q=q)
+
+
+def _operands_f32(op, args):
+    return [_dequantize(a, _q(v)) if _q(v) is not None else np.asarray(a) for a, v in zip(args, op.operands)]
+
+
+def _requant(op, yf: np.ndarray) -> np.ndarray:
+    y = ort.quantize_linear(np.asarray(yf, F32), out_q=_q(op.results[0]))
+    return _clamp(op, y)
+
+
+def _f32_sum(products: np.ndarray, axis) -> np.ndarray:
+    return np.sum(products, axis=axis, dtype=np.float64).astype(F32)
+
+
+def _conv_f64(x: np.ndarray, w: np.ndarray, strides, pads, dilations) -> np.ndarray:
+    """NHWC x OHWI -> NHWC, products exact in float64, summed in float64."""
+    (pt, pb), (pl, pr) = pads
+    x = np.pad(x.astype(np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    n, h, wd, c = x.shape
+    o, kh, kw, ci = w.shape
+    sh, sw = strides
+    dh, dw = dilations
+    oh = (h - ((kh - 1) * dh + 1)) // sh + 1
+    ow = (wd - ((kw - 1) * dw + 1)) // sw + 1
+    out = np.zeros((n, oh, ow, o), np.float64)
+    wf = w.astype(np.float64)
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = x[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
+            out += np.einsum("nhwc,oc->nhwo", patch, wf[:, ky, kx, :])
+    return out
+
+
+@_recipe(_FLOAT, qnn.Conv2DOp)
+def _f_conv(op, args):
+    xf, wf, bf = _operands_f32(op, args)
+    y = _conv_f64(xf, wf, _pair(op, "strides"), _pads(op), _pair(op, "dilations")).astype(F32)
+    return _requant(op, (y + np.asarray(bf, F32)).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.DepthwiseConv2DOp)
+def _f_depthwise(op, args):
+    xf, wf, bf = _operands_f32(op, args)
+    c = xf.shape[3]
+    oc = wf.shape[3]
+    m = oc // c
+    # each output channel o = c*m + j reads input channel c
+    xrep = np.repeat(xf, m, axis=3) if m > 1 else xf
+    (pt, pb), (pl, pr) = _pads(op)
+    x = np.pad(xrep.astype(np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    sh, sw = _pair(op, "strides")
+    dh, dw = _pair(op, "dilations")
+    _, kh, kw, _ = wf.shape
+    n, h, wd, _ = x.shape
+    oh = (h - ((kh - 1) * dh + 1)) // sh + 1
+    ow = (wd - ((kw - 1) * dw + 1)) // sw + 1
+    out = np.zeros((n, oh, ow, oc), np.float64)
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = x[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
+            out += patch * wf[0, ky, kx, :].astype(np.float64)
+    return _requant(op, (out.astype(F32) + np.asarray(bf, F32)).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.FullyConnectedOp)
+def _f_fc(op, args):
+    xf, wf, bf = _operands_f32(op, args)
+    k = wf.shape[1]
+    y = (xf.reshape(-1, k).astype(np.float64) @ wf.astype(np.float64).T).astype(F32)
+    y = (y + np.asarray(bf, F32)).astype(F32)
+    return _requant(op, y.reshape(op.results[0].type.get_shape()))
+
+
+@_recipe(_FLOAT, qnn.BatchMatmulOp)
+def _f_batch_matmul(op, args):
+    a, b = _operands_f32(op, args)
+    if op.attr("adj_x", False):
+        a = np.swapaxes(a, -1, -2)
+    if op.attr("adj_y", False):
+        b = np.swapaxes(b, -1, -2)
+    return _requant(op, np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.AddOp)
+def _f_add(op, args):
+    a, b = _operands_f32(op, args)
+    return _requant(op, (a + b).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.SubOp)
+def _f_sub(op, args):
+    a, b = _operands_f32(op, args)
+    return _requant(op, (a - b).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.MulOp)
+def _f_mul(op, args):
+    a, b = _operands_f32(op, args)
+    return _requant(op, (a * b).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.LogisticOp)
+def _f_sigmoid(op, args):
+    (x,) = _operands_f32(op, args)
+    # ORT's float Sigmoid is MLAS's rational approximation: evaluate it once per distinct input
+    uniq, inv = np.unique(x.reshape(-1), return_inverse=True)
+    y = ort.mlas_logistic(uniq)[inv].reshape(x.shape)
+    return _requant(op, y)
+
+
+@_recipe(_FLOAT, qnn.TanhOp)
+def _f_tanh(op, args):
+    (x,) = _operands_f32(op, args)
+    return _requant(op, np.tanh(x.astype(np.float64)).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.HardSwishOp)
+def _f_hard_swish(op, args):
+    (x,) = _operands_f32(op, args)
+    # ORT rewrites HardSwish as x * HardSigmoid(x), HardSigmoid = max(0, min(1, x / 6 + 0.5))
+    hs = np.clip((x * F32(1.0 / 6.0)).astype(F32) + F32(0.5), F32(0), F32(1)).astype(F32)
+    return _requant(op, (x * hs).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.LeakyReluOp)
+def _f_leaky_relu(op, args):
+    (x,) = _operands_f32(op, args)
+    return _requant(op, np.where(x >= 0, x, (F32(op.attr("alpha")) * x).astype(F32)).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.SoftmaxOp)
+def _f_softmax(op, args):
+    (x,) = _operands_f32(op, args)
+    x = x.astype(np.float64) * float(op.attr("beta", 1.0))
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return _requant(op, (e / e.sum(axis=-1, keepdims=True)).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.AvgPool2DOp)
+def _f_avg_pool(op, args):
+    (x,) = _operands_f32(op, args)
+    kh, kw = _pair(op, "kernel")
+    sh, sw = _pair(op, "strides")
+    (pt, pb), (pl, pr) = _pads(op)
+    n, h, w, c = x.shape
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    ones = np.pad(np.ones((1, h, w, 1), F32), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    oh = (h + pt + pb - kh) // sh + 1
+    ow = (w + pl + pr - kw) // sw + 1
+    acc = np.zeros((n, oh, ow, c), F32)
+    cnt = np.zeros((1, oh, ow, 1), F32)
+    for ky in range(kh):
+        for kx in range(kw):
+            acc = (acc + xp[:, ky: ky + (oh - 1) * sh + 1: sh, kx: kx + (ow - 1) * sw + 1: sw, :]).astype(F32)
+            cnt = cnt + ones[:, ky: ky + (oh - 1) * sh + 1: sh, kx: kx + (ow - 1) * sw + 1: sw, :]
+    return _requant(op, (acc / cnt).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.MeanOp)
+def _f_mean(op, args):
+    (x,) = _operands_f32(op, args)
+    axes = tuple(sorted(a % x.ndim for a in op.attr("axes")))
+    count = int(np.prod([x.shape[a] for a in axes]))
+    s = np.sum(x, axis=axes, keepdims=bool(op.attr("keep_dims", False)), dtype=np.float64).astype(F32)
+    return _requant(op, (s / F32(count)).astype(F32))
+
+
+@_recipe(_FLOAT, qnn.ConcatenationOp)
+def _f_concat(op, args):
+    out_q = _q(op.results[0])
+    parts = []
+    for a, v in zip(args, op.operands):
+        q = _q(v)
+        same = (q.storage == out_q.storage and np.array_equal(q.scale, out_q.scale)
+                and np.array_equal(q.zero_point, out_q.zero_point))
+        parts.append(np.asarray(a) if same else ort.quantize_linear(_dequantize(a, q), out_q=out_q))
+    y = np.concatenate([p.astype(out_q.dtype) for p in parts], axis=op.attr("axis") % args[0].ndim)
+    return _clamp(op, y)
+
+
+# ops that compare or move stored integers: the same in every profile when parameters match
+_INTEGER = (qnn.MaxPool2DOp, qnn.ClampOp, qnn.MaximumOp, qnn.MinimumOp)
+
+
+def evaluate(it, op, args, profile: str):
+    """Run `op` under an ONNX profile; raises NoRecipe for an op the profile does not define."""
+    table = _ORT if profile == "onnxruntime" else _FLOAT
+    fn = table.get(type(op))
+    if fn is None and profile == "onnxruntime":
+        fn = _FLOAT.get(type(op)) if isinstance(op, (qnn.SubOp, qnn.TanhOp, qnn.HardSwishOp)) else None
+    if fn is not None:
+        return fn(op, [np.asarray(a) for a in args])
+    if isinstance(op, _INTEGER) or (isinstance(op, qnn.ConcatenationOp)):
+        return None  # the profile-independent integer handler
+    raise NoRecipe(f"{op.name} has no recipe in the '{profile}' profile")

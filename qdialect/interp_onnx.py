@@ -357,30 +357,26 @@ def _f_softmax(op, args):
 
 @_recipe(_FLOAT, qnn.AvgPool2DOp)
 def _f_avg_pool(op, args):
+    # ORT's float AveragePool opset 7..18 is MlasPool (vector / generic / global kernel, see
+    # ort.mlas_avg_pool_f32); qnn.avg_pool2d excludes padding (count_include_pad=1 arrives as an
+    # explicit pad of the zero point and an unpadded pool, which MlasPool computes the same way).
     (x,) = _operands_f32(op, args)
-    kh, kw = _pair(op, "kernel")
-    sh, sw = _pair(op, "strides")
-    (pt, pb), (pl, pr) = _pads(op)
-    n, h, w, c = x.shape
-    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    ones = np.pad(np.ones((1, h, w, 1), F32), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    oh = (h + pt + pb - kh) // sh + 1
-    ow = (w + pl + pr - kw) // sw + 1
-    acc = np.zeros((n, oh, ow, c), F32)
-    cnt = np.zeros((1, oh, ow, 1), F32)
-    for ky in range(kh):
-        for kx in range(kw):
-            acc = (acc + xp[:, ky: ky + (oh - 1) * sh + 1: sh, kx: kx + (ow - 1) * sw + 1: sw, :]).astype(F32)
-            cnt = cnt + ones[:, ky: ky + (oh - 1) * sh + 1: sh, kx: kx + (ow - 1) * sw + 1: sw, :]
-    return _requant(op, (acc / cnt).astype(F32))
+    y = ort.mlas_avg_pool_f32(x, kernel=_pair(op, "kernel"), strides=_pair(op, "strides"), padding=_pads(op),
+                              count_include_pad=0)
+    return _requant(op, y)
 
 
 @_recipe(_FLOAT, qnn.MeanOp)
 def _f_mean(op, args):
     (x,) = _operands_f32(op, args)
     axes = tuple(sorted(a % x.ndim for a in op.attr("axes")))
+    keep = bool(op.attr("keep_dims", False))
+    if x.ndim == 4 and axes == (1, 2):
+        # float GlobalAveragePool = MlasPoolGlobalKernel (4-lane sums, then / H*W)
+        y = ort.mlas_global_avg_f32(x)
+        return _requant(op, y if keep else y.reshape(x.shape[0], x.shape[3]))
     count = int(np.prod([x.shape[a] for a in axes]))
-    s = np.sum(x, axis=axes, keepdims=bool(op.attr("keep_dims", False)), dtype=np.float64).astype(F32)
+    s = np.sum(x, axis=axes, keepdims=keep, dtype=np.float64).astype(F32)
     return _requant(op, (s / F32(count)).astype(F32))
 
 

@@ -947,6 +947,11 @@ class DecomposeQnnOp(RewritePattern):
         fn = DECOMPOSITIONS.get(type(op))
         if fn is None:
             return
+        if is_subclass(type(op), qnn.QnnOp):
+            from transforms import decompose_onnx
+
+            if decompose_onnx.takes(op):
+                fn = decompose_onnx.decompose
         e = Emitter()
         try:
             out = fn(e, op)

@@ -13,6 +13,7 @@ ops whose arith bodies reproduce `qdialect.reference.elementwise.quantize` /
   `half_even`: ties to even; `single` / `half_up`: `floor(v + 0.5)`;
   `litert` for 8-bit per-tensor (XNNPACK's f32-qs8 cvt): `v = x * float32(1/s)`
   clamped to [min - z, max - z] (NaN to the lower bound), ties to even, `+ z`.
+  `onnxruntime` / `onnx` (ORT's MlasQuantizeLinear): the same with `v = x / s`.
 - dequantize: `float32(double(s) * (x - z))`.
 
 Per-axis scales and zero points travel as 1-D constant operands indexed by the
@@ -78,6 +79,8 @@ def quantize(e: Emitter, x: SSAValue, result_type, rounding: str) -> SSAValue:
     low = Lowering()
     inputs, maps = [x], [identity(rank)]
     litert8 = rounding == "litert" and not q.is_per_axis and qp.bits == 8
+    # ONNX Runtime's MlasQuantizeLinear: x / s, clamp to [lo - z, hi - z] (NaN: lo - z), ties to even, + z
+    mlas = rounding in ("onnxruntime", "onnx")
     if rounding == "litert" and not litert8:
         if not q.is_per_axis and qp.bits == 16 and qp.signed:
             raise Unsupported("16-bit quantize with rounding 'litert' (LiteRT's position-dependent vector blocks)")
@@ -90,8 +93,8 @@ def quantize(e: Emitter, x: SSAValue, result_type, rounding: str) -> SSAValue:
     def body(s: Scalar, *args):
         v, scale, z = args[0], _get(s, args, s_ref, f32), _get(s, args, z_ref)
         zf = s.emit(arith.SIToFPOp(s.v(z), f32))
-        if litert8:
-            v = s.emit(arith.MulfOp(v, scale))
+        if litert8 or mlas:
+            v = s.emit(arith.DivfOp(v, scale) if mlas else arith.MulfOp(v, scale))
             lo_f = s.emit(arith.SubfOp(s.const(float(lo), f32), zf))
             hi_f = s.emit(arith.SubfOp(s.const(float(hi), f32), zf))
             nan = s.emit(arith.CmpfOp(v, v, "uno"))

@@ -306,6 +306,9 @@ def _scalar_rules():
         x, y = a
         table = {1: x == y, 2: x > y, 3: x >= y, 4: x < y, 5: x <= y, 6: x != y,
                  8: x == y, 9: x > y, 10: x >= y, 11: x < y, 12: x <= y, 13: x != y}
+        if pred in (7, 14):  # ord / uno: neither / either operand is NaN
+            either = tirx.Or(tirx.isnan(x), tirx.isnan(y))
+            return tirx.Not(either) if pred == 7 else either
         if pred not in table:
             raise TranslationError(f"arith.cmpf predicate {pred} is not supported")
         return table[pred]

@@ -1,6 +1,6 @@
-"""`qd-import`: a fully integer-quantized TFLite model as qdialect L1 text.
+"""`qd-import`: a fully integer-quantized TFLite or quantized ONNX model as qdialect L1 text.
 
-    qd-import MODEL.tflite [-o OUT.mlir] [--batch N] [--float]
+    qd-import MODEL.tflite|MODEL.onnx [-o OUT.mlir] [--batch N] [--float] [--profile onnxruntime|onnx]
 
 Prints the module (qdialect's custom syntax, readable by `qd-opt`) or writes
 it to OUT; `--float` reads a float32 model as a float graph of `nn` ops.  Bad input — a missing file, bytes that are not a TFLite model, a
@@ -27,9 +27,13 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="qd-import",
-        description="Import a fully integer-quantized TFLite model as qdialect L1 (qnn) text.",
+        description="Import a fully integer-quantized TFLite model or a quantized ONNX model (QDQ or QOperator) "
+                    "as qdialect L1 (qnn) text.",
     )
-    p.add_argument("model", help="the .tflite file")
+    p.add_argument("model", help="the .tflite or .onnx file")
+    p.add_argument("--profile", choices=["onnxruntime", "onnx"], default="onnxruntime",
+                   help="ONNX models: ONNX Runtime's default session op by op (default), or the specification's "
+                        "QDQ float meaning (ORT without graph optimizations)")
     p.add_argument("-o", "--output", help="write the module here instead of stdout")
     p.add_argument("--batch", type=int, default=1, help="value for a dynamic (-1) batch dimension (default 1)")
     p.add_argument("--name", help="module symbol name (default: the file's stem)")
@@ -52,7 +56,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.batch < 1:
             raise TFLiteImportError(f"--batch must be >= 1, got {args.batch}")
-        if args.float:
+        if str(args.model).endswith(".onnx"):
+            if args.float:
+                raise TFLiteImportError("--float reads float .tflite models only")
+            from qdialect.importer.onnx import OnnxImportError, import_onnx_file
+
+            remarks: list[str] = []
+            try:
+                module = import_onnx_file(args.model, batch=args.batch, name=args.name, profile=args.profile,
+                                          remarks=remarks)
+            except OnnxImportError as e:
+                raise TFLiteImportError(str(e)) from None
+            for r in remarks:
+                print(f"qd-import: remark: {r}", file=sys.stderr)
+        elif args.float:
             from qdialect.importer.tflite_float import import_tflite_float_file
 
             module = import_tflite_float_file(args.model, batch=args.batch, name=args.name)

@@ -53,6 +53,13 @@ def _fan_out(imp, dq_input: str) -> int:
     return readers
 
 
+def _dq_type(imp, name: str):
+    from qdialect.importer.onnx import Deq
+
+    v = imp.env.get(name)
+    return v.qtype if isinstance(v, Deq) else None
+
+
 def _dq_storage(imp, name: str) -> str | None:
     from qdialect.importer.onnx import Act, Const, Deq
 
@@ -68,8 +75,19 @@ def _dq_storage(imp, name: str) -> str | None:
     return None
 
 
+MOVEMENT_OPS = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Slice", "Split", "MaxPool", "Resize", "Pad",
+                "Relu", "Clip"}
+
+
 def fused(imp, node, out_qs) -> bool | str:
     op = node.op_type
+    if op in MOVEMENT_OPS:
+        # moves or clamps stored integers: ORT drops the DQ / Q (or computes the same values in float)
+        # when the parameters stay; a change of parameters is a requantize in float
+        in_q = _dq_type(imp, node.inputs[0])
+        if in_q is not None and all(q == in_q for q in out_qs):
+            return True
+        return f"ORT requantizes {op}'s output in float (its output parameters differ from its input's)"
     if op not in FUSING_OPS:
         return f"ORT has no integer kernel for a QDQ {op}"
     if op == "Gemm" and (node.attrs.get("alpha", 1.0) != 1.0 or node.attrs.get("beta", 1.0) != 1.0):

@@ -101,6 +101,8 @@ __all__ = [
     "qlinear_leaky_relu",
     "qlinear_avg_pool",
     "qlinear_global_avg_pool",
+    "mlas_avg_pool_f32",
+    "mlas_global_avg_f32",
     "qlinear_concat",
     "qlinear_softmax",
     "quantize_linear",
@@ -505,8 +507,17 @@ def qlinear_leaky_relu(x, *, x_q: QParams, out_q: QParams, alpha: float) -> np.n
 
 
 def qlinear_avg_pool(x, *, x_q: QParams, out_q: QParams, kernel, strides=(1, 1),
-                     padding=((0, 0), (0, 0)), count_include_pad: int = 0) -> np.ndarray:
-    """com.microsoft QLinearAveragePool on NHWC x (2-D)."""
+                     padding=((0, 0), (0, 0)), count_include_pad: int = 0,
+                     s8_to_u8: bool = False) -> np.ndarray:
+    """com.microsoft QLinearAveragePool on NHWC x (2-D).
+
+    NCHW and channels_last kernels compute the same floats (per channel: taps
+    summed in (ky, kx) order, divided by the count), so one recipe covers both.
+    `s8_to_u8`: an int8 QDQ AveragePool that ORT fused on x86-64; its
+    QDQS8ToU8Transformer first turned the int8 Q/DQ pairs into uint8 (zero
+    point + 128), so the kernel adds `y_zp + 128` in float before rounding (a
+    larger addend, hence a different float32 rounding near .5 ties).
+    """
     x = np.asarray(x, np.int64)
     n, h, w, c = x.shape
     kh, kw = _pairs(kernel, "kernel")
@@ -529,8 +540,88 @@ def qlinear_avg_pool(x, *, x_q: QParams, out_q: QParams, kernel, strides=(1, 1),
             cnt = kh * kw if count_include_pad else (he - hs) * (we - ws)
             out[:, i, j, :] = (acc / F32(cnt)).astype(F32)
     lo, hi = _bounds(out_q)
-    v = (out / _s(out_q)).astype(F32) + F32(_zp(out_q))
-    return np.clip(np.rint(v).astype(np.int64), lo, hi).astype(out_q.dtype)
+    shift = 128 if (s8_to_u8 and out_q.signed and out_q.bits == 8) else 0
+    v = (out / _s(out_q)).astype(F32) + F32(_zp(out_q) + shift)
+    return np.clip(np.rint(v).astype(np.int64) - shift, lo, hi).astype(out_q.dtype)
+
+
+def mlas_avg_pool_f32(x, *, kernel, strides=(1, 1), padding=((0, 0), (0, 0)),
+                      count_include_pad: int = 0) -> np.ndarray:
+    """ORT's float AveragePool opset 7..18 (Pool<float, AveragePool> -> MlasPool) on NHWC float32 x.
+
+    MlasPool picks, per call:
+    - the global kernel when the kernel equals the input, strides 1, no padding (`mlas_global_avg_f32`);
+    - MlasPool2DVectorKernel when stride_w <= 2, both kernel dims <= 32 and
+      pl + W + pr <= 2045: per output row, each input column is summed over the
+      window's in-image rows (first row, then + the next ...), the padded
+      column sums are 0.0, then kw consecutive column sums are added left to
+      right; divided (divps) by kh*kw (count_include_pad) or by
+      in-image columns * in-image rows;
+    - otherwise MlasPool2DKernel: in-image taps summed from 0 in (ky, kx) order, divided.
+    """
+    x = np.asarray(x, F32)
+    n, h, w, c = x.shape
+    kh, kw = _pairs(kernel, "kernel")
+    sh, sw = _pairs(strides, "strides")
+    (pt, pb), (pl, pr) = _pads(padding)
+    if (kh, kw) == (h, w) and (sh, sw) == (1, 1) and not any((pt, pb, pl, pr)):
+        return mlas_global_avg_f32(x)
+    oh = (h + pt + pb - kh) // sh + 1
+    ow = (w + pl + pr - kw) // sw + 1
+    out = np.empty((n, oh, ow, c), F32)
+    vector = sw <= 2 and kh <= 32 and kw <= 32 and 2048 - 3 - pl - pr >= w
+    for i in range(oh):
+        hs = i * sh - pt
+        he, hs = min(hs + kh, h), max(hs, 0)
+        rows = he - hs
+        if vector:
+            col = x[:, hs].copy()
+            for r in range(hs + 1, he):
+                col = (col + x[:, r]).astype(F32)
+            buf = np.zeros((n, pl + w + pr + kw + 2 * sw, c), F32)
+            buf[:, pl:pl + w] = col
+            for j in range(ow):
+                s0 = j * sw
+                acc = buf[:, s0].copy()
+                for k in range(1, kw):
+                    acc = (acc + buf[:, s0 + k]).astype(F32)
+                if count_include_pad:
+                    d = F32(kh * kw)
+                else:
+                    d = F32(max((min(s0 + kw, pl + w) - max(s0, pl)) * rows, 1))
+                out[:, i, j] = (acc / d).astype(F32)
+        else:
+            for j in range(ow):
+                ws = j * sw - pl
+                we, ws = min(ws + kw, w), max(ws, 0)
+                acc = np.zeros((n, c), F32)
+                for yy in range(hs, he):
+                    for xx in range(ws, we):
+                        acc = (acc + x[:, yy, xx]).astype(F32)
+                d = kh * kw if count_include_pad else rows * (we - ws)
+                out[:, i, j] = (acc / F32(d)).astype(F32)
+    return out
+
+
+def mlas_global_avg_f32(x) -> np.ndarray:
+    """MlasPoolGlobalKernel (float GlobalAveragePool, and AveragePool whose kernel
+    is the whole unpadded input) on NHWC float32 x -> [N, 1, 1, C]: over the
+    H*W plane in row-major order, lane k of a 4-float vector accumulates
+    elements k, k+4, ... of the first 4*floor(HW/4); the lanes are reduced as
+    (l0 + l2) + (l1 + l3); the remaining elements are added one by one; then
+    divided by float(HW)."""
+    x = np.asarray(x, F32)
+    n, h, w, c = x.shape
+    size = h * w
+    flat = x.reshape(n, size, c)
+    full = size - size % 4
+    lanes = np.zeros((4, n, c), F32)
+    for i in range(0, full, 4):
+        lanes = (lanes + flat[:, i:i + 4].transpose(1, 0, 2)).astype(F32)
+    acc = ((lanes[0] + lanes[2]).astype(F32) + (lanes[1] + lanes[3]).astype(F32)).astype(F32)
+    for i in range(full, size):
+        acc = (acc + flat[:, i]).astype(F32)
+    return (acc / F32(size)).astype(F32).reshape(n, 1, 1, c)
 
 
 def qlinear_global_avg_pool(x, *, x_q: QParams, out_q: QParams) -> np.ndarray:

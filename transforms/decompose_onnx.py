@@ -1,0 +1,317 @@
+"""`qnn-decompose` for the ONNX profiles (`rounding = "onnxruntime" | "onnx"`).
+
+The recipes are `qdialect.interp_onnx`'s; this module writes each as qint ops
+that compute the same integers:
+
+| op (profile) | L2 |
+| --- | --- |
+| conv2d / depthwise_conv2d / fully_connected (`onnxruntime`: QLinearConv, QGemm, QLinearMatMul) | qint accumulation (exact) -> qint.rescale `float_even` with ORT's float32 scale `f32(f32(x_s * w_s[c]) / y_s)`, clamp |
+| mean over H, W (`onnxruntime`: QLinearGlobalAveragePool) | qint.reduce_sum -> rescale `float_even`, scale `f32(x_s / f32(y_s * f32(N)))` |
+| add / sub / mul, 8-bit (both profiles) | one 65536-entry qint.table indexed by both operands' stored bytes, computed from the reference |
+| logistic / tanh / hard_swish / leaky_relu / requantize, <= 16-bit (both) | qint.table computed from the reference |
+| concatenation (both) | a qint.table per input whose parameters differ (QLinearConcat's own tables), then tensor.concat |
+| quantize (both) | MlasQuantizeLinear: `x / s`, clamp to [lo - z, hi - z] (NaN: lo - z), ties to even, `+ z` (`transforms.float_edges`) |
+
+Unsigned (uint8) storage: the accumulating ops and reductions read their
+activations as `x - 128` with zero point `zp - 128` (the same differences, so
+the same sums), written as one wrapped qint.add; their outputs are written
+straight into the uint8 result (the rescale clamps to [0, 255]).  Tables take
+the stored bytes as they are.
+
+Not lowered (the interpreter runs them): the `onnx` profile's float
+convolutions and matrix products (ORT's float kernels round partial sums in
+their own order), average pooling, softmax and batch matmul in either
+profile, the AVX2-without-VNNI int16 saturation of ORT's uint8 x int8 dot
+products.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects import tensor
+from xdsl.ir import SSAValue
+
+from qdialect.dialects import qint, qnn
+from qdialect.qparams import ONNX_ROUNDINGS, QParams
+from qdialect.reference import elementwise as ew
+from transforms.decompose import Emitter, Unsupported, clamp_bounds, float_spec, int_tensor, knobs, qp, storage_type
+
+F32 = np.float32
+
+
+def _f32(q: QParams) -> np.ndarray:
+    return np.asarray(q.scale, dtype=np.float64).astype(F32).reshape(-1)
+
+
+def _zp(q: QParams) -> int:
+    zps = set(np.asarray(q.zero_point).reshape(-1).tolist())
+    if len(zps) != 1:
+        raise Unsupported("per-channel zero points that differ")
+    return int(zps.pop())
+
+
+def _bounds(op, out_q: QParams) -> tuple[int, int]:
+    k = knobs(op)
+    lo, hi = ew.type_bounds(out_q)
+    amin, amax = k["act_min"], k["act_max"]
+    return max(lo, amin) if amin is not None else lo, min(hi, amax) if amax is not None else hi
+
+
+def _signed_activation(e: Emitter, v: SSAValue, q: QParams) -> tuple[SSAValue, int]:
+    """Stored integers read as signed, and their zero point: uint8 `x` becomes `x - 128`."""
+    x = e.storage(v)
+    if q.signed:
+        return x, _zp(q)
+    if q.bits != 8:
+        raise Unsupported(f"unsigned {q.bits}-bit activations")
+    shape = qint.shape_of(x)
+    zero = e.constant(np.zeros([1] * len(shape), np.int64), 8)
+    return e.qint(qint.AddOp, [x, zero], int_tensor(shape, 8), lhs_zp=-128), _zp(q) - 128
+
+
+def _signed_weights(e: Emitter, v: SSAValue, q: QParams) -> tuple[SSAValue, int]:
+    if q.signed:
+        return e.storage(v), _zp(q)
+    if q.bits != 8:
+        raise Unsupported(f"unsigned {q.bits}-bit weights")
+    owner = v.owner
+    if not isinstance(owner, qnn.ConstantOp):
+        raise Unsupported("unsigned weights computed at run time")
+    arr = np.asarray(owner.array()).astype(np.int64) - 128
+    return e.constant(arr, 8), _zp(q) - 128
+
+
+def _ort_scale(x_q: QParams, w_q: QParams, out_q: QParams, channels: int) -> np.ndarray:
+    prod = (_f32(x_q)[0] * np.broadcast_to(_f32(w_q), (channels,))).astype(F32)
+    return (prod / _f32(out_q)[0]).astype(F32)
+
+
+def _accumulate(e: Emitter, op, cls, x_v, w_v, bias_v, channels: int, out_shape, attrs: dict,
+                acc_shape=None) -> SSAValue:
+    x_q, w_q, out_q = qp(x_v), qp(w_v), qp(op.results[0])
+    if op.attr("rounding") != "onnxruntime":
+        raise Unsupported(f"{op.name} with rounding 'onnx' (ORT's float kernel rounds its partial sums in its "
+                          "own order; the interpreter runs it)")
+    from qdialect.interp_onnx import _isa
+
+    if _isa() == "avx2" and not x_q.signed and w_q.signed and not isinstance(op, qnn.DepthwiseConv2DOp):
+        raise Unsupported(f"{op.name} with uint8 x int8 on an AVX2 CPU without VNNI (ORT's vpmaddubsw "
+                          "saturates pairs of products to int16; the interpreter models it)")
+    k = knobs(op)
+    if k["bias_mode"] != "accumulator" or k["acc"] not in (None, "i32"):
+        raise Unsupported(f"{op.name} with bias / acc knobs other than ORT's")
+    x, x_zp = _signed_activation(e, x_v, x_q)
+    w, w_zp = _signed_weights(e, w_v, w_q)
+    acc = e.qint(cls, [x, w], int_tensor(acc_shape or out_shape, 32), input_zp=x_zp, weight_zp=w_zp, **attrs)
+    if bias_v is not None:
+        acc = e.qint(qint.BiasAddOp, [acc, e.storage(bias_v)], acc.type)
+    spec = float_spec(_ort_scale(x_q, w_q, out_q, channels))
+    return e.rescale(acc, out_q.bits, spec, output_zp=_zp(out_q), bounds=_bounds(op, out_q))
+
+
+def _conv_attrs(op) -> dict:
+    return dict(strides=op.attr("strides", [1, 1]), dilations=op.attr("dilations", [1, 1]),
+                padding=op.attr("padding", [0, 0, 0, 0]))
+
+
+def decompose_conv2d(e: Emitter, op) -> SSAValue:
+    xv, wv, bv = op.operands
+    oc, _, _, ci = qint.shape_of(wv)
+    if qint.shape_of(xv)[3] != ci:
+        raise Unsupported("grouped convolution")
+    return _accumulate(e, op, qint.Conv2DOp, xv, wv, bv, oc, qint.shape_of(op.results[0]), _conv_attrs(op))
+
+
+def decompose_depthwise(e: Emitter, op) -> SSAValue:
+    xv, wv, bv = op.operands
+    oc = qint.shape_of(wv)[3]
+    return _accumulate(e, op, qint.DepthwiseConv2DOp, xv, wv, bv, oc, qint.shape_of(op.results[0]),
+                       _conv_attrs(op))
+
+
+def decompose_fully_connected(e: Emitter, op) -> SSAValue:
+    xv, wv, bv = op.operands
+    o, k = qint.shape_of(wv)
+    rows = math.prod(qint.shape_of(xv)) // k
+    x_q, w_q, out_q = qp(xv), qp(wv), qp(op.results[0])
+    if op.attr("rounding") != "onnxruntime":
+        raise Unsupported(f"{op.name} with rounding 'onnx' (ORT's float GEMM rounds its partial sums in its "
+                          "own order; the interpreter runs it)")
+    from qdialect.interp_onnx import _isa
+
+    if _isa() == "avx2" and not x_q.signed and w_q.signed:
+        raise Unsupported(f"{op.name} with uint8 x int8 on an AVX2 CPU without VNNI (ORT's vpmaddubsw "
+                          "saturates pairs of products to int16; the interpreter models it)")
+    x, x_zp = _signed_activation(e, xv, x_q)
+    x = e.reshape(x, (rows, k))
+    w, w_zp = _signed_weights(e, wv, w_q)
+    acc = e.qint(qint.FullyConnectedOp, [x, w], int_tensor((rows, o), 32), input_zp=x_zp, weight_zp=w_zp)
+    acc = e.qint(qint.BiasAddOp, [acc, e.storage(bv)], acc.type)
+    out = e.rescale(acc, out_q.bits, float_spec(_ort_scale(x_q, w_q, out_q, o)), output_zp=_zp(out_q),
+                    bounds=_bounds(op, out_q))
+    return e.reshape(out, qint.shape_of(op.results[0]))
+
+
+def decompose_mean(e: Emitter, op) -> SSAValue:
+    x_v = op.operands[0]
+    x_q, out_q = qp(x_v), qp(op.results[0])
+    shape = qint.shape_of(x_v)
+    axes = sorted(a % len(shape) for a in op.attr("axes"))
+    if op.attr("rounding") != "onnxruntime" or len(shape) != 4 or axes != [1, 2] or not op.attr("keep_dims", False):
+        raise Unsupported(f"{op.name} in float (ORT's float ReduceMean; the interpreter runs it)")
+    n = shape[1] * shape[2]
+    x, x_zp = _signed_activation(e, x_v, x_q)
+    total = e.qint(qint.ReduceSumOp, [x], int_tensor(qint.shape_of(op.results[0]), 32), axes=[1, 2],
+                   keep_dims=True)
+    scale = F32(_f32(x_q)[0] / F32(_f32(out_q)[0] * F32(n)))
+    return e.rescale(total, out_q.bits, float_spec(np.array([scale], F32)), input_zp=x_zp * n,
+                     output_zp=_zp(out_q), bounds=_bounds(op, out_q))
+
+
+def _stored_values(q: QParams) -> np.ndarray:
+    """Every stored value of an 8-bit type, in the order of its signed bit patterns -128..127."""
+    bits = np.arange(-128, 128, dtype=np.int64)
+    return (bits & 0xFF).astype(q.dtype) if not q.signed else bits.astype(q.dtype)
+
+
+def decompose_binary_table(e: Emitter, op) -> SSAValue:
+    """An 8-bit binary op as one table lookup indexed by both stored bytes."""
+    from qdialect.interpreter import Interpreter
+
+    a_v, b_v = op.operands
+    a_q, b_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
+    if a_q.bits != 8 or b_q.bits != 8:
+        raise Unsupported(f"{op.name} on {a_q.storage} x {b_q.storage} (the table needs 8-bit operands)")
+    va, vb = _stored_values(a_q), _stored_values(b_q)
+    aa = np.repeat(va, 256)
+    bb = np.tile(vb, 256)
+    table = np.asarray(Interpreter(None).eval(op, [aa, bb])[0]).astype(np.int64).reshape(-1)
+    a, b = e.storage(a_v), e.storage(b_v)
+    shape = qint.shape_of(op.results[0])
+    rank = len(shape)
+    c256 = e.constant(np.full([1] * rank, 256, np.int64), 32)
+    high = e.qint(qint.MulOp, [a, c256], int_tensor(qint.shape_of(a_v), 32), lhs_zp=-128)
+    index = e.qint(qint.AddOp, [high, b], int_tensor(shape, 16), rhs_zp=-128)
+    tv = e.constant(table, out_q.bits)
+    return e.qint(qint.TableOp, [index, tv], int_tensor(shape, out_q.bits), unsigned=True)
+
+
+def _table_for(values: np.ndarray, fn) -> np.ndarray:
+    return np.asarray(fn(values)).astype(np.int64).reshape(-1)
+
+
+def decompose_concat(e: Emitter, op) -> SSAValue:
+    from qdialect.reference import onnxruntime_kernels as ort
+
+    out_q = qp(op.results[0])
+    xs = []
+    for v in op.operands:
+        q = qp(v)
+        if q.storage != out_q.storage:
+            raise Unsupported("qnn.concatenation of inputs of different storage types")
+        x = e.storage(v)
+        same = np.array_equal(q.scale, out_q.scale) and np.array_equal(q.zero_point, out_q.zero_point)
+        if not same:
+            if q.bits > 16:
+                raise Unsupported(f"qnn.concatenation requantizing a {q.storage} input")
+            lo, hi = ew.type_bounds(q)
+            values = np.arange(lo, hi + 1, dtype=np.int64).astype(q.dtype)
+            table = ort.quantize_linear(ort.dequantize_linear(values, x_q=q), out_q=out_q).astype(np.int64)
+            if not q.signed:  # the table is indexed by the unsigned value
+                pass
+            tv = e.constant(table, out_q.bits)
+            attrs = {} if q.signed else {"unsigned": True}
+            x = e.qint(qint.TableOp, [x, tv], int_tensor(qint.shape_of(v), out_q.bits), **attrs)
+        xs.append(x)
+    rank = len(qint.shape_of(op.results[0]))
+    t = storage_type(op.results[0].type)
+    v = xs[0] if len(xs) == 1 else e.add(tensor.ConcatOp(xs, op.attr("axis") % rank, t))
+    lo, hi = _bounds(op, out_q)
+    if (lo, hi) != ew.type_bounds(out_q):
+        raise Unsupported("qnn.concatenation with a clamp")
+    return v
+
+
+def _table(e: Emitter, op) -> SSAValue:
+    from transforms.decompose import decompose_table
+
+    return decompose_table(e, op)
+
+
+ONNX_DECOMPOSITIONS = {
+    qnn.Conv2DOp: decompose_conv2d,
+    qnn.DepthwiseConv2DOp: decompose_depthwise,
+    qnn.FullyConnectedOp: decompose_fully_connected,
+    qnn.MeanOp: decompose_mean,
+    qnn.AddOp: decompose_binary_table,
+    qnn.SubOp: decompose_binary_table,
+    qnn.MulOp: decompose_binary_table,
+    qnn.LogisticOp: _table,
+    qnn.TanhOp: _table,
+    qnn.HardSwishOp: _table,
+    qnn.LeakyReluOp: _table,
+    qnn.RequantizeOp: _table,
+    qnn.ConcatenationOp: decompose_concat,
+}
+
+
+def onnx_profile(op) -> str | None:
+    """The op's ONNX profile, or None if it has another rounding knob (or none)."""
+    if "rounding" not in getattr(op, "ATTRS", ()):
+        return None
+    r = op.attr("rounding", "tflite")
+    return r if r in ONNX_ROUNDINGS else None
+
+
+def decompose_max_pool_unsigned(e: Emitter, op) -> SSAValue:
+    """uint8 max pooling: on `x - 128` (signed order), then back."""
+    x_v = op.operands[0]
+    x_q = qp(x_v)
+    if not pooling_same(x_q, qp(op.results[0])):
+        raise Unsupported(f"{op.name} that changes the quantization parameters")
+    x, _ = _signed_activation(e, x_v, x_q)
+    shape = qint.shape_of(op.results[0])
+    attrs = dict(kernel=op.attr("kernel"), strides=op.attr("strides", [1, 1]),
+                 padding=op.attr("padding", [0, 0, 0, 0]))
+    v = e.qint(qint.PoolMaxOp, [x], int_tensor(shape, 8), **attrs)
+    zero = e.constant(np.zeros([1] * len(shape), np.int64), 8)
+    v = e.qint(qint.AddOp, [v, zero], int_tensor(shape, 8), lhs_zp=-128)
+    lo, hi = _bounds(op, qp(op.results[0]))
+    if (lo, hi) != (0, 255):
+        raise Unsupported(f"{op.name} with a clamp on uint8")
+    return v
+
+
+def pooling_same(a: QParams, b: QParams) -> bool:
+    return a.storage == b.storage and np.array_equal(a.scale, b.scale) and np.array_equal(a.zero_point, b.zero_point)
+
+
+def takes(op) -> bool:
+    """Whether this module lowers `op` (an ONNX profile, or uint8 max pooling)."""
+    if isinstance(op, (qnn.QuantizeOp, qnn.DequantizeOp)):
+        return False  # transforms.float_edges (MlasQuantizeLinear for the ONNX profiles)
+    if onnx_profile(op) is not None:
+        return True
+    if isinstance(op, qnn.MaxPool2DOp):
+        q = qp(op.operands[0])
+        return not q.signed
+    return False
+
+
+def decompose(e: Emitter, op) -> SSAValue:
+    if onnx_profile(op) is None and isinstance(op, qnn.MaxPool2DOp):
+        return decompose_max_pool_unsigned(e, op)
+    if isinstance(op, qnn.MaxPool2DOp):
+        q = qp(op.operands[0])
+        if not q.signed:
+            return decompose_max_pool_unsigned(e, op)
+        from transforms.decompose import decompose_pool
+
+        return decompose_pool(e, op)
+    fn = ONNX_DECOMPOSITIONS.get(type(op))
+    if fn is None:
+        raise Unsupported(f"rounding '{op.attr('rounding')}' (no lowering for {op.name} in this profile; "
+                          "the interpreter runs it)")
+    return fn(e, op)

@@ -667,9 +667,32 @@ class _Importer:
                 raise _Unsupported("output_dtype attribute")
             if np.asarray(scale).size != 1:
                 raise _Unsupported("per-axis QuantizeLinear of an activation")
-            return _qtype(scale, zp, storage, None, (), self)
+            qt = _qtype(scale, zp, storage, None, (), self)
+            return self.as_uint8(qt) if self.s8_to_u8(q.outputs[0]) else qt
         finally:
             self.node = saved
+
+    def s8_to_u8(self, name: str) -> bool:
+        """Whether ONNX Runtime's default session (on x86) runs the int8 tensor `name`, the output of a
+        QuantizeLinear, as uint8 with zero point + 128 (`QDQS8ToU8Transformer`): where the
+        QuantizeLinear feeds exactly one DequantizeLinear that feeds one node (or the graph output)."""
+        if self.profile != "onnxruntime":
+            return False
+        g = self.g
+        cons = g.consumers.get(name, [])
+        if len(cons) != 1 or cons[0] < 0 or g.nodes[cons[0]].op_type != "DequantizeLinear":
+            return False
+        dq = g.nodes[cons[0]]
+        if len(g.consumers.get(dq.outputs[0], [])) != 1:
+            return False
+        zp_names = [n.inputs[2] if len(n.inputs) > 2 else "" for n in (dq,)]
+        return all(z in g.initializers and g.initializers[z].dtype == np.int8 and g.initializers[z].size == 1
+                   for z in zp_names)
+
+    @staticmethod
+    def as_uint8(qt: UniformQuantizedType) -> UniformQuantizedType:
+        return UniformQuantizedType.per_tensor(float(qt.scale_array().reshape(-1)[0]),
+                                               int(qt.zero_point_array().reshape(-1)[0]) + 128, storage="u8")
 
 
 class _Poison:
@@ -819,6 +842,8 @@ def _dequantize_linear(imp: _Importer, node: _Node):
                 raise imp.bad(f"x is i{width} but its zero point is {zp.dtype if zp is not None else 'absent'}")
             qt = _qtype(scale, zp, storage, None, (), imp)
             return [Deq(_integer_input_as_quantized(imp, x, qt), qt)]
+        if storage == "u8" and imp.s8_to_u8(node.inputs[0]):
+            return [Deq(x, imp.as_uint8(imp.params(node, 1, 2, "i8", (), "x")))]
         qt = imp.params(node, 1, 2, storage, (), "x")
         return [Deq(x, qt)]
     raise imp.bad("x is already dequantized (DequantizeLinear of a DequantizeLinear output)")

@@ -394,3 +394,74 @@ def test_quantize_dequantize(st):
         node = helper.make_node("DequantizeLinear", ["y", "s", "z"], ["x"])
         d = run(node, {"y": y}, {"s": f32(scale), "z": np.asarray(zp, dt)}, np.float32, opset=21)
         assert ndiff(d, R.dequantize_linear(y, x_q=q)) == 0
+
+
+def _session(nodes, x_shape, inits: dict, opset=17, disable_all=False, threads=1):
+    g_init = [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], g_init)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = threads
+    if disable_all:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+_POOL_CASES = [((1, 8, 6, 6), (3, 3), (1, 1), (1, 1, 1, 1)), ((2, 5, 9, 11), (3, 3), (2, 2), (1, 1, 1, 1)),
+               ((1, 4, 13, 7), (5, 3), (1, 2), (2, 1, 2, 1)), ((1, 3, 12, 12), (3, 3), (3, 3), (1, 1, 1, 1)),
+               ((1, 3, 7, 17), (4, 5), (1, 1), (0, 2, 3, 1)), ((1, 3, 7, 5), (7, 5), (1, 1), (0, 0, 0, 0)),
+               ((1, 2, 40, 40), (33, 3), (1, 1), (0, 0, 0, 0))]
+
+
+@pytest.mark.parametrize("cip", [0, 1])
+@pytest.mark.parametrize("case", _POOL_CASES)
+def test_mlas_float_avg_pool(case, cip):
+    """ORT's float AveragePool (opset 17, MlasPool vector / generic / global kernels), bitwise."""
+    shape, k, s, p = case
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=list(k), strides=list(s), pads=list(p),
+                            count_include_pad=cip)
+    sess = _session([node], shape, {}, disable_all=True)
+    rng = np.random.default_rng(7)
+    for scale in (1.0, 100.0, 1e-3):
+        x = (rng.standard_normal(shape) * scale).astype(np.float32)
+        y = sess.run(None, {"x": x})[0]
+        r = R.mlas_avg_pool_f32(x.transpose(0, 2, 3, 1), kernel=k, strides=s,
+                                padding=((p[0], p[2]), (p[1], p[3])), count_include_pad=cip).transpose(0, 3, 1, 2)
+        assert np.array_equal(y.view(np.int32), r.view(np.int32))
+
+
+@pytest.mark.parametrize("shape", [(1, 8, 6, 6), (2, 16, 7, 7), (1, 4, 3, 1), (1, 8, 14, 14), (1, 3, 1, 7)])
+def test_mlas_float_global_avg_pool(shape):
+    sess = _session([helper.make_node("GlobalAveragePool", ["x"], ["y"])], shape, {}, disable_all=True)
+    rng = np.random.default_rng(8)
+    for scale in (1.0, 100.0, 1e-3):
+        x = (rng.standard_normal(shape) * scale).astype(np.float32)
+        y = sess.run(None, {"x": x})[0]
+        r = R.mlas_global_avg_f32(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        assert np.array_equal(y.view(np.int32), r.view(np.int32))
+
+
+def test_qdq_s8_avg_pool_runs_as_u8():
+    """x86-64 default session: QDQS8ToU8Transformer turns the int8 Q/DQ pairs into uint8 (zp + 128)
+    before QLinearAveragePool is fused; the kernel's `+ y_zp` in float then differs from int8's."""
+    xq = qp(0.02916006, -6, "i8")
+    zp, sc = np.array(-6, np.int8), np.array(0.02916006, np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node("AveragePool", ["d"], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["p", "s", "z"], ["q2"]),
+             helper.make_node("DequantizeLinear", ["q2", "s", "z"], ["y"])]
+    sess = _session(nodes, (1, 8, 6, 6), {"s": sc, "z": zp})
+    differs = {False: 0, True: 0}
+    for seed in range(20):
+        x = np.random.default_rng(seed).standard_normal((1, 8, 6, 6)).astype(np.float32)
+        y = sess.run(None, {"x": x})[0]
+        q = R.quantize_linear(x, out_q=xq).transpose(0, 2, 3, 1)
+        for flag in differs:
+            r = R.qlinear_avg_pool(q, x_q=xq, out_q=xq, kernel=(3, 3), padding=((1, 1), (1, 1)), s8_to_u8=flag)
+            differs[flag] += int((R.dequantize_linear(r.transpose(0, 3, 1, 2), x_q=xq) != y).sum())
+    assert differs[True] == 0
+    assert differs[False] > 0  # the int8 kernel's rounding is observably different

@@ -299,6 +299,12 @@ def softmax_float_table(op: qint.SoftmaxOp, x: np.ndarray) -> np.ndarray:
 
     out_w = qint.int_width(op.results[0])
     x_q = QParams.make(op.attr("input_scale")[0], 0, storage="i8")
+    if op.attr("mode") == "ort_float":
+        from qdialect.reference.onnxruntime_kernels import qlinear_softmax
+
+        storage = "u8" if op.attr("output_unsigned", False) else "i8"
+        out_q = QParams.make(op.attr("output_scale")[0], op.attr("output_zp", 0), storage=storage)
+        return qlinear_softmax(x, x_q=x_q, out_q=out_q, axis=-1).astype(np.int64)
     out_q = QParams.make(op.attr("output_scale")[0], op.attr("output_zp", 0), storage=f"i{out_w}")
     tie_even = op.attr("mode") == "float_even"
     return act._softmax_8bit_float_table(x, x_q, out_q, op.attr("beta")[0], tie_even=tie_even).astype(np.int64)

@@ -234,6 +234,24 @@ def decompose_concat(e: Emitter, op) -> SSAValue:
     return v
 
 
+def decompose_softmax(e: Emitter, op) -> SSAValue:
+    """QLinearSoftmax (`onnxruntime`, 8-bit): qint.softmax's `ort_float` recipe."""
+    x_v = op.operands[0]
+    x_q, out_q = qp(x_v), qp(op.results[0])
+    if op.attr("rounding") != "onnxruntime":
+        raise Unsupported("qnn.softmax in float (ORT's float Softmax; the interpreter runs it)")
+    if x_q.bits != 8 or out_q.bits != 8 or op.attr("beta", 1.0) != 1.0:
+        raise Unsupported("qnn.softmax other than 8-bit with beta 1")
+    if (out_q.signed and out_q.storage_min != -128) or (not out_q.signed and out_q.storage_min != 0):
+        raise Unsupported("qnn.softmax with a narrowed result range")
+    x, _ = _signed_activation(e, x_v, x_q)  # only differences x - max(row) matter
+    attrs = dict(mode="ort_float", input_scale=[float(_f32(x_q)[0])], beta=[1.0],
+                 output_scale=[float(_f32(out_q)[0])], output_zp=_zp(out_q))
+    if not out_q.signed:
+        attrs["output_unsigned"] = True
+    return e.qint(qint.SoftmaxOp, [x], int_tensor(qint.shape_of(op.results[0]), 8), **attrs)
+
+
 def _table(e: Emitter, op) -> SSAValue:
     from transforms.decompose import decompose_table
 
@@ -254,6 +272,7 @@ ONNX_DECOMPOSITIONS = {
     qnn.LeakyReluOp: _table,
     qnn.RequantizeOp: _table,
     qnn.ConcatenationOp: decompose_concat,
+    qnn.SoftmaxOp: decompose_softmax,
 }
 
 

@@ -1423,8 +1423,14 @@ def lower_softmax_float(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
     if length == 0:
         raise Unsupported("softmax over an empty row")
     out_w = qint.int_width(op.results[0])
-    scale = np.float32(-np.float32(op.attr("input_scale")[0]) * np.float32(op.attr("beta")[0]))
-    table = act.expf((scale * np.arange(256, dtype=np.float32)).astype(np.float32)).astype(np.float32)
+    ort = op.attr("mode") == "ort_float"
+    if ort:  # QLinearSoftmax's table, indexed by d = max - x (its index x - max + 255 = 255 - d)
+        xs = float(np.float32(op.attr("input_scale")[0]))
+        bs = max(0.0, float(np.log(float(np.finfo(np.float32).max) / length)) - 5.0) / xs
+        table = np.exp((bs - np.arange(256, dtype=np.float64)) * xs).astype(np.float32)
+    else:
+        scale = np.float32(-np.float32(op.attr("input_scale")[0]) * np.float32(op.attr("beta")[0]))
+        table = act.expf((scale * np.arange(256, dtype=np.float32)).astype(np.float32)).astype(np.float32)
     tt = TensorType(f32, [256])
     table_v = e.add(arith.ConstantOp(DenseIntOrFPElementsAttr(tt, BytesAttr(np.ascontiguousarray(table).tobytes())), tt))
     out_scale = float(np.float32(op.attr("output_scale")[0]))
@@ -1455,9 +1461,20 @@ def lower_softmax_float(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
             return acc
 
         total = e.generic(inputs, maps, row_t, identity(n), add_in_order)
+    lo, hi = signed_min(out_w), signed_max(out_w)
+    if ort:
+        if op.attr("output_unsigned", False):
+            lo, hi = 0, (1 << out_w) - 1
+        ys = float(np.floor(np.float32(1.0) / np.float32(out_scale)))
+
+        def final_ort(s, ex, tot, _o):
+            num = s.emit(arith.MulfOp(ex, s.const(ys, f32)))  # (up to ~1e37: the table is scaled near FLT_MAX / D)
+            r = s.round_half_even(s.fclamp(s.emit(arith.DivfOp(num, tot)), float(1 << 62)))
+            return s.trunc(s.clamp(s.add(r, ozp), lo, hi), out_w)
+
+        return e.generic([exps, total], [ident, row], op.results[0].type, ident, final_ort)
     inv = e.generic([total], [identity(n)], row_t, identity(n),
                     lambda s, t, _o: s.emit(arith.DivfOp(s.const(1.0, f32), s.emit(arith.MulfOp(t, s.const(out_scale, f32))))))
-    lo, hi = signed_min(out_w), signed_max(out_w)
 
     def final(s, ex, iv, _o):
         # the clamp (no-op here) keeps the product one float32 rounding: no fused multiply-add below

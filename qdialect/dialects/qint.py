@@ -736,17 +736,25 @@ class SoftmaxOp(QIntOp):
     inv) + output_zp` (ties away from zero, or to even), saturated to the
     result type; takes `input_scale`, `beta`, `output_scale`, `output_zp`.
 
+    8-bit input with `mode = "ort_float"` (ONNX Runtime's QLinearSoftmax): a
+    float32 table `exp((bs - d) * input_scale)` (in double, `bs = max(0,
+    ln(FLT_MAX / D) - 5) / input_scale`, D the row length) indexed by `d =
+    max(row) - x`, a sequential float32 row sum, `rint(float32(e *
+    floor(1 / output_scale)) / sum) + output_zp`, saturated to the result
+    type (read as unsigned when `output_unsigned`).
+
     `qnn-lower-to-linalg` expands the recipe into linalg/arith, computing the
     tables of exp values at compile time.
     """
 
     name = "qint.softmax"
-    FLOAT_MODES: ClassVar = ("float_away", "float_even")
+    FLOAT_MODES: ClassVar = ("float_away", "float_even", "ort_float")
     ATTRS: ClassVar = {
         "input_multiplier": (INT, None),
         "input_shift": (INT, None),
         "diff_min": (INT, None),
-        "mode": (STR, ("double_round", "single_round", "float_away", "float_even")),
+        "mode": (STR, ("double_round", "single_round", "float_away", "float_even", "ort_float")),
+        "output_unsigned": (BOOL, None),
         "input_scale": (FLOATS, None),
         "beta": (FLOATS, None),
         "output_scale": (FLOATS, None),

@@ -27,7 +27,7 @@ import functools
 
 import numpy as np
 
-from qdialect.dialects import qnn
+from qdialect.dialects import nn, qnn
 from qdialect.qparams import QParams
 from qdialect.reference import onnxruntime_kernels as ort
 
@@ -341,6 +341,14 @@ def _f_hard_swish(op, args):
     return _requant(op, (x * hs).astype(F32))
 
 
+@_recipe(_FLOAT, qnn.HardSigmoidOp)
+def _f_hard_sigmoid(op, args):
+    (x,) = _operands_f32(op, args)
+    # ORT's HardSigmoid functor (Eigen): (x * alpha + beta).cwiseMin(1).cwiseMax(0), no fused multiply-add
+    v = ((x * F32(op.attr("alpha"))).astype(F32) + F32(op.attr("beta"))).astype(F32)
+    return _requant(op, np.maximum(np.minimum(v, F32(1)), F32(0)).astype(F32))
+
+
 @_recipe(_FLOAT, qnn.LeakyReluOp)
 def _f_leaky_relu(op, args):
     (x,) = _operands_f32(op, args)
@@ -393,6 +401,97 @@ def _f_concat(op, args):
     return _clamp(op, y)
 
 
+# ======================================================================================
+# float islands: nn ops an ONNX model computes in float (`qnn.rounding = "onnx"`)
+# ======================================================================================
+
+_NN: dict[type, object] = {}
+
+
+def _nn_recipe(*classes):
+    def register(fn):
+        for c in classes:
+            _NN[c] = fn
+        return fn
+
+    return register
+
+
+@_nn_recipe(nn.AddOp, nn.SubOp, nn.MulOp)
+def _nn_binary(op, args):
+    a, b = (np.asarray(v, F32) for v in args)
+    fn = {nn.AddOp: np.add, nn.SubOp: np.subtract, nn.MulOp: np.multiply}[type(op)]
+    return fn(a, b).astype(F32)
+
+
+@_nn_recipe(nn.LogisticOp)
+def _nn_sigmoid(op, args):
+    x = np.asarray(args[0], F32)
+    uniq, inv = np.unique(x.reshape(-1), return_inverse=True)
+    return ort.mlas_logistic(uniq)[inv].reshape(x.shape).astype(F32)
+
+
+@_nn_recipe(nn.TanhOp)
+def _nn_tanh(op, args):
+    x = np.asarray(args[0], F32)
+    fn = getattr(ort, "mlas_tanh", None)
+    if fn is None:
+        return np.tanh(x.astype(np.float64)).astype(F32)
+    uniq, inv = np.unique(x.reshape(-1), return_inverse=True)
+    return np.asarray(fn(uniq), F32)[inv].reshape(x.shape)
+
+
+@_nn_recipe(nn.ReluOp)
+def _nn_relu(op, args):
+    x = np.asarray(args[0], F32)
+    return np.maximum(x, F32(0)).astype(F32)
+
+
+@_nn_recipe(nn.ClipOp)
+def _nn_clip(op, args):
+    x = np.asarray(args[0], F32)
+    lo, hi = op.attr("min"), op.attr("max")
+    if lo is not None:
+        x = np.maximum(x, F32(lo))
+    if hi is not None:
+        x = np.minimum(x, F32(hi))
+    return x.astype(F32)
+
+
+@_nn_recipe(nn.SoftmaxOp)
+def _nn_softmax(op, args):
+    x = np.asarray(args[0], F32)
+    fn = getattr(ort, "mlas_softmax_f32", None)
+    if fn is not None:
+        return np.asarray(fn(x, axis=-1), F32)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)).astype(F32)
+
+
+@_nn_recipe(nn.MeanOp)
+def _nn_mean(op, args):
+    x = np.asarray(args[0], F32)
+    axes = tuple(sorted(a % x.ndim for a in op.attr("axes")))
+    keep = bool(op.attr("keep_dims", False))
+    fn = getattr(ort, "reduce_mean_f32", None)
+    if fn is not None:
+        return np.asarray(fn(x, axes=axes, keepdims=keep), F32)
+    count = int(np.prod([x.shape[a] for a in axes]))
+    return (np.sum(x, axis=axes, keepdims=keep, dtype=np.float64).astype(F32) / F32(count)).astype(F32)
+
+
+def evaluate_nn(it, op, args):
+    """A float op of an ONNX model: ORT's float kernel, or None for data movement (exact anywhere)."""
+    fn = _NN.get(type(op))
+    if fn is not None:
+        return fn(op, [np.asarray(a) for a in args])
+    if isinstance(op, (nn.ReshapeOp, nn.TransposeOp, nn.SliceOp, nn.PadOp, nn.ConcatenationOp, nn.MaxPool2DOp,
+                       nn.ConstantOp)):
+        return None
+    raise NoRecipe(f"{op.name} has no recipe in the 'onnx' profile")
+
+
 # ops that compare or move stored integers: the same in every profile when parameters match
 _INTEGER = (qnn.MaxPool2DOp, qnn.ClampOp, qnn.MaximumOp, qnn.MinimumOp)
 
@@ -402,7 +501,8 @@ def evaluate(it, op, args, profile: str):
     table = _ORT if profile == "onnxruntime" else _FLOAT
     fn = table.get(type(op))
     if fn is None and profile == "onnxruntime":
-        fn = _FLOAT.get(type(op)) if isinstance(op, (qnn.SubOp, qnn.TanhOp, qnn.HardSwishOp)) else None
+        fn = _FLOAT.get(type(op)) if isinstance(op, (qnn.SubOp, qnn.TanhOp, qnn.HardSwishOp,
+                                                     qnn.HardSigmoidOp)) else None
     if fn is not None:
         return fn(op, [np.asarray(a) for a in args])
     if isinstance(op, _INTEGER) or (isinstance(op, qnn.ConcatenationOp)):

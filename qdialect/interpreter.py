@@ -224,6 +224,15 @@ class Interpreter:
                 if out is not None:
                     return out if isinstance(out, list) else [out]
                 self = _integer_profile(self)
+        elif "qnn.rounding" in op.attributes and _hint(op) in ONNX_ROUNDINGS:
+            from qdialect import interp_onnx
+
+            try:
+                out = interp_onnx.evaluate_nn(self, op, args)
+            except interp_onnx.NoRecipe as e:
+                raise InterpreterError(str(e)) from None
+            if out is not None:
+                return [out]
         handler = _HANDLERS.get(type(op))
         if handler is None:
             raise InterpreterError(f"the interpreter does not run {op.name}")
@@ -244,6 +253,11 @@ class Interpreter:
 
 
 _HANDLERS: dict[type, Callable] = {}
+
+
+def _hint(op) -> str | None:
+    attr = op.attributes.get("qnn.rounding")
+    return getattr(attr, "data", None)
 
 
 def _integer_profile(it: "Interpreter") -> "Interpreter":

@@ -888,6 +888,16 @@ class HardSwishOp(_UnaryOp):
 
 
 @irdl_op_definition
+class HardSigmoidOp(_UnaryOp):
+    """out = max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid; TFLite has no such operator, so
+    only the ONNX profiles give it arithmetic)."""
+
+    name = "qnn.hard_sigmoid"
+    ATTRS: ClassVar = {"alpha": (FLOAT, None), "beta": (FLOAT, None), **ROUNDING_ONLY}
+    REQUIRED: ClassVar = ("alpha", "beta")
+
+
+@irdl_op_definition
 class LeakyReluOp(_UnaryOp):
     """out = x >= 0 ? x : alpha * x."""
 
@@ -1348,6 +1358,7 @@ class SimulatedQuantizeOp(QnnOp):
 
 
 QNN_OPS = [
+    HardSigmoidOp,
     ConstantOp,
     Conv2DOp,
     DepthwiseConv2DOp,

@@ -62,7 +62,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from qdialect.dialects import qnn
+from qdialect.dialects import nn, qnn
 from qdialect.dialects.quant import UniformQuantizedType
 from qdialect.diagnostics import verify_module
 
@@ -415,11 +415,51 @@ class _Importer:
         return op
 
     def emit(self, cls, operands, result_type, attrs=None) -> SSAValue:
+        attrs = dict(attrs or {})
+        if cls in _FLOAT_TWIN and not isinstance(result_type.element_type, UniformQuantizedType):
+            # data movement in float: the nn op, computed as ONNX Runtime's float kernels compute it
+            cls = _FLOAT_TWIN[cls]
+            attrs = {k: v for k, v in attrs.items() if k in cls.ATTRS}
+            if cls is nn.PadOp:
+                attrs["pad_value"] = 0.0
+            attrs["qnn.rounding"] = "onnx"
+            try:
+                return self.add(cls(list(operands), result_type, attrs)).results[0]
+            except VerifyException as e:
+                raise self.bad(str(e).strip().splitlines()[0]) from None
         try:
-            op = cls(list(operands), [result_type], attrs or {})
+            op = cls(list(operands), [result_type], attrs)
         except VerifyException as e:
             raise self.bad(str(e).strip().splitlines()[0]) from None
         return self.add(op).results[0]
+
+    def float_value(self, v, role: str, like: "Act | None" = None) -> "Act":
+        """A float operand: a dequantized tensor (qnn.dequantize), a float tensor, or a constant
+        (laid out like `like`)."""
+        if isinstance(v, Deq) and isinstance(v.src, Act):
+            a = self.retyped(v.src, v.qtype)
+            shape = list(qnn.shape_of(a.value))
+            return Act(self.emit(qnn.DequantizeOp, [a.value], TensorType(Float32Type(), shape)), a.nhwc)
+        if isinstance(v, Act) and v.qtype is None:
+            return v
+        if isinstance(v, (Const, Deq)):
+            if isinstance(v, Deq):
+                from qdialect.reference import onnxruntime_kernels as ort
+
+                arr = ort.dequantize_linear(v.src.array, x_q=v.qtype.qparams())
+            else:
+                arr = np.asarray(v.array)
+                if arr.dtype != np.float32:
+                    raise self.bad(f"{role} is a {arr.dtype} constant; a float operand is float32")
+            nhwc = like is not None and like.nhwc
+            if nhwc:
+                if arr.ndim < 4:
+                    arr = arr.reshape((1,) * (4 - arr.ndim) + arr.shape)
+                arr = arr.transpose(0, 2, 3, 1)
+            arr = np.ascontiguousarray(arr, np.float32)
+            c = nn.ConstantOp(arr, TensorType(Float32Type(), list(arr.shape)))
+            return Act(self.add(c).results[0], nhwc)
+        raise self.bad(f"{role} is quantized where a float operand is expected")
 
     def qconst(self, arr: np.ndarray, qt: UniformQuantizedType) -> SSAValue:
         try:
@@ -593,7 +633,14 @@ class _Importer:
             for name, v in zip(node.outputs, outs):
                 self.env[name] = v
             return
-        unit = self.unit(node) if node.op_type in _QDQ_OPS else None
+        if node.op_type in _INTEGER_OPS and isinstance(first, Act) and first.qtype is None:
+            outs = handler(self, node)  # data movement in float
+            for name, v in zip(node.outputs, outs):
+                self.env[name] = v
+            return
+        quantized_inputs = all(not (isinstance(self.env.get(i), Act) and self.env[i].qtype is None)
+                               for i in node.inputs if i)
+        unit = self.unit(node) if node.op_type in _QDQ_OPS and quantized_inputs else None
         if unit is None and node.op_type in _INTEGER_OPS and isinstance(first, Deq) and isinstance(first.src, Act):
             # float data movement on dequantized values, read by float ops or the graph's output:
             # the same values as moving the integers (monotonic dequantization), still dequantized
@@ -611,7 +658,14 @@ class _Importer:
                        for i in node.inputs if i):
                     _fold_node(self, node)
                     return
-                raise _Unsupported("in float (no QuantizeLinear after it); qd-import imports quantized graphs")
+                float_handler = _FLOAT_HANDLERS.get(node.op_type)
+                if float_handler is None:
+                    raise _Unsupported("in float (no QuantizeLinear after it)")
+                self.remark("stays in float (its result is not quantized), as in ONNX Runtime")
+                outs = float_handler(self, node)
+                for name, v in zip(node.outputs, outs):
+                    self.env[name] = v
+                return
             acts, out_qs, q_nodes = unit
             fused = self.fusion.fused(self, node, out_qs)
             rounding = self.rounding_for(fused) if self.profile == "onnxruntime" else "onnx"
@@ -1045,10 +1099,14 @@ def _qlinear_conv(imp: _Importer, node: _Node):
 
 
 def _zp_storage(imp, node, k, default):
+    """The storage of a QLinear* node's output: its zero point's type (uint8 or int8)."""
     zpv = imp.input(node, k, "zero point", optional=True)
     if zpv is None:
         return default
-    return imp.const(zpv, "zero point").dtype
+    dtype = imp.const(zpv, "output zero point").dtype
+    if dtype not in (np.dtype(np.uint8), np.dtype(np.int8)):
+        raise imp.bad(f"output zero point has type {dtype}; {node.op_type} writes uint8 or int8")
+    return dtype
 
 
 @_handles("Gemm", qdq=True)
@@ -1229,13 +1287,18 @@ def unary(imp: _Importer, cls, x: Act, out_q, attrs: dict) -> Act:
     return Act(imp.emit(cls, [x.value], TensorType(out_q, shape), attrs), x.nhwc)
 
 
-_UNARY = {"Sigmoid": qnn.LogisticOp, "Tanh": qnn.TanhOp, "HardSwish": qnn.HardSwishOp}
+_UNARY = {"Sigmoid": qnn.LogisticOp, "Tanh": qnn.TanhOp, "HardSwish": qnn.HardSwishOp,
+          "HardSigmoid": qnn.HardSigmoidOp}
 
 
 @_handles(*_UNARY, qdq=True)
 def _unary_qdq(imp: _Importer, node: _Node, out_qs, rounding, acts):
     x = imp.qact(imp.input(node, 0, "X"), "X")
-    return [unary(imp, _UNARY[node.op_type], x, out_qs[0], {"rounding": rounding})]
+    attrs = {"rounding": rounding}
+    if node.op_type == "HardSigmoid":
+        attrs["alpha"] = float(np.float32(node.attrs.get("alpha", 0.2)))
+        attrs["beta"] = float(np.float32(node.attrs.get("beta", 0.5)))
+    return [unary(imp, _UNARY[node.op_type], x, out_qs[0], attrs)]
 
 
 @_handles("LeakyRelu", qdq=True)
@@ -1335,8 +1398,8 @@ def _pool(imp: _Importer, node: _Node, x: Act, out_q, rounding: str, kind: str, 
             raise _Unsupported("storage_order = 1")
         if len(node.outputs) > 1 and node.outputs[1]:
             raise _Unsupported("the Indices output")
-        y = imp.emit(qnn.MaxPool2DOp, [xv], TensorType(qnn.qtype(xv), [n, oh, ow, c]), attrs)
-        if qnn.qtype(xv) != out_q:
+        y = imp.emit(qnn.MaxPool2DOp, [xv], TensorType(xv.type.element_type, [n, oh, ow, c]), attrs)
+        if out_q is not None and qnn.qtype(xv) != out_q:
             y = imp.emit(qnn.RequantizeOp, [y], TensorType(out_q, [n, oh, ow, c]), {"rounding": rounding})
         return Act(y, True)
     if kind == "global":
@@ -1358,10 +1421,10 @@ def _pool(imp: _Importer, node: _Node, x: Act, out_q, rounding: str, kind: str, 
 
 @_handles("MaxPool", qdq=True)
 def _maxpool(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None):
-    if out_qs is None:  # MaxPool on a quantized tensor (QOperator models run it on integers)
+    if out_qs is None:  # MaxPool on a quantized tensor (QOperator models run it on integers), or in float
         x = imp.input(node, 0, "X")
-        if not isinstance(x, Act) or x.qtype is None:
-            raise _Unsupported("in float (no QuantizeLinear after it); qd-import imports quantized graphs")
+        if not isinstance(x, Act):
+            raise _Unsupported("on a constant")
         return [_pool(imp, node, x, x.qtype, "onnxruntime", "max", {})]
     x = imp.qact(imp.input(node, 0, "X"), "X")
     return [_pool(imp, node, x, out_qs[0], rounding, "max", {})]
@@ -1428,11 +1491,11 @@ def _qlinear_concat(imp: _Importer, node: _Node):
 
 
 def _movement_input(imp: _Importer, node: _Node, out_qs):
-    """The data input of a movement op: quantized (QDQ unit or integer tensor)."""
+    """The data input of a movement op: quantized (QDQ unit or integer tensor), or float."""
     v = imp.input(node, 0, "data")
     if out_qs is not None:
         return imp.qact(v, "data")
-    if isinstance(v, Act) and v.qtype is not None:
+    if isinstance(v, Act):
         return v
     return None
 
@@ -1490,7 +1553,7 @@ def _reshape(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=Non
     if math.prod(new) != math.prod(shape) or any(d < 0 for d in new):
         raise imp.bad(f"cannot reshape {shape} to {new}")
     xv = imp.logical(x)
-    y = Act(imp.emit(qnn.ReshapeOp, [xv], TensorType(x.qtype, new)))
+    y = Act(imp.emit(qnn.ReshapeOp, [xv], TensorType(x.value.type.element_type, new)))
     return [_requantize_to(imp, y, out_qs[0] if out_qs else None, rounding)]
 
 
@@ -1534,26 +1597,38 @@ def _pad(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None):
         raise _Unsupported("the axes input")
     if any(p < 0 for p in pads):
         raise _Unsupported("negative pads")
-    value = 0
     cv = imp.input(node, 2, "constant_value", optional=True) if imp.g.opset >= 11 else None
     q = x.qtype
+    zp = int(q.zero_point_array().reshape(-1)[0]) if q is not None else 0
+    stored = zp  # default: real 0
     if cv is not None:
+        from qdialect.reference import onnxruntime_kernels as ort
+
         if isinstance(cv, Deq) and isinstance(cv.src, Const):
-            arr, cq = imp.qweights(cv, "constant_value")
-            real = (int(arr.reshape(-1)[0]) - int(cq.zero_point_array().reshape(-1)[0])) * float(cq.scale_array().reshape(-1)[0])
+            real = ort.dequantize_linear(cv.src.array, x_q=cv.qtype.qparams()).reshape(-1)[:1]
         else:
-            real = float(np.asarray(imp.const(cv, "constant_value")).reshape(-1)[0])
-        if real != 0.0:
-            raise _Unsupported("a nonzero constant_value")
-    zp = int(q.zero_point_array().reshape(-1)[0])
+            arr = np.asarray(imp.const(cv, "constant_value")).reshape(-1)[:1]
+            real = arr if arr.dtype == np.float32 else None
+            if real is None and q is not None and arr.dtype.kind in "iu":
+                stored = int(arr[0])  # an integer pad of a quantized tensor: the stored value itself
+            elif real is None:
+                raise imp.bad(f"constant_value has type {arr.dtype}")
+        if real is not None and real.size:
+            if q is None:
+                if float(real[0]) != 0.0:
+                    raise _Unsupported("a float pad with a nonzero constant_value")
+            else:
+                stored = int(ort.quantize_linear(np.asarray(real, np.float32), out_q=q.qparams())[0])
+        lo, hi = q.storage_range() if q is not None else (0, 0)
+        if q is not None and not lo <= stored <= hi:
+            raise imp.bad(f"constant_value {stored} is outside {q.storage} [{lo}, {hi}]")
     pairs = [(pads[i], pads[i + rank]) for i in range(rank)]
     if x.nhwc:
         pairs = [pairs[0], pairs[2], pairs[3], pairs[1]]
     shape = qnn.shape_of(x.value)
     out = [d + a + b for d, (a, b) in zip(shape, pairs)]
-    y = Act(imp.emit(qnn.PadOp, [x.value], TensorType(q, out),
-                     {"paddings": [v for p in pairs for v in p], "pad_value": zp}), x.nhwc)
-    del value
+    y = Act(imp.emit(qnn.PadOp, [x.value], TensorType(x.value.type.element_type, out),
+                     {"paddings": [v for p in pairs for v in p], "pad_value": stored}), x.nhwc)
     return [_requantize_to(imp, y, out_qs[0] if out_qs else None, rounding)]
 
 
@@ -1587,7 +1662,7 @@ def _slice(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None)
     out = [e - b for b, e in zip(begin, end)]
     if 0 in out:
         raise _Unsupported("an empty slice")
-    y = Act(imp.emit(qnn.SliceOp, [x.value], TensorType(x.qtype, out),
+    y = Act(imp.emit(qnn.SliceOp, [x.value], TensorType(x.value.type.element_type, out),
                      {"begin": begin, "end": end, "strides": stride}), x.nhwc)
     return [_requantize_to(imp, y, out_qs[0] if out_qs else None, rounding)]
 
@@ -1620,7 +1695,7 @@ def _split(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None)
         start += s
         o = list(pshape)
         o[pa] = s
-        y = Act(imp.emit(qnn.SliceOp, [x.value], TensorType(x.qtype, o),
+        y = Act(imp.emit(qnn.SliceOp, [x.value], TensorType(x.value.type.element_type, o),
                          {"begin": begin, "end": end, "strides": [1] * len(pshape)}), x.nhwc)
         outs.append(_requantize_to(imp, y, out_qs[k] if out_qs else None, rounding))
     return outs
@@ -1665,18 +1740,15 @@ def _resize(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None
         raise _Unsupported(f"nearest resize with coordinate_transformation_mode '{ctm}', nearest_mode '{nearest_mode}'")
     xv = imp.nhwc(x)
     n, h, w, c = qnn.shape_of(xv)
-    size_v = None
-    y = imp.emit(qnn.ResizeNearestNeighborOp, [xv, _size_operand(imp, oh, ow)] if _RESIZE_TAKES_SIZE else [xv],
-                 TensorType(qnn.qtype(xv), [n, oh, ow, c]), {"align_corners": False, "half_pixel_centers": False})
-    del size_v
+    if x.qtype is None:  # in float: each pixel repeated factor x factor times (reshapes and concatenations)
+        el = xv.type.element_type
+        v = imp.emit(qnn.ReshapeOp, [xv], TensorType(el, [n, h, 1, w, 1, c]))
+        v = imp.emit(qnn.ConcatenationOp, [v] * factor, TensorType(el, [n, h, factor, w, 1, c]), {"axis": 2})
+        v = imp.emit(qnn.ConcatenationOp, [v] * factor, TensorType(el, [n, h, factor, w, factor, c]), {"axis": 4})
+        return [Act(imp.emit(qnn.ReshapeOp, [v], TensorType(el, [n, oh, ow, c])), True)]
+    y = imp.emit(qnn.ResizeNearestNeighborOp, [xv], TensorType(qnn.qtype(xv), [n, oh, ow, c]),
+                 {"align_corners": False, "half_pixel_centers": False})
     return [_requantize_to(imp, Act(y, True), out_qs[0] if out_qs else None, rounding)]
-
-
-_RESIZE_TAKES_SIZE = False
-
-
-def _size_operand(imp, oh, ow):
-    return imp.add(qnn.ConstantOp(np.array([oh, ow], np.int32), TensorType(IntegerType(32), [2]))).results[0]
 
 
 @_handles("ReduceMean", qdq=True)
@@ -1702,6 +1774,90 @@ def _reduce_mean(imp: _Importer, node: _Node, out_qs, rounding, acts):
     out = [1 if i in paxes else d for i, d in enumerate(pshape)] if keep else [d for i, d in enumerate(pshape) if i not in paxes]
     return [Act(imp.emit(qnn.MeanOp, [xv], TensorType(out_qs[0], out),
                          {"axes": paxes, "keep_dims": keep, "rounding": rounding}), nhwc)]
+
+
+# ======================================================================================
+# Float islands: ops ONNX Runtime computes in float between quantized ones
+# ======================================================================================
+
+_FLOAT_TWIN = {qnn.ReshapeOp: nn.ReshapeOp, qnn.TransposeOp: nn.TransposeOp, qnn.SliceOp: nn.SliceOp,
+               qnn.PadOp: nn.PadOp, qnn.ConcatenationOp: nn.ConcatenationOp, qnn.MaxPool2DOp: nn.MaxPool2DOp}
+_FLOAT_HANDLERS: dict[str, object] = {}
+_FLOAT_BINARY = {"Add": nn.AddOp, "Sub": nn.SubOp, "Mul": nn.MulOp}
+_FLOAT_UNARY = {"Tanh": nn.TanhOp, "Sigmoid": nn.LogisticOp, "Relu": nn.ReluOp}
+
+
+def _float_op(imp: _Importer, cls, operands: list[SSAValue], shape, attrs=None) -> SSAValue:
+    attrs = {**(attrs or {}), "qnn.rounding": "onnx"}
+    try:
+        return imp.add(cls(operands, TensorType(Float32Type(), list(shape)), attrs)).results[0]
+    except VerifyException as e:
+        raise imp.bad(str(e).strip().splitlines()[0]) from None
+
+
+def _float_binary(imp: _Importer, node: _Node):
+    va, vb = imp.input(node, 0, "A"), imp.input(node, 1, "B")
+    like = next((v for v in (va, vb) if isinstance(v, Act)), None)
+    like = like or next((v.src for v in (va, vb) if isinstance(v, Deq) and isinstance(v.src, Act)), None)
+    a, b = imp.float_value(va, "A", like), imp.float_value(vb, "B", like)
+    av, bv, nhwc = _broadcast_pair(imp, a, b)
+    shape = qnn.broadcast_shape(qnn.shape_of(av), qnn.shape_of(bv))
+    return [Act(_float_op(imp, _FLOAT_BINARY[node.op_type], [av, bv], shape), nhwc)]
+
+
+def _float_unary(imp: _Importer, node: _Node):
+    x = imp.float_value(imp.input(node, 0, "X"), "X")
+    return [Act(_float_op(imp, _FLOAT_UNARY[node.op_type], [x.value], qnn.shape_of(x.value)), x.nhwc)]
+
+
+def _float_softmax(imp: _Importer, node: _Node):
+    x = imp.float_value(imp.input(node, 0, "input"), "input")
+    rank = len(x.logical_shape)
+    axis = _axis(imp, node.attrs.get("axis", -1 if imp.g.opset >= 13 else 1), rank)
+    if axis != rank - 1 or imp.g.opset < 13:
+        raise _Unsupported(f"float softmax over axis {axis} of rank {rank}")
+    xv = imp.logical(x) if x.nhwc else x.value
+    return [Act(_float_op(imp, nn.SoftmaxOp, [xv], qnn.shape_of(xv), {"beta": 1.0}))]
+
+
+def _float_reduce_mean(imp: _Importer, node: _Node):
+    x = imp.float_value(imp.input(node, 0, "data"), "data")
+    rank = len(x.logical_shape)
+    if imp.g.opset >= 18 and len(node.inputs) > 1 and node.inputs[1]:
+        axes = _static_shape(imp, node, 1, "axes")
+    else:
+        axes = node.attrs.get("axes") or list(range(rank))
+    axes = sorted({_axis(imp, a, rank) for a in axes})
+    keep = bool(node.attrs.get("keepdims", 1))
+    xv, nhwc = x.value, x.nhwc
+    if nhwc and not keep:
+        xv, nhwc = imp.logical(x), False
+    paxes = sorted(_phys_axis(Act(xv, nhwc), a) for a in axes)
+    pshape = list(qnn.shape_of(xv))
+    out = [1 if i in paxes else d for i, d in enumerate(pshape)] if keep else [
+        d for i, d in enumerate(pshape) if i not in paxes]
+    return [Act(_float_op(imp, nn.MeanOp, [xv], out, {"axes": paxes, "keep_dims": keep}), nhwc)]
+
+
+def _float_clip(imp: _Importer, node: _Node):
+    x = imp.float_value(imp.input(node, 0, "input"), "input")
+    if imp.g.opset < 11:
+        lo, hi = node.attrs.get("min"), node.attrs.get("max")
+    else:
+        lv, hv = imp.input(node, 1, "min", optional=True), imp.input(node, 2, "max", optional=True)
+        lo = float(imp.const(lv, "min").reshape(-1)[0]) if lv is not None else None
+        hi = float(imp.const(hv, "max").reshape(-1)[0]) if hv is not None else None
+    attrs = {k: v for k, v in (("min", lo), ("max", hi)) if v is not None}
+    return [Act(_float_op(imp, nn.ClipOp, [x.value], qnn.shape_of(x.value), attrs), x.nhwc)]
+
+
+for _n in _FLOAT_BINARY:
+    _FLOAT_HANDLERS[_n] = _float_binary
+for _n in _FLOAT_UNARY:
+    _FLOAT_HANDLERS[_n] = _float_unary
+_FLOAT_HANDLERS["Softmax"] = _float_softmax
+_FLOAT_HANDLERS["ReduceMean"] = _float_reduce_mean
+_FLOAT_HANDLERS["Clip"] = _float_clip
 
 
 # ======================================================================================

@@ -901,7 +901,14 @@ def decompose_constant(e: Emitter, op: qnn.ConstantOp) -> SSAValue:
     return e.constant(op.array(), width)
 
 
+def decompose_onnx_only(e: Emitter, op) -> SSAValue:
+    """An op only the ONNX profiles give arithmetic (transforms.decompose_onnx lowers it there)."""
+    raise Unsupported(f"rounding '{op.attr('rounding', 'tflite')}' ({op.name} has arithmetic only in the "
+                      "onnxruntime / onnx profiles)")
+
+
 DECOMPOSITIONS = {
+    qnn.HardSigmoidOp: decompose_onnx_only,
     qnn.ConstantOp: decompose_constant,
     qnn.Conv2DOp: decompose_conv2d,
     qnn.DepthwiseConv2DOp: decompose_depthwise,
@@ -945,13 +952,13 @@ class DecomposeQnnOp(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         fn = DECOMPOSITIONS.get(type(op))
-        if fn is None:
-            return
         if is_subclass(type(op), qnn.QnnOp):
             from transforms import decompose_onnx
 
             if decompose_onnx.takes(op):
                 fn = decompose_onnx.decompose
+        if fn is None:
+            return
         e = Emitter()
         try:
             out = fn(e, op)

@@ -77,10 +77,10 @@ def _signed_weights(e: Emitter, v: SSAValue, q: QParams) -> tuple[SSAValue, int]
     if q.bits != 8:
         raise Unsupported(f"unsigned {q.bits}-bit weights")
     owner = v.owner
-    if not isinstance(owner, qnn.ConstantOp):
-        raise Unsupported("unsigned weights computed at run time")
-    arr = np.asarray(owner.array()).astype(np.int64) - 128
-    return e.constant(arr, 8), _zp(q) - 128
+    if isinstance(owner, qnn.ConstantOp):  # shifted at compile time
+        arr = np.asarray(owner.array()).astype(np.int64) - 128
+        return e.constant(arr, 8), _zp(q) - 128
+    return _signed_activation(e, v, q)
 
 
 def _ort_scale(x_q: QParams, w_q: QParams, out_q: QParams, channels: int) -> np.ndarray:
@@ -269,6 +269,7 @@ ONNX_DECOMPOSITIONS = {
     qnn.LogisticOp: _table,
     qnn.TanhOp: _table,
     qnn.HardSwishOp: _table,
+    qnn.HardSigmoidOp: _table,
     qnn.LeakyReluOp: _table,
     qnn.RequantizeOp: _table,
     qnn.ConcatenationOp: decompose_concat,

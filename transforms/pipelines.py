@@ -39,6 +39,19 @@ def _has_quantized_types(module: ModuleOp) -> bool:
     return False
 
 
+def _has_fake_quant(module: ModuleOp) -> bool:
+    """Whether some nn op may stand for a quantized one: every nn op but the float islands an
+    ONNX model keeps (`qnn.rounding = "onnx"`: ONNX Runtime computes them in float)."""
+    from qdialect.qparams import ONNX_ROUNDINGS
+
+    for op in module.walk():
+        if op.dialect_name() == "nn":
+            hint = op.attributes.get("qnn.rounding")
+            if getattr(hint, "data", None) not in ONNX_ROUNDINGS:
+                return True
+    return False
+
+
 def _context() -> Context:
     from transforms.opt import QdOptMain
 
@@ -54,7 +67,7 @@ def l3_passes(module: ModuleOp) -> list[ModulePass]:
 
     dialects = _dialects(module)
     passes: list[ModulePass] = []
-    if "nn" in dialects:
+    if "nn" in dialects and _has_fake_quant(module):
         passes.append(QnnRaisePass())
     if "qnn" in dialects or "nn" in dialects:
         passes.append(QnnCanonicalizePass())

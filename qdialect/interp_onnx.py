@@ -330,7 +330,9 @@ def _f_sigmoid(op, args):
 @_recipe(_FLOAT, qnn.TanhOp)
 def _f_tanh(op, args):
     (x,) = _operands_f32(op, args)
-    return _requant(op, np.tanh(x.astype(np.float64)).astype(F32))
+    # ORT's float Tanh is MLAS's rational approximation (MlasComputeTanhF32KernelFma3), once per distinct input
+    uniq, inv = np.unique(x.reshape(-1), return_inverse=True)
+    return _requant(op, ort.mlas_tanh(uniq)[inv].reshape(x.shape))
 
 
 @_recipe(_FLOAT, qnn.HardSwishOp)
@@ -358,9 +360,12 @@ def _f_leaky_relu(op, args):
 @_recipe(_FLOAT, qnn.SoftmaxOp)
 def _f_softmax(op, args):
     (x,) = _operands_f32(op, args)
-    x = x.astype(np.float64) * float(op.attr("beta", 1.0))
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return _requant(op, (e / e.sum(axis=-1, keepdims=True)).astype(F32))
+    beta = float(op.attr("beta", 1.0))
+    if beta != 1.0:
+        # ONNX Softmax has no beta: a float32 Mul by beta in front of it
+        x = (x * F32(beta)).astype(F32)
+    # ORT's float Softmax: MlasComputeSoftmax (MLAS exp, 16-lane sum, e * (1 / sum))
+    return _requant(op, ort.mlas_softmax_f32(x, axis=-1))
 
 
 @_recipe(_FLOAT, qnn.AvgPool2DOp)
@@ -383,9 +388,8 @@ def _f_mean(op, args):
         # float GlobalAveragePool = MlasPoolGlobalKernel (4-lane sums, then / H*W)
         y = ort.mlas_global_avg_f32(x)
         return _requant(op, y if keep else y.reshape(x.shape[0], x.shape[3]))
-    count = int(np.prod([x.shape[a] for a in axes]))
-    s = np.sum(x, axis=axes, keepdims=keep, dtype=np.float64).astype(F32)
-    return _requant(op, (s / F32(count)).astype(F32))
+    # ReduceMean: the importer keeps it in ONNX order (trailing axes), as ORT's KR fast path reduces
+    return _requant(op, ort.reduce_mean_f32(x, axes, keepdims=keep))
 
 
 @_recipe(_FLOAT, qnn.ConcatenationOp)
@@ -434,11 +438,8 @@ def _nn_sigmoid(op, args):
 @_nn_recipe(nn.TanhOp)
 def _nn_tanh(op, args):
     x = np.asarray(args[0], F32)
-    fn = getattr(ort, "mlas_tanh", None)
-    if fn is None:
-        return np.tanh(x.astype(np.float64)).astype(F32)
     uniq, inv = np.unique(x.reshape(-1), return_inverse=True)
-    return np.asarray(fn(uniq), F32)[inv].reshape(x.shape)
+    return np.asarray(ort.mlas_tanh(uniq), F32)[inv].reshape(x.shape)
 
 
 @_nn_recipe(nn.ReluOp)
@@ -461,12 +462,7 @@ def _nn_clip(op, args):
 @_nn_recipe(nn.SoftmaxOp)
 def _nn_softmax(op, args):
     x = np.asarray(args[0], F32)
-    fn = getattr(ort, "mlas_softmax_f32", None)
-    if fn is not None:
-        return np.asarray(fn(x, axis=-1), F32)
-    x64 = x.astype(np.float64)
-    e = np.exp(x64 - x64.max(axis=-1, keepdims=True))
-    return (e / e.sum(axis=-1, keepdims=True)).astype(F32)
+    return np.asarray(ort.mlas_softmax_f32(x, axis=-1), F32)
 
 
 @_nn_recipe(nn.MeanOp)
@@ -474,11 +470,7 @@ def _nn_mean(op, args):
     x = np.asarray(args[0], F32)
     axes = tuple(sorted(a % x.ndim for a in op.attr("axes")))
     keep = bool(op.attr("keep_dims", False))
-    fn = getattr(ort, "reduce_mean_f32", None)
-    if fn is not None:
-        return np.asarray(fn(x, axes=axes, keepdims=keep), F32)
-    count = int(np.prod([x.shape[a] for a in axes]))
-    return (np.sum(x, axis=axes, keepdims=keep, dtype=np.float64).astype(F32) / F32(count)).astype(F32)
+    return np.asarray(ort.reduce_mean_f32(x, axes, keepdims=keep), F32)
 
 
 def evaluate_nn(it, op, args):

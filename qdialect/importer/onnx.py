@@ -1766,14 +1766,12 @@ def _reduce_mean(imp: _Importer, node: _Node, out_qs, rounding, acts):
         axes = list(range(rank))
     axes = sorted({_axis(imp, a, rank) for a in axes})
     keep = bool(node.attrs.get("keepdims", 1))
-    xv, nhwc = x.value, x.nhwc
-    if nhwc and not keep:
-        xv, nhwc = imp.logical(x), False
-    paxes = sorted(_phys_axis(Act(xv, nhwc), a) for a in axes)
-    pshape = list(qnn.shape_of(xv))
-    out = [1 if i in paxes else d for i, d in enumerate(pshape)] if keep else [d for i, d in enumerate(pshape) if i not in paxes]
+    # in ONNX order: ORT's float ReduceMean sums each row of the trailing axes in memory order
+    xv = imp.logical(x)
+    shape = list(qnn.shape_of(xv))
+    out = [1 if i in axes else d for i, d in enumerate(shape)] if keep else [d for i, d in enumerate(shape) if i not in axes]
     return [Act(imp.emit(qnn.MeanOp, [xv], TensorType(out_qs[0], out),
-                         {"axes": paxes, "keep_dims": keep, "rounding": rounding}), nhwc)]
+                         {"axes": axes, "keep_dims": keep, "rounding": rounding}))]
 
 
 # ======================================================================================
@@ -1829,14 +1827,10 @@ def _float_reduce_mean(imp: _Importer, node: _Node):
         axes = node.attrs.get("axes") or list(range(rank))
     axes = sorted({_axis(imp, a, rank) for a in axes})
     keep = bool(node.attrs.get("keepdims", 1))
-    xv, nhwc = x.value, x.nhwc
-    if nhwc and not keep:
-        xv, nhwc = imp.logical(x), False
-    paxes = sorted(_phys_axis(Act(xv, nhwc), a) for a in axes)
-    pshape = list(qnn.shape_of(xv))
-    out = [1 if i in paxes else d for i, d in enumerate(pshape)] if keep else [
-        d for i, d in enumerate(pshape) if i not in paxes]
-    return [Act(_float_op(imp, nn.MeanOp, [xv], out, {"axes": paxes, "keep_dims": keep}), nhwc)]
+    xv = imp.logical(x)  # ORT's float ReduceMean sums rows of the trailing axes in ONNX memory order
+    shape = list(qnn.shape_of(xv))
+    out = [1 if i in axes else d for i, d in enumerate(shape)] if keep else [d for i, d in enumerate(shape) if i not in axes]
+    return [Act(_float_op(imp, nn.MeanOp, [xv], out, {"axes": axes, "keep_dims": keep}))]
 
 
 def _float_clip(imp: _Importer, node: _Node):

@@ -77,6 +77,26 @@ Per-op recipes (a = raw stored value, zp its zero point, s its float32 scale):
   gives 127, not a wrapped -128).
 - quantize_linear: MlasQuantizeLinear (division, ties to even, saturate).
 - dequantize_linear: `f32(f32(q - zp) * s)`, q - zp computed in int32.
+
+Float kernels (the QDQ "onnx" profile's middle op; measured bitwise on 1.32,
+ORT_DISABLE_ALL and the default session alike, on an AVX-512 Zen4):
+
+- mlas_logistic (float Sigmoid too, MlasComputeLogisticF32KernelFma3): the
+  table recipe above on float32 values.
+- mlas_tanh (float Tanh, tanh.cpp constants + TanhKernelFma3.S): clamp to
+  [-9, 9], x2 = f32(v*v), odd p (a13..a1) and even q (b6..b0) by Horner with
+  FMAs, `f32(f32(v*p) / q)`.
+- mlas_softmax_f32 (float Softmax opset 13, compute.cpp MlasComputeSoftmax,
+  AVX-512F SumExp kernel): e = MLAS exp(f32(x - max)) (clamp -103.97, FMA range
+  reduction, degree-6 polynomial, vscalefps), sum over 16 lanes then
+  vhaddps-style reduction, `y = e * f32(1 / sum)`.
+- reduce_mean_f32 (float ReduceMean over trailing ONNX-layout axes,
+  reduction_ops.cc FastReduceKR): Eigen Packet4f sum per row (alignment
+  dependent), `f32(sum / n)`; differs from float GlobalAveragePool's order.
+- mlas_avg_pool_f32 / mlas_global_avg_f32: float AveragePool /
+  GlobalAveragePool (MlasPool), see there.
+- Add / Sub / Mul / Div of float32 tensors (any broadcast): one IEEE float32
+  operation per element (numpy's `a op b` in float32 is exact; Div divides).
 """
 
 from __future__ import annotations
@@ -108,6 +128,9 @@ __all__ = [
     "quantize_linear",
     "dequantize_linear",
     "mlas_logistic",
+    "mlas_tanh",
+    "mlas_softmax_f32",
+    "reduce_mean_f32",
     "detect_isa",
 ]
 
@@ -474,6 +497,173 @@ def mlas_logistic(x) -> np.ndarray:
         r = _round_f32(_round_f32(p / q) + Fraction(1, 2))
         out.append(max(float(r), 0.0))
     return np.asarray(out, F32).reshape(np.shape(x))
+
+
+# ---------------------------------------------------------------------------
+# float kernels (the "onnx" profile: DequantizeLinear -> float op -> QuantizeLinear)
+# ---------------------------------------------------------------------------
+
+_TANH = dict(
+    lower=-9.0, upper=9.0,
+    alpha_13=-2.76076847742355e-16, alpha_11=2.00018790482477e-13, alpha_9=-8.60467152213735e-11,
+    alpha_7=5.12229709037114e-08, alpha_5=1.48572235717979e-05, alpha_3=6.37261928875436e-04,
+    alpha_1=4.89352455891786e-03,
+    beta_6=1.19825839466702e-06, beta_4=1.18534705686654e-04, beta_2=2.26843463243900e-03,
+    beta_0=4.89352518554385e-03,
+)
+
+
+def mlas_tanh(x) -> np.ndarray:
+    """ORT's float Tanh = MlasComputeTanh -> MlasComputeTanhF32KernelFma3 on every
+    AVX2/FMA CPU (AVX-512 ones included; there is no AVX-512 tanh kernel), with
+    the Eigen-derived constants `MlasTanhConstants` of mlas/lib/tanh.cpp:
+        v = min(max(x, -9), 9); x2 = f32(v*v)
+        p = fma(x2, a13, a11); p = fma(x2, p, a9) ... fma(x2, p, a1); p = f32(v*p)
+        q = fma(x2, b6, b4); q = fma(x2, q, b2); q = fma(x2, q, b0)
+        y = f32(p / q)
+    Vectorised: every fma is `_fma_f32` (float64 exact product, one float32
+    rounding with the double-rounding midpoint fix), so it is exact."""
+    k = {n: F32(v) for n, v in _TANH.items()}
+    x = np.asarray(x, F32)
+    v = np.minimum(np.maximum(x, k["lower"]), k["upper"])
+    x2 = (v * v).astype(F32)
+    p = _fma_f32(x2, k["alpha_13"], k["alpha_11"])
+    for c in ("alpha_9", "alpha_7", "alpha_5", "alpha_3", "alpha_1"):
+        p = _fma_f32(x2, p, k[c])
+    p = (v * p).astype(F32)
+    q = _fma_f32(x2, k["beta_6"], k["beta_4"])
+    for c in ("beta_2", "beta_0"):
+        q = _fma_f32(x2, q, k[c])
+    return np.asarray((p / q).astype(F32))
+
+
+_EXP = dict(
+    lower=-103.9720840454, rounding_bias=12582912.0, log2_reciprocal=1.44269504088896341,
+    log2_high=-6.93145752e-1, log2_low=-1.42860677e-6,
+    poly_0=float.fromhex("0x1.694000p-10"), poly_1=float.fromhex("0x1.125edcp-7"),
+    poly_2=float.fromhex("0x1.555b5ap-5"), poly_3=float.fromhex("0x1.555450p-3"),
+    poly_4=float.fromhex("0x1.fffff6p-2"), poly_56=1.0,
+)
+
+
+def _exp_avx512f(v: np.ndarray) -> np.ndarray:
+    """One lane of MlasComputeSumExpF32KernelAvx512F (TransKernelAvx512F.S) after the
+    `+ (-max)`: clamp below at LowerRange (-103.97), range reduction and the
+    degree-6 polynomial with FMAs, `vscalefps` (p * 2**m, one rounding)."""
+    k = {n: F32(c) for n, c in _EXP.items()}
+    v = np.maximum(k["lower"], v)
+    biased = _fma_f32(v, k["log2_reciprocal"], k["rounding_bias"])
+    m = (biased - k["rounding_bias"]).astype(F32)
+    v = _fma_f32(m, k["log2_high"], v)
+    v = _fma_f32(m, k["log2_low"], v)
+    p = _fma_f32(k["poly_0"], v, k["poly_1"])
+    for c in ("poly_2", "poly_3", "poly_4", "poly_56", "poly_56"):
+        p = _fma_f32(p, v, k[c])
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (p.astype(np.float64) * np.exp2(m.astype(np.float64))).astype(F32)
+
+
+def mlas_softmax_f32(x, axis: int = -1) -> np.ndarray:
+    """ORT's float Softmax, opset 13 (softmax.cc: a non-last axis is transposed to
+    the end and back) -> MlasComputeSoftmax (compute.cpp), per row of D values,
+    with the AVX-512F kernels this CPU class dispatches:
+    - max: MlasReduceMaximumF32KernelAvx512F (order-free);
+    - e = exp(f32(x + (-max))) by MlasComputeSumExpF32KernelAvx512F (`_exp_avx512f`),
+      sum: lane i of a 16-float accumulator adds elements i, i+16, ... in order
+      (the 48-wide loop and the masked tail add zeros elsewhere), then
+      a = lanes[0:8] + lanes[8:16], two vhaddps within each 128-bit half,
+      sum = ((a0+a1)+(a2+a3)) + ((a4+a5)+(a6+a7));
+    - y = e * f32(1 / sum) (MlasComputeSoftmaxOutputF32KernelAvx: vmulps, not a division).
+    CPUs without AVX-512F use MlasComputeSumExpF32KernelFma3 (8 lanes, another exp
+    reconstruction), which is not modelled here."""
+    x = np.asarray(x, F32)
+    xm = np.moveaxis(x, axis, -1)
+    d = xm.shape[-1]
+    rows = xm.reshape(-1, d)
+    neg = (-rows.max(axis=1, keepdims=True)).astype(F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = _exp_avx512f((rows + neg).astype(F32))
+    nr = rows.shape[0]
+    lanes16 = np.concatenate([e, np.zeros((nr, (-d) % 16), F32)], axis=1).reshape(nr, -1, 16)
+    acc = np.zeros((nr, 16), F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j in range(lanes16.shape[1]):
+            acc = (acc + lanes16[:, j]).astype(F32)
+        a = (acc[:, :8] + acc[:, 8:]).astype(F32)
+        h = (a[:, 0::2] + a[:, 1::2]).astype(F32)  # (a0+a1), (a2+a3), (a4+a5), (a6+a7)
+        s = ((h[:, 0] + h[:, 1]).astype(F32) + (h[:, 2] + h[:, 3]).astype(F32)).astype(F32)
+        scale = (F32(1.0) / s).astype(F32)
+        y = (e * scale[:, None]).astype(F32)
+    return np.moveaxis(y.reshape(xm.shape), -1, axis)
+
+
+def _eigen_sum_rows(rows: np.ndarray, align: np.ndarray) -> np.ndarray:
+    """Eigen 3.4 `Map<VectorXf>(p, n).sum()` (Redux.h, LinearVectorizedTraversal, SSE
+    Packet4f) of each row of [R, n]; align[r] = the row start's float offset from a
+    16-byte boundary.  The unaligned head (first_default_aligned) is skipped; two
+    packet accumulators take alternate 4-float blocks of the aligned body, are
+    added, plus one more block if the body has an odd count; predux
+    (p0+p2) + (p1+p3); then the head and the tail are added one by one.  With no
+    whole aligned block the row is summed left to right."""
+    nr, n = rows.shape
+    out = np.empty(nr, F32)
+    for a in range(4):
+        sel = np.nonzero(align == a)[0]
+        if sel.size == 0:
+            continue
+        x = rows[sel]
+        start = min((4 - a) % 4, n)
+        end4 = start + (n - start) // 4 * 4
+        end8 = start + (n - start) // 8 * 8
+        if end4 == start:
+            res = x[:, 0].copy()
+            for i in range(1, n):
+                res = (res + x[:, i]).astype(F32)
+            out[sel] = res
+            continue
+        p0 = x[:, start:start + 4].copy()
+        if end4 - start > 4:
+            p1 = x[:, start + 4:start + 8].copy()
+            for i in range(start + 8, end8, 8):
+                p0 = (p0 + x[:, i:i + 4]).astype(F32)
+                p1 = (p1 + x[:, i + 4:i + 8]).astype(F32)
+            p0 = (p0 + p1).astype(F32)
+            if end4 > end8:
+                p0 = (p0 + x[:, end8:end4]).astype(F32)
+        res = ((p0[:, 0] + p0[:, 2]).astype(F32) + (p0[:, 1] + p0[:, 3]).astype(F32)).astype(F32)
+        for i in list(range(start)) + list(range(end4, n)):
+            res = (res + x[:, i]).astype(F32)
+        out[sel] = res
+    return out
+
+
+def reduce_mean_f32(x, axes, keepdims: bool = True, base_offset: int = 0) -> np.ndarray:
+    """ORT's float ReduceMean (reduction_ops.cc) when the reduced axes are the
+    trailing ones of the array *in ONNX memory order* (size-1 axes aside), e.g.
+    NCHW axes [2, 3] or the last axis: the KR fast path,
+    ReduceAggregatorMean::FastReduceKR = per row of n = prod(reduced dims)
+    contiguous values, Eigen's vectorised sum (`_eigen_sum_rows`), then
+    `f32(sum / f32(n))`.  The summation order depends on each row's 16-byte
+    alignment, so pass x in ONNX layout (an NHWC array must be transposed to
+    NCHW first); base_offset = the tensor's first element's float offset from a
+    16-byte boundary (0 for ORT's own buffers; ORT reads a fed numpy array in
+    place, so (x.ctypes.data % 16) // 4 for a session input).  Not
+    `mlas_global_avg_f32`: GlobalAveragePool sums in another order.  Other axis
+    patterns (RK / KRK / RKR paths) raise NotImplementedError."""
+    x = np.ascontiguousarray(x, F32)
+    nd = x.ndim
+    axes = sorted({int(a) % nd for a in axes})
+    kept = [i for i in range(nd) if i not in axes and x.shape[i] != 1]
+    reduced = [i for i in axes if x.shape[i] != 1]
+    if kept and reduced and max(kept) > min(reduced):
+        raise NotImplementedError("reduce_mean_f32: only trailing reduced axes (ORT's KR fast path)")
+    n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+    rows = x.reshape(-1, n)
+    align = (base_offset + np.arange(rows.shape[0], dtype=np.int64) * n) % 4
+    y = (_eigen_sum_rows(rows, align) / F32(n)).astype(F32)
+    shape = [1 if i in axes else x.shape[i] for i in range(nd)] if keepdims else \
+        [x.shape[i] for i in range(nd) if i not in axes]
+    return y.reshape(shape)
 
 
 def _table_inputs(x_q: QParams) -> np.ndarray:

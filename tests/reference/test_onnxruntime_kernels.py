@@ -465,3 +465,121 @@ def test_qdq_s8_avg_pool_runs_as_u8():
             differs[flag] += int((R.dequantize_linear(r.transpose(0, 3, 1, 2), x_q=xq) != y).sum())
     assert differs[True] == 0
     assert differs[False] > 0  # the int8 kernel's rounding is observably different
+
+
+# --------------------------------------------------------------------------- float kernels (the "onnx" profile)
+
+
+def _bits_equal(a, b):
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    return int(np.sum(a.view(np.int32) != b.view(np.int32)))
+
+
+def _float_inputs(rng, limit):
+    """Random values at several scales, a dense sweep across [-limit, limit] and the clamp limits' neighbours."""
+    lim = np.float32(limit)
+    near = np.concatenate([lim - np.arange(300, dtype=np.float32) * np.float32(3e-6) * lim,
+                           lim + np.arange(300, dtype=np.float32) * np.float32(3e-6) * lim])
+    edge = np.array([0.0, -0.0, 1e-30, -1e-45, 1.0, 1e30, -1e30, 3e38, -3e38, np.inf, -np.inf], np.float32)
+    parts = [rng.standard_normal(20000) * s for s in (0.01, 1.0, 4.0, 30.0)]
+    parts += [np.linspace(-1.2 * limit, 1.2 * limit, 40001), near, -near, edge]
+    return np.concatenate(parts).astype(np.float32)
+
+
+@pytest.mark.parametrize("disable_all", [True, False])
+def test_mlas_float_tanh(disable_all):
+    x = _float_inputs(np.random.default_rng(20), 9.0)
+    y = _session([helper.make_node("Tanh", ["x"], ["y"])], x.shape, {}, disable_all=disable_all).run(None, {"x": x})[0]
+    assert _bits_equal(y, R.mlas_tanh(x)) == 0
+
+
+@pytest.mark.parametrize("disable_all", [True, False])
+def test_mlas_float_sigmoid(disable_all):
+    rng = np.random.default_rng(21)
+    x = np.concatenate([(rng.standard_normal(600) * 6), np.linspace(-20, 20, 801),
+                        [0.0, -0.0, 18.0, -18.0, 17.99999, -18.00001, 1e30, -1e30]]).astype(np.float32)
+    y = _session([helper.make_node("Sigmoid", ["x"], ["y"])], x.shape, {}, disable_all=disable_all).run(None, {"x": x})[0]
+    assert _bits_equal(y, R.mlas_logistic(x)) == 0
+
+
+_SOFTMAX_CASES = [((4, 1000), -1), ((3, 7), -1), ((2, 5, 17), -1), ((2, 48), 1), ((5, 49), -1),
+                  ((1, 10, 8, 8), 1), ((3, 33, 5), 1), ((6, 1), -1), ((2, 100, 3), -1)]
+
+
+@pytest.mark.parametrize("disable_all", [True, False])
+def test_mlas_float_softmax(disable_all):
+    rng = np.random.default_rng(22)
+    for shape, axis in _SOFTMAX_CASES:
+        sess = _session([helper.make_node("Softmax", ["x"], ["y"], axis=axis)], shape, {}, opset=13,
+                        disable_all=disable_all)
+        for scale in (0.01, 1.0, 10.0, 100.0, 1000.0):
+            x = (rng.standard_normal(shape) * scale).astype(np.float32)
+            assert _bits_equal(sess.run(None, {"x": x})[0], R.mlas_softmax_f32(x, axis)) == 0, (shape, axis, scale)
+    # exp's clamp (-103.97) and subnormal results, zeros, huge values
+    rows = [np.concatenate([[0.0], -rng.uniform(80, 110, 36)]) for _ in range(200)]
+    rows += [np.zeros(37), np.full(37, 3e38), np.linspace(-200, 0, 37), [1e30] + [-1e30] * 36,
+             [-0.0] * 18 + [0.0] * 19]
+    x = np.asarray(rows, np.float32)
+    sess = _session([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], x.shape, {}, opset=13,
+                    disable_all=disable_all)
+    with np.errstate(all="ignore"):
+        assert _bits_equal(sess.run(None, {"x": x})[0], R.mlas_softmax_f32(x)) == 0
+
+
+_REDUCE_CASES = [((1, 8, 6, 6), [2, 3]), ((2, 16, 7, 7), [2, 3]), ((1, 4, 3, 1), [2, 3]), ((1, 8, 14, 14), [2, 3]),
+                 ((1, 3, 1, 7), [2, 3]), ((2, 5, 3, 3), [2, 3]), ((1, 1, 9, 9), [2, 3]), ((1, 32, 1, 1), [2, 3]),
+                 ((4, 37), [-1]), ((3, 5, 6), [-1]), ((7, 1000), [1])]
+
+
+@pytest.mark.parametrize("disable_all", [True, False])
+def test_float_reduce_mean(disable_all):
+    """ReduceMean (KR fast path: Eigen sum per row, then / n); not GlobalAveragePool's order."""
+    rng = np.random.default_rng(23)
+    differs_from_gap = 0
+    for shape, axes in _REDUCE_CASES:
+        sess = _session([helper.make_node("ReduceMean", ["x"], ["y"], axes=axes, keepdims=1)], shape, {},
+                        disable_all=disable_all)
+        for scale in (1.0, 100.0, 1e-3):
+            x = (rng.standard_normal(shape) * scale + scale).astype(np.float32)
+            y = sess.run(None, {"x": x})[0]
+            assert _bits_equal(y, R.reduce_mean_f32(x, axes, True, base_offset=(x.ctypes.data % 16) // 4)) == 0
+            if len(shape) == 4:
+                differs_from_gap += _bits_equal(y, R.mlas_global_avg_f32(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2))
+    assert differs_from_gap > 0
+    # the summation order follows the buffer's 16-byte alignment (ORT reads a fed numpy array in place)
+    shape = (2, 5, 6, 7)
+    sess = _session([helper.make_node("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=1)], shape, {},
+                    disable_all=disable_all)
+    buf = (rng.standard_normal(4 + 420) * 100).astype(np.float32)
+    for off in range(4):
+        x = buf[off:off + 420].reshape(shape)
+        y = sess.run(None, {"x": x})[0]
+        assert _bits_equal(y, R.reduce_mean_f32(x, [2, 3], True, base_offset=(x.ctypes.data % 16) // 4)) == 0
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+def test_float_binary(op):
+    """Float Add / Sub / Mul / Div: one IEEE float32 operation per element, every broadcast pattern."""
+    rng = np.random.default_rng(24)
+    fn = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[op]
+    for sa, sb in [((300, 37), (300, 37)), ((300, 37), (1,)), ((1,), (300, 37)), ((300, 37), (37,)),
+                   ((300, 1), (300, 37)), ((8, 1, 5), (1, 9, 5))]:
+        a = (rng.standard_normal(sa) * 10.0 ** rng.integers(-40, 38, size=sa)).astype(np.float32)
+        b = (rng.standard_normal(sb) * 10.0 ** rng.integers(-40, 38, size=sb)).astype(np.float32)
+        a.reshape(-1)[:8] = [0.0, -0.0, 1e-45, 3e38, -3e38, 1e-39, 1.0, np.inf][:min(8, a.size)]
+        graph = helper.make_graph([helper.make_node(op, ["a", "b"], ["y"])], "g",
+                                  [helper.make_tensor_value_info("a", TensorProto.FLOAT, list(sa)),
+                                   helper.make_tensor_value_info("b", TensorProto.FLOAT, list(sb))],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        with np.errstate(all="ignore"):
+            ref = fn(a, b).astype(np.float32)
+        for disable_all in (True, False):
+            so = ort.SessionOptions()
+            so.log_severity_level = 3
+            if disable_all:
+                so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            assert _bits_equal(sess.run(None, {"a": a, "b": b})[0], ref) == 0

@@ -1,6 +1,7 @@
-"""Latency of every zoo model: our TVM build vs LiteRT and vs TVM's own TFLite importer.
+"""Latency of every zoo model: our TVM build vs LiteRT / ONNX Runtime and vs TVM's own importers.
 
     python bench/latency.py [--models a,b] [--runs 50] [--warmup 5] [--target "llvm -mcpu=..."]
+    python bench/latency.py --onnx-only [--onnx-models cnn_qdq_u8,...]
 
 Measured in the same run, with warm-up, median of `--runs`.  The one-thread
 candidates of a model (LiteRT default, ours in both profiles, TVM's importer) are
@@ -14,8 +15,15 @@ times, so a change in machine load during the run hits all of them alike:
 - TVM's own Relax TFLite frontend (`tvm.relax.frontend.tflite`, which
   dequantizes to float) where it imports the model.
 Prints latencies, ratios to LiteRT default (1 thread), mismatching elements
-against the matching LiteRT path, and compile times.  Not a test: numbers on a
-shared machine move; compare ratios within one run.
+against the matching LiteRT path, and compile times.
+
+ONNX models (`models/onnx/`, `--onnx-models`): ours (`onnxruntime` profile,
+bit-exact with ORT's default session; 1 and 2 TVM threads) against ONNX
+Runtime's default session at 1 thread (the peer; `ort_2` at 2 threads) and
+with ORT_DISABLE_ALL, and TVM's own Relax ONNX frontend where it imports the
+model; interleaved like the TFLite rows.  Both sides copy inputs in and
+outputs out (ORT's `run` does).  Not a test: numbers on a shared machine
+move; compare ratios within one run.
 """
 
 from __future__ import annotations
@@ -131,6 +139,142 @@ def tvm_frontend(path: Path, target):
     return run, elapsed
 
 
+ONNX_ZOO = ROOT / "models" / "onnx"
+ONNX_DEFAULT = ("cnn_qdq_u8,cnn_qop_u8,cnn_qdq_s8,mobilenetv2_qdq_u8,mobilenetv2_qop_u8,mobilenetv2_qop_s8,"
+                "mlp_qdq_u8,mlp_qop_s8")
+
+
+def onnxruntime_session(path: Path, threads: int, disable_all: bool = False):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    if disable_all:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+
+    def run(sample):
+        return sess.run(None, dict(zip(names, sample)))
+
+    return run
+
+
+def ours_onnx(path: Path, target):
+    from transforms import pipelines
+    from tvm_bridge.compile import compile_module
+    from tvm_bridge.run_cli import load_module
+
+    from qdialect.interpreter import Interpreter
+
+    t0 = time.perf_counter()
+    module = load_module(path, 1)
+    out_dtypes = [Interpreter._dtype(v) for v in Interpreter(module).entry().get_return_op().operands]
+    pipelines.lower_to_l3(module)
+    model = compile_module(module, target=target)
+
+    def run(sample):
+        return [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
+                for o, d in zip(model(*sample), out_dtypes)]
+
+    return run, time.perf_counter() - t0
+
+
+def tvm_onnx_frontend(path: Path, target):
+    import onnx
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from tvm_bridge.compile import as_target
+
+    t0 = time.perf_counter()
+    mod = from_onnx(onnx.load(str(path)), keep_params_in_input=False)
+    mod = relax.transform.DecomposeOpsForInference()(mod)
+    ex = tvm.compile(mod, target=as_target(target))
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    elapsed = time.perf_counter() - t0
+
+    def run(sample):
+        out = vm["main"](*[tvm.runtime.tensor(a) for a in sample])
+        return [out.numpy()] if hasattr(out, "numpy") else [o.numpy() for o in out]
+
+    return run, elapsed
+
+
+def float_mismatches(a: list[np.ndarray], b: list[np.ndarray]) -> int:
+    """Differing elements; float outputs compared bit for bit."""
+    total = 0
+    for x, y in zip(a, b):
+        x, y = np.asarray(x), np.asarray(y).reshape(np.shape(x))
+        if x.dtype.kind == "f" or y.dtype.kind == "f":
+            total += int(np.count_nonzero(x.astype(np.float32).view(np.int32) != y.astype(np.float32).view(np.int32)))
+        else:
+            total += int(np.count_nonzero(x.astype(np.int64) != y.astype(np.int64)))
+    return total
+
+
+def onnx_rows(names: list[str], args) -> list[dict]:
+    from tvm_bridge.run_cli import _entry_signature, load_module, make_inputs
+
+    rows = []
+    for name in names:
+        path = ONNX_ZOO / f"{name}.onnx"
+        module = load_module(path, 1)
+        _, in_values, _ = _entry_signature(module)
+        sample = make_inputs(in_values, 0)
+        row = {"model": name}
+        peer = onnxruntime_session(path, 1)
+        expected = peer(sample)
+        row["ort_2"] = median_ms(lambda r=onnxruntime_session(path, 2): r(sample), args.runs, args.warmup)
+        one_thread = {"ort_1": lambda: peer(sample),
+                      "ort_noopt_1": lambda r=onnxruntime_session(path, 1, True): r(sample)}
+        try:
+            run, compile_s = ours_onnx(path, args.target)
+            row["ours_mismatch"] = float_mismatches(run(sample), expected)
+            row["ours_compile_s"] = compile_s
+            one_thread["ours"] = lambda run=run: run(sample)
+            set_tvm_threads(2)
+            row["ours_2"] = median_ms(lambda: run(sample), args.runs, args.warmup)
+            set_tvm_threads(1)
+        except Exception as e:  # noqa: BLE001 - report and go on
+            row["ours"] = f"failed: {type(e).__name__}: {str(e)[:60]}"
+        try:
+            run, compile_s = tvm_onnx_frontend(path, args.target)
+            row["tvm_frontend_compile_s"] = compile_s
+            row["tvm_frontend_mismatch"] = float_mismatches(run(sample), expected)
+            one_thread["tvm_frontend"] = lambda run=run: run(sample)
+        except Exception as e:  # noqa: BLE001
+            row["tvm_frontend"] = f"does not import: {type(e).__name__}"
+        row.update(interleaved_medians(one_thread, args.runs, args.warmup, args.rounds))
+        rows.append(row)
+        print(f"  .. {name} done", file=sys.stderr, flush=True)
+    print("ONNX models: latency, ms (median); ratio = x / ONNX Runtime default session, 1 thread; "
+          "mismatches vs ORT's default session")
+    header = ["model", "ort_1", "ort_2", "ort_noopt_1", "ours", "ours_2", "tvm_frontend"]
+    print(" | ".join(f"{h:>20}" if i == 0 else f"{h:>14}" for i, h in enumerate(header)))
+    for row in rows:
+        cells = [f"{row['model']:>20}"]
+        for h in header[1:]:
+            v = row.get(h, "n/a")
+            if isinstance(v, float) and h != "ort_1":
+                cells.append(f"{v:7.3f} x{v / row['ort_1']:.2f}".rjust(14))
+            elif isinstance(v, float):
+                cells.append(f"{v:14.3f}")
+            else:
+                cells.append(f"{str(v)[:14]:>14}")
+        print(" | ".join(cells))
+    for row in rows:
+        parts = [row["model"]]
+        for k in ("ours", "tvm_frontend"):
+            if f"{k}_mismatch" in row:
+                parts.append(f"{k}: {row[f'{k}_mismatch']} mismatches, compile {row.get(f'{k}_compile_s', float('nan')):.1f} s")
+        print("  " + "; ".join(parts))
+    return rows
+
+
 def mismatches(a: list[np.ndarray], b: list[np.ndarray]) -> int:
     return sum(int(np.count_nonzero(x.astype(np.int64) != y.reshape(x.shape).astype(np.int64))) for x, y in zip(a, b))
 
@@ -142,7 +286,13 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rounds", type=int, default=10, help="interleaved rounds of the one-thread candidates")
     p.add_argument("--target", default=None, help="TVM target (default: host CPU)")
+    p.add_argument("--onnx-models", default=ONNX_DEFAULT, help="comma-separated models/onnx names ('' for none)")
+    p.add_argument("--onnx-only", action="store_true", help="only the ONNX rows")
     args = p.parse_args(argv)
+    if args.onnx_only:
+        set_tvm_threads(1)
+        onnx_rows([n for n in args.onnx_models.split(",") if n], args)
+        return 0
 
     from tvm_bridge.run_cli import _entry_signature, load_module, make_inputs
 
@@ -218,6 +368,11 @@ def main(argv=None) -> int:
         print("  " + "; ".join(parts))
     if not have_ours:
         print("(our TVM build: n/a — the lowering pipeline transforms.pipelines is not built yet)")
+    onnx_names = [n for n in args.onnx_models.split(",") if n]
+    if onnx_names and importlib.util.find_spec("onnxruntime") is not None:
+        print()
+        set_tvm_threads(1)
+        onnx_rows(onnx_names, args)
     return 0
 
 

@@ -252,6 +252,72 @@ def decompose_softmax(e: Emitter, op) -> SSAValue:
     return e.qint(qint.SoftmaxOp, [x], int_tensor(qint.shape_of(op.results[0]), 8), **attrs)
 
 
+def decompose_avg_pool(e: Emitter, op) -> SSAValue:
+    """QLinearAveragePool (`onnxruntime`, 8-bit): each tap dequantized to float32 (`f32(q - zp) *
+    x_s`), the taps summed in (ky, kx) order in float32 (a padded tap is the zero point: adds
+    0.0), divided by the count of in-image taps, `rint(f32(avg / y_s) + f32(y_zp))`, saturated.
+    One linalg.generic reads the padded input once per tap through a shifted map."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import TensorType, f32
+
+    from transforms.decompose import _pool_counts, pad_op, scalar_constant
+    from transforms.lower_to_linalg import Lowering, amap, dim, identity
+
+    x_v = op.operands[0]
+    x_q, out_q = qp(x_v), qp(op.results[0])
+    if op.attr("rounding") != "onnxruntime":
+        raise Unsupported("qnn.avg_pool2d in float (MLAS's float pooling order; the interpreter runs it)")
+    if x_q.bits != 8 or out_q.bits != 8 or x_q.per_axis or out_q.per_axis:
+        raise Unsupported("qnn.avg_pool2d other than 8-bit per-tensor")
+    kh, kw = op.attr("kernel")
+    sh, sw = op.attr("strides", [1, 1])
+    pt, pb, pl, pr = op.attr("padding", [0, 0, 0, 0])
+    counts = _pool_counts(op, qint.shape_of(x_v))
+    if np.any(counts <= 0):
+        raise Unsupported("a pooling window that lies entirely in the padding")
+    x = e.storage(x_v)
+    x_zp = _zp(x_q)
+    if pt or pb or pl or pr:
+        n, h, w, c = qint.shape_of(x_v)
+        zp_bits = x_zp - 256 if (not x_q.signed and x_zp > 127) else x_zp
+        pad_value = e.add(scalar_constant(zp_bits, 8))
+        padded = int_tensor([n, h + pt + pb, w + pl + pr, c], 8)
+        x = e.add(pad_op(x, [0, pt, pl, 0], [0, pb, pr, 0], pad_value, padded))
+    low = Lowering()
+    from transforms.float_edges import _float_constant
+
+    cnt = _float_constant(low, counts.astype(np.float32), f32)
+    shape = list(qint.shape_of(op.results[0]))
+    cnt = low.reshape(cnt, counts.shape)
+    taps = [(ky, kx) for ky in range(kh) for kx in range(kw)]
+    n, oh, ow, c = shape
+    el = x.type.element_type
+    windows = [e.add(tensor.ExtractSliceOp(x, [0, ky, kx, 0], [n, oh, ow, c], [1, sh, sw, 1],
+                                           TensorType(el, [n, oh, ow, c]))) for ky, kx in taps]
+    maps = [identity(4)] * len(taps) + [amap(4, [0, dim(1), dim(2), 0])]
+    xs, ys = float(_f32(x_q)[0]), float(_f32(out_q)[0])
+    ozp = _zp(out_q)
+    lo, hi = _bounds(op, out_q)
+    unsigned = not x_q.signed
+
+    def body(s, *args):
+        vals, count = args[:len(taps)], args[len(taps)]
+        acc = None
+        for t in vals:
+            d = s.emit(arith.SIToFPOp(s.sub(s.ext(t, 64, unsigned), x_zp), f32))
+            # the clamp (no-op) keeps the product one float32 rounding: no fused multiply-add
+            v = s.fclamp(s.emit(arith.MulfOp(d, s.const(xs, f32))), 3.0e38)
+            acc = v if acc is None else s.emit(arith.AddfOp(acc, v))
+        avg = s.emit(arith.DivfOp(acc, count))
+        y = s.emit(arith.AddfOp(s.emit(arith.DivfOp(avg, s.const(ys, f32))), s.const(float(ozp), f32)))
+        r = s.round_half_even(s.fclamp(y, float(1 << 62)))
+        return s.trunc(s.clamp(r, lo, hi), 8)
+
+    out = low.generic(windows + [cnt], maps, int_tensor(shape, 8), identity(4), body)
+    e.ops.extend(low.ops)
+    return out
+
+
 def _table(e: Emitter, op) -> SSAValue:
     from transforms.decompose import decompose_table
 
@@ -274,6 +340,7 @@ ONNX_DECOMPOSITIONS = {
     qnn.RequantizeOp: _table,
     qnn.ConcatenationOp: decompose_concat,
     qnn.SoftmaxOp: decompose_softmax,
+    qnn.AvgPool2DOp: decompose_avg_pool,
 }
 
 

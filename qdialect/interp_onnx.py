@@ -14,11 +14,14 @@ profile's arithmetic).
 - `onnx`: the ONNX specification's QDQ meaning, what ORT computes for a
   group it does not fuse (and with all graph optimizations off):
   DequantizeLinear (`f32(q - zp) * s`), the float op in float32,
-  QuantizeLinear (`x / s`, saturate, ties to even).  Sums of products are
-  formed exactly and rounded once to float32; ORT's float kernels (MLAS
-  SGEMM, NCHWc convolutions) round their partial sums in their own order, so
-  a float convolution can differ in the last float32 bit, which changes an
-  integer only when the value lies that close to a rounding boundary.
+  QuantizeLinear (`x / s`, saturate, ties to even), with ORT's own float
+  kernels: MLAS's convolution and SGEMM summation orders (fused
+  multiply-add chains in K order, K blocks, bias last), its sigmoid / tanh /
+  exp approximations, its pooling and Eigen's reduction orders
+  (`onnxruntime_kernels.mlas_*`).  A float convolution with DequantizeLinear
+  weights runs the same kernel in both sessions (the NCHWc rewrite needs
+  float initializer weights); `FLOAT_CONV_SESSION` picks the kernel for the
+  other case.
 """
 
 from __future__ import annotations
@@ -227,66 +230,31 @@ def _requant(op, yf: np.ndarray) -> np.ndarray:
     return _clamp(op, y)
 
 
-def _f32_sum(products: np.ndarray, axis) -> np.ndarray:
-    return np.sum(products, axis=axis, dtype=np.float64).astype(F32)
-
-
-def _conv_f64(x: np.ndarray, w: np.ndarray, strides, pads, dilations) -> np.ndarray:
-    """NHWC x OHWI -> NHWC, products exact in float64, summed in float64."""
-    (pt, pb), (pl, pr) = pads
-    x = np.pad(x.astype(np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    n, h, wd, c = x.shape
-    o, kh, kw, ci = w.shape
-    sh, sw = strides
-    dh, dw = dilations
-    oh = (h - ((kh - 1) * dh + 1)) // sh + 1
-    ow = (wd - ((kw - 1) * dw + 1)) // sw + 1
-    out = np.zeros((n, oh, ow, o), np.float64)
-    wf = w.astype(np.float64)
-    for ky in range(kh):
-        for kx in range(kw):
-            patch = x[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
-            out += np.einsum("nhwc,oc->nhwo", patch, wf[:, ky, kx, :])
-    return out
-
-
 @_recipe(_FLOAT, qnn.Conv2DOp)
 def _f_conv(op, args):
     xf, wf, bf = _operands_f32(op, args)
-    y = _conv_f64(xf, wf, _pair(op, "strides"), _pads(op), _pair(op, "dilations")).astype(F32)
-    return _requant(op, (y + np.asarray(bf, F32)).astype(F32))
+    y = ort.mlas_conv_f32(np.asarray(xf, F32).transpose(0, 3, 1, 2), np.asarray(wf, F32).transpose(0, 3, 1, 2),
+                          np.asarray(bf, F32), _pair(op, "strides"), _onnx_pads(op), _pair(op, "dilations"), 1,
+                          session=_conv_session(op))
+    return _requant(op, y.transpose(0, 2, 3, 1))
 
 
 @_recipe(_FLOAT, qnn.DepthwiseConv2DOp)
 def _f_depthwise(op, args):
     xf, wf, bf = _operands_f32(op, args)
     c = xf.shape[3]
-    oc = wf.shape[3]
-    m = oc // c
-    # each output channel o = c*m + j reads input channel c
-    xrep = np.repeat(xf, m, axis=3) if m > 1 else xf
-    (pt, pb), (pl, pr) = _pads(op)
-    x = np.pad(xrep.astype(np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    sh, sw = _pair(op, "strides")
-    dh, dw = _pair(op, "dilations")
-    _, kh, kw, _ = wf.shape
-    n, h, wd, _ = x.shape
-    oh = (h - ((kh - 1) * dh + 1)) // sh + 1
-    ow = (wd - ((kw - 1) * dw + 1)) // sw + 1
-    out = np.zeros((n, oh, ow, oc), np.float64)
-    for ky in range(kh):
-        for kx in range(kw):
-            patch = x[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
-            out += patch * wf[0, ky, kx, :].astype(np.float64)
-    return _requant(op, (out.astype(F32) + np.asarray(bf, F32)).astype(F32))
+    w = np.asarray(wf, F32).transpose(3, 0, 1, 2)  # [1, KH, KW, C*m] -> OIHW [C*m, 1, KH, KW]
+    y = ort.mlas_conv_f32(np.asarray(xf, F32).transpose(0, 3, 1, 2), w, np.asarray(bf, F32),
+                          _pair(op, "strides"), _onnx_pads(op), _pair(op, "dilations"), c,
+                          session=_conv_session(op))
+    return _requant(op, y.transpose(0, 2, 3, 1))
 
 
 @_recipe(_FLOAT, qnn.FullyConnectedOp)
 def _f_fc(op, args):
     xf, wf, bf = _operands_f32(op, args)
     k = wf.shape[1]
-    y = (xf.reshape(-1, k).astype(np.float64) @ wf.astype(np.float64).T).astype(F32)
-    y = (y + np.asarray(bf, F32)).astype(F32)
+    y = ort.mlas_gemm_f32(np.asarray(xf, F32).reshape(-1, k), wf, np.asarray(bf, F32), transB=1, const_b=True)
     return _requant(op, y.reshape(op.results[0].type.get_shape()))
 
 
@@ -297,7 +265,8 @@ def _f_batch_matmul(op, args):
         a = np.swapaxes(a, -1, -2)
     if op.attr("adj_y", False):
         b = np.swapaxes(b, -1, -2)
-    return _requant(op, np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(F32))
+    const_b = b.ndim == 2 and _is_constant(op.operands[1])
+    return _requant(op, ort.mlas_matmul_f32(a, b, const_b=const_b))
 
 
 @_recipe(_FLOAT, qnn.AddOp)

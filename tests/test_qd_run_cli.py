@@ -45,7 +45,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
         ([tmp_path / "missing.mlir", "--backend", "interp"], "no such file"),
         ([mlir, "--backend", "interp", "--input", tmp_path / "bad.npz"], "'input_0' has shape [1, 3, 3, 4], the model expects [1, 9, 9, 4]"),
         ([mlir, "--backend", "interp", "--rounding", "nearest"], "--rounding 'nearest': expected one of"),
-        ([mlir, "--backend", "interp", "--compare", "litert"], "--compare needs a .tflite MODEL"),
+        ([mlir, "--backend", "interp", "--compare", "litert"], "--compare litert needs a .tflite MODEL"),
     ]
     for args, message in cases:
         proc = _run(*args)

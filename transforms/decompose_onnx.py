@@ -379,6 +379,8 @@ def takes(op) -> bool:
     """Whether this module lowers `op` (an ONNX profile, or uint8 max pooling)."""
     if isinstance(op, (qnn.QuantizeOp, qnn.DequantizeOp)):
         return False  # transforms.float_edges (MlasQuantizeLinear for the ONNX profiles)
+    if isinstance(op, (qnn.MaximumOp, qnn.MinimumOp, qnn.ClampOp)):
+        return False  # compare stored integers: the same in every profile (decompose's own)
     if onnx_profile(op) is not None:
         return True
     if isinstance(op, qnn.MaxPool2DOp):

@@ -131,6 +131,10 @@ __all__ = [
     "mlas_tanh",
     "mlas_softmax_f32",
     "reduce_mean_f32",
+    "mlas_conv_f32",
+    "mlas_gemm_f32",
+    "mlas_matmul_f32",
+    "nchwc_conv_eligible",
     "detect_isa",
 ]
 
@@ -887,3 +891,288 @@ def dequantize_linear(x, *, x_q: QParams) -> np.ndarray:
         return ((x - np.asarray(x_q.zero_point, np.int64).reshape(shape)).astype(F32)
                 * _s(x_q).reshape(shape)).astype(F32)
     return ((x - _zp(x_q)).astype(F32) * _s(x_q)).astype(F32)
+
+
+# ---------------------------------------------------------------------------
+# float GEMM / convolution (MLAS SGEMM, MlasConv, NCHWc kernels)
+# ---------------------------------------------------------------------------
+
+_SGEMM_STRIDEN = 128  # MLAS_SGEMM_STRIDEN
+_SGEMM_STRIDEK = 128  # MLAS_SGEMM_STRIDEK
+_SGEMM_PACKED_STRIDEK = 256  # K block of MlasGemm with a prepacked B (measured)
+_NCHWC = 16  # MlasNchwcGetBlockSize() on AVX-512F
+_POINTWISE_BATCH = 128  # ICSTRIDE of the NCHWc pointwise algorithm
+
+
+def _fma_chain(a: np.ndarray, b: np.ndarray, acc=None) -> np.ndarray:
+    """a [M, K], b [K, N]: the SGEMM kernels' accumulator, `acc = fma(a_k, b_k, acc)`
+    for k in order from +0 (one FMA per K step over all M*N outputs at once)."""
+    m, k = a.shape
+    acc = np.zeros((m, b.shape[1]), F32) if acc is None else acc
+    for i in range(k):
+        acc = _fma_f32(a[:, i:i + 1], b[i:i + 1, :], acc)
+    return acc
+
+
+def _sgemm_m1(a: np.ndarray, b: np.ndarray, c) -> np.ndarray:
+    """MlasSgemmKernelM1Avx (M == 1, no FMA): K in groups of 4,
+    `c = (((p0 + p1) + p2) + p3) + c`, then a pair `(p0 + p1) + c`, then `p0 + c`;
+    products rounded (vmulps); c = None is beta 0."""
+    k = b.shape[0]
+    c = np.zeros(b.shape[1], F32) if c is None else np.asarray(c, F32)
+
+    def p(i):
+        return (F32(a[i]) * b[i]).astype(F32)
+
+    i = 0
+    for width in (4, 2, 1):
+        while k - i >= width:
+            s = p(i)
+            for j in range(1, width):
+                s = (s + p(i + j)).astype(F32)
+            c = (s + c).astype(F32)
+            i += width
+            if width < 4:
+                break
+    return c
+
+
+def _sgemm_operation(a: np.ndarray, b: np.ndarray, c=None) -> np.ndarray:
+    """MlasSgemmOperation, NoTrans x NoTrans, alpha 1, beta 0 (c None) or 1 (c [M, N]).
+
+    M == 1 takes SgemmKernelM1Avx.  Otherwise N is cut in StrideN slices and
+    K in StrideK slices (128 x 128, StrideK halved while StrideK/2 >= K when
+    N >= K, else doubled while StrideN > 16 and StrideN/2 >= N, StrideN
+    halved); each K slice is an FMA chain from 0 added to C (`C + acc`).
+    N == 1 (SgemmKernelM1TransposeBAvx) is not modelled."""
+    a = np.asarray(a, F32)
+    b = np.asarray(b, F32)
+    m, k = a.shape
+    n = b.shape[1]
+    if m == 1:
+        return _sgemm_m1(a[0], b, None if c is None else c[0])[None, :]
+    sn, sk = _SGEMM_STRIDEN, _SGEMM_STRIDEK
+    if n >= k:
+        while sk // 2 >= k:
+            sn, sk = sn * 2, sk // 2
+    else:
+        while sn > 16 and sn // 2 >= n:
+            sn, sk = sn // 2, sk * 2
+    out = np.empty((m, n), F32)
+    for n0 in range(0, n, sn):
+        cc = None if c is None else np.asarray(c, F32)[:, n0:n0 + sn]
+        for k0 in range(0, k, sk):
+            acc = _fma_chain(a[:, k0:k0 + sk], b[k0:k0 + sk, n0:n0 + sn])
+            cc = acc if cc is None else (cc + acc).astype(F32)
+        out[:, n0:n0 + sn] = cc
+    return out
+
+
+def _sgemm_packed(a: np.ndarray, b: np.ndarray, c=None) -> np.ndarray:
+    """MlasGemm with a prepacked B (constant weights of Gemm / MatMul): K blocks
+    of 256, each an FMA chain from 0, added to C; no M == 1 special case."""
+    a = np.asarray(a, F32)
+    b = np.asarray(b, F32)
+    k = a.shape[1]
+    for k0 in range(0, k, _SGEMM_PACKED_STRIDEK):
+        acc = _fma_chain(a[:, k0:k0 + _SGEMM_PACKED_STRIDEK], b[k0:k0 + _SGEMM_PACKED_STRIDEK])
+        c = acc if c is None else (np.asarray(c, F32) + acc).astype(F32)
+    return c
+
+
+def mlas_gemm_f32(a, b, c=None, *, transB: int = 0, const_b: bool = True) -> np.ndarray:
+    """ORT's float Gemm (alpha = beta = 1, transA = 0): a [M, K], b [K, N] ([N, K]
+    with transB), c broadcastable to [M, N] or None.
+
+    Constant B (an initializer: ORT prepacks it, both sessions): C is
+    broadcast into Y first, then K blocks of 256 (FMA chains from 0, in K
+    order) are added: `y = (c + acc[0:256]) + acc[256:512] ...`.  Without C
+    the first block is stored.  A non-constant B runs MlasSgemmOperation
+    (`_sgemm_operation`, including the M == 1 AVX kernel without FMA)."""
+    a = np.asarray(a, F32)
+    b = np.asarray(b, F32)
+    if transB:
+        b = b.T
+    m, n = a.shape[0], b.shape[1]
+    c0 = None if c is None else np.ascontiguousarray(np.broadcast_to(np.asarray(c, F32), (m, n)))
+    if const_b:
+        return _sgemm_packed(a, b, c0)
+    return _sgemm_operation(a, b, c0)
+
+
+def mlas_matmul_f32(a, b, *, const_b: bool | None = None) -> np.ndarray:
+    """ORT's float MatMul (numpy broadcasting semantics, rank >= 2).
+
+    A constant 2-D B (default when const_b is None and b.ndim == 2) is
+    prepacked: A's rows are flattened and `_sgemm_packed` runs.  Otherwise
+    each broadcast batch runs MlasSgemmOperation (M == 1 -> AVX kernel
+    without FMA; K slices per `_sgemm_operation`)."""
+    a = np.asarray(a, F32)
+    b = np.asarray(b, F32)
+    if const_b is None:
+        const_b = b.ndim == 2
+    if const_b and b.ndim == 2:
+        k = a.shape[-1]
+        return _sgemm_packed(a.reshape(-1, k), b).reshape(a.shape[:-1] + (b.shape[1],))
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    ab = np.broadcast_to(a, batch + a.shape[-2:])
+    bb = np.broadcast_to(b, batch + b.shape[-2:])
+    out = np.empty(batch + (a.shape[-2], b.shape[-1]), F32)
+    for idx in np.ndindex(*batch):
+        out[idx] = _sgemm_operation(np.ascontiguousarray(ab[idx]), np.ascontiguousarray(bb[idx]))
+    return out
+
+
+def _conv_geometry(x, w, strides, pads, dilations):
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    pt, pl, pb, pr = pads
+    sh, sw = strides
+    dh, dw = dilations
+    oh = (h + pt + pb - ((kh - 1) * dh + 1)) // sh + 1
+    ow = (wd + pl + pr - ((kw - 1) * dw + 1)) // sw + 1
+    return oh, ow
+
+
+def _conv_taps(x, kh, kw, strides, pads, dilations, oh, ow):
+    """x [C, H, W] -> {(ky, kx): [C, oh, ow]} (zero padded; a padded tap adds an exact 0)."""
+    pt, pl, pb, pr = pads
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr)))
+    sh, sw = strides
+    dh, dw = dilations
+    return {(ky, kx): xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw]
+            for ky in range(kh) for kx in range(kw)}
+
+
+def nchwc_conv_eligible(w_shape, group: int) -> bool:
+    """Whether ORT 1.32's default session (NchwcTransformer, AVX-512 block 16)
+    rewrites a float Conv with constant weights (and constant bias) into
+    com.microsoft.nchwc.Conv (measured): depthwise (1 input channel per group,
+    O == group) when C % 4 == 0; group 1 when C < 16 (NCHW input kernel) or
+    C % 4 == 0; other groups when C/group and O/group are multiples of 16."""
+    o, cg, _, _ = w_shape
+    if group > 1:
+        if cg == 1 and o == group:
+            return o % 4 == 0
+        return cg % _NCHWC == 0 and (o // group) % _NCHWC == 0
+    return cg < _NCHWC or cg % 4 == 0
+
+
+def _conv_disable_all(x, w, b, strides, pads, dilations, group):
+    """MlasConv (ORT_DISABLE_ALL Conv, one thread)."""
+    nb, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh, ow = _conv_geometry(x, w, strides, pads, dilations)
+    og = o // group
+    k = cg * kh * kw
+    osz = oh * ow
+    out = np.empty((nb, o, oh, ow), F32)
+    direct = tuple(strides) == (1, 1) and tuple(pads) == (0, 0, 0, 0) and k == cg
+    for n in range(nb):
+        for g in range(group):
+            xg = x[n, g * cg:(g + 1) * cg]
+            a = w[g * og:(g + 1) * og].reshape(og, k)
+            if direct:  # MlasConvAlgorithmGemmDirect
+                y = _sgemm_operation(a, xg.reshape(cg, h * wd))
+            else:
+                taps = _conv_taps(xg, kh, kw, strides, pads, dilations, oh, ow)
+                cols = np.stack([taps[ky, kx] for ky in range(kh) for kx in range(kw)], axis=1).reshape(k, osz)
+                if og > osz:  # MlasConvAlgorithmExpandThenGemm
+                    y = _sgemm_operation(a, cols)
+                else:  # MlasConvAlgorithmExpandThenGemmSegmented (MlasConvOperation)
+                    sn, sk = _SGEMM_STRIDEN, _SGEMM_STRIDEK
+                    if osz >= k:
+                        while sk // 2 >= k:
+                            sn, sk = sn * 2, sk // 2
+                    else:
+                        while sn > 16 and sn // 2 >= osz:
+                            sn, sk = sn // 2, sk * 2
+                    y = np.empty((og, osz), F32)
+                    for n0 in range(0, osz, sn):
+                        cc = None
+                        for k0 in range(0, k, sk):
+                            cc = _sgemm_operation(a[:, k0:k0 + sk], cols[k0:k0 + sk, n0:n0 + sn], cc)
+                        y[:, n0:n0 + sn] = cc
+            if b is not None:
+                y = (y + b[g * og:(g + 1) * og, None]).astype(F32)
+            out[n, g * og:(g + 1) * og] = y.reshape(og, oh, ow)
+    return out
+
+
+def _conv_nchwc(x, w, b, strides, pads, dilations, group):
+    """MlasNchwcConv (default session, AVX-512F kernels, one thread)."""
+    nb, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh, ow = _conv_geometry(x, w, strides, pads, dilations)
+    og = o // group
+    out = np.empty((nb, o, oh, ow), F32)
+    pointwise = kh == 1 and kw == 1 and tuple(pads) == (0, 0, 0, 0)
+    for n in range(nb):
+        taps = _conv_taps(x[n], kh, kw, strides, pads, dilations, oh, ow)
+        if group > 1 and cg == 1 and o == group:  # depthwise kernel
+            acc = np.zeros((o, oh, ow), F32)
+            for ky in range(kh):
+                for kx in range(kw):
+                    acc = _fma_f32(taps[ky, kx], w[:, 0, ky, kx][:, None, None], acc)
+            out[n] = acc if b is None else (acc + b[:, None, None]).astype(F32)
+            continue
+        for g in range(group):
+            if group == 1 and c < _NCHWC:  # NCHW input kernel: one input channel per pass
+                step = 1
+            elif pointwise:
+                step = _POINTWISE_BATCH
+            else:
+                step = _NCHWC
+            wg = w[g * og:(g + 1) * og]
+            y = None
+            for c0 in range(0, cg, step):
+                acc = np.zeros((og, oh, ow), F32)
+                for ky in range(kh):
+                    for kx in range(kw):
+                        for ci in range(c0, min(c0 + step, cg)):
+                            acc = _fma_f32(taps[ky, kx][g * cg + ci][None], wg[:, ci, ky, kx][:, None, None], acc)
+                y = acc if y is None else (acc + y).astype(F32)
+            if b is not None:
+                y = (y + b[g * og:(g + 1) * og, None, None]).astype(F32)
+            out[n, g * og:(g + 1) * og] = y
+    return out
+
+
+def mlas_conv_f32(x, w, b=None, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), group: int = 1,
+                  session: str = "disable_all") -> np.ndarray:
+    """ORT 1.32's float 2-D Conv on this CPU (AVX-512F), one intra-op thread:
+    x NCHW, w OIHW (constant), b [O] or None, pads ONNX order (top, left,
+    bottom, right).  Bitwise equal to ORT for the measured shapes.
+
+    session="disable_all" (GraphOptimizationLevel.ORT_DISABLE_ALL; also a Conv
+    the NCHWc transformer leaves alone): MlasConv per image and group, A =
+    filter [O/g, K] (K in (c, ky, kx) order), B = input / im2col:
+    - 1x1, stride 1, no padding: SGEMM directly on the input;
+    - O/g > OH*OW: full im2col + SGEMM;
+    - else MlasConvOperation: N (OH*OW) and K slices from 128 x 128 (the
+      SGEMM stride rule), each K slice a MlasSgemmOperation with beta 1 after
+      the first.
+    SGEMM: each K slice an FMA chain from 0 in K order added to C
+    (`_sgemm_operation`); M == 1 (depthwise, or one filter per group) uses
+    SgemmKernelM1Avx: products rounded, summed in groups of 4 without FMA.
+    The bias is added last (`y + b`, one rounding).
+
+    session="default" (ORT_ENABLE_ALL): when `nchwc_conv_eligible`, the
+    com.microsoft.nchwc.Conv kernels: depthwise = FMA chain over (ky, kx)
+    then `+ b`; group 1 with C < 16 (NCHW input) = one input channel per
+    pass, each pass an FMA chain over (ky, kx) from 0 added to the running
+    output; 1x1 without padding (pointwise, any stride) = passes of 128 input
+    channels, one FMA chain over the channels each; otherwise passes of 16
+    input channels, each an FMA chain over (ky, kx, c); passes are added
+    (`acc + y`) and the bias comes last.  Not eligible -> the
+    disable_all recipe."""
+    x = np.asarray(x, F32)
+    w = np.asarray(w, F32)
+    b = None if b is None else np.asarray(b, F32).reshape(-1)
+    strides, dilations, pads = tuple(int(v) for v in strides), tuple(int(v) for v in dilations), tuple(
+        int(v) for v in pads)
+    if session not in ("disable_all", "default"):
+        raise ValueError(f"session must be 'disable_all' or 'default', not {session!r}")
+    if session == "default" and nchwc_conv_eligible(w.shape, group):
+        return _conv_nchwc(x, w, b, strides, pads, dilations, group)
+    return _conv_disable_all(x, w, b, strides, pads, dilations, group)

@@ -583,3 +583,113 @@ def test_float_binary(op):
                 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
             assert _bits_equal(sess.run(None, {"a": a, "b": b})[0], ref) == 0
+
+
+# --------------------------------------------------------------------------- float Conv / Gemm / MatMul (MLAS)
+
+
+def _float_conv_session(w, b, strides, pads, dil, group, x_shape, disable_all):
+    inits = {"w": w} if b is None else {"w": w, "b": b}
+    node = helper.make_node("Conv", ["x", "w"] + ([] if b is None else ["b"]), ["y"], strides=list(strides),
+                            pads=list(pads), dilations=list(dil), group=group)
+    return _session([node], x_shape, inits, disable_all=disable_all)
+
+
+_FLOAT_CONV_CASES = [  # x shape, w shape, strides, pads (t, l, b, r), dilations, group
+    ((1, 3, 32, 32), (16, 3, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),  # NCHW-input NCHWc kernel
+    ((1, 16, 16, 16), (48, 16, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),  # pointwise / GEMM direct
+    ((1, 48, 16, 16), (48, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 48),  # depthwise (M1 kernel / NCHWc)
+    ((1, 72, 8, 8), (72, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 72),  # depthwise, channels padded to 80
+    ((1, 64, 12, 12), (32, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # K = 576: K slices / 16-ch passes
+    ((1, 64, 5, 5), (96, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # O > OH*OW: full im2col
+    ((2, 20, 7, 9), (24, 20, 3, 3), (2, 1), (0, 1, 2, 0), (1, 2), 1),
+    ((1, 300, 4, 4), (8, 300, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),  # pointwise, 128-channel passes
+    ((1, 32, 9, 9), (64, 32, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1),  # strided pointwise
+    ((1, 64, 6, 6), (64, 32, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2),  # grouped NCHWc
+    ((2, 8, 9, 9), (12, 4, 3, 3), (1, 2), (1, 0, 2, 1), (2, 1), 2),  # not NCHWc-eligible
+    ((1, 6, 6, 6), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 6),  # depthwise, not eligible
+]
+
+
+@pytest.mark.parametrize("disable_all", [True, False])
+@pytest.mark.parametrize("case", _FLOAT_CONV_CASES)
+def test_mlas_float_conv(case, disable_all):
+    """Float Conv, bitwise: MlasConv (ORT_DISABLE_ALL) and the NCHWc kernels (default session);
+    random floats and QDQ-style dequantized int8 values."""
+    xs, ws, st, pd, dl, gr = case
+    rng = np.random.default_rng(31)
+    session = "disable_all" if disable_all else "default"
+    for qdq in (False, True):
+        if qdq:
+            w = (np.float32(0.0123) * rng.integers(-127, 128, ws)).astype(np.float32)
+            b = (np.float32(0.0123 * 0.05) * rng.integers(-3000, 3000, ws[0])).astype(np.float32)
+            x = (np.float32(0.05) * (rng.integers(-128, 128, xs) - 3)).astype(np.float32)
+        else:
+            w = rng.standard_normal(ws).astype(np.float32)
+            b = rng.standard_normal(ws[0]).astype(np.float32)
+            x = rng.standard_normal(xs).astype(np.float32)
+        y = _float_conv_session(w, b, st, pd, dl, gr, xs, disable_all).run(None, {"x": x})[0]
+        r = R.mlas_conv_f32(x, w, b, st, pd, dl, gr, session=session)
+        assert _bits_equal(y, r) == 0
+
+
+def test_mlas_float_conv_sessions_differ():
+    """The NCHWc kernels round differently from MlasConv (so the session matters)."""
+    rng = np.random.default_rng(32)
+    xs, ws = (1, 48, 8, 8), (48, 1, 3, 3)
+    w, x = rng.standard_normal(ws).astype(np.float32), rng.standard_normal(xs).astype(np.float32)
+    args = (x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 48)
+    assert _bits_equal(R.mlas_conv_f32(*args, session="default"), R.mlas_conv_f32(*args)) > 0
+
+
+def _gemm_session(op, b, c, a_shape, trans_b, const_b, disable_all):
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, list(a_shape))]
+    inits = [] if not const_b else [numpy_helper.from_array(b, "b")]
+    if not const_b:
+        inputs.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, list(b.shape)))
+    names = ["a", "b"]
+    if c is not None:
+        inits.append(numpy_helper.from_array(c, "c"))
+        names.append("c")
+    node = helper.make_node(op, names, ["y"], **({"transB": trans_b} if op == "Gemm" else {}))
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    if disable_all:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("disable_all", [True, False])
+@pytest.mark.parametrize("mkn", [(1, 48, 10), (4, 48, 10), (1, 600, 10), (8, 600, 33), (3, 300, 20), (1, 7, 5)])
+def test_mlas_float_gemm_matmul(mkn, disable_all):
+    m, k, n = mkn
+    rng = np.random.default_rng(33)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = rng.standard_normal(n).astype(np.float32)
+    for trans_b in (0, 1):
+        bb = np.ascontiguousarray(b.T) if trans_b else b
+        for cc in (c, None):
+            y = _gemm_session("Gemm", bb, cc, a.shape, trans_b, True, disable_all).run(None, {"a": a})[0]
+            assert _bits_equal(y, R.mlas_gemm_f32(a, bb, cc, transB=trans_b)) == 0
+    y = _gemm_session("MatMul", b, None, a.shape, 0, True, disable_all).run(None, {"a": a})[0]
+    assert _bits_equal(y, R.mlas_matmul_f32(a, b)) == 0
+    y = _gemm_session("MatMul", b, None, a.shape, 0, False, disable_all).run(None, {"a": a, "b": b})[0]
+    assert _bits_equal(y, R.mlas_matmul_f32(a, b, const_b=False)) == 0
+
+
+def test_mlas_float_batched_matmul():
+    rng = np.random.default_rng(34)
+    a = rng.standard_normal((2, 3, 5, 300)).astype(np.float32)
+    b = rng.standard_normal((3, 300, 7)).astype(np.float32)
+    y = _gemm_session("MatMul", b, None, a.shape, 0, False, True).run(None, {"a": a, "b": b})[0]
+    assert _bits_equal(y, R.mlas_matmul_f32(a, b)) == 0
+    a1 = rng.standard_normal((4, 1, 40)).astype(np.float32)
+    b1 = rng.standard_normal((4, 40, 9)).astype(np.float32)
+    y = _gemm_session("MatMul", b1, None, a1.shape, 0, False, True).run(None, {"a": a1, "b": b1})[0]
+    assert _bits_equal(y, R.mlas_matmul_f32(a1, b1)) == 0

@@ -444,29 +444,31 @@ def _run(args) -> int:
             compare = "onnx" if args.rounding == "onnx" else "onnxruntime"
         else:
             compare = "none"
-    peer_name = {"onnxruntime": "ONNX Runtime (default session)", "onnx": "ONNX Runtime (ORT_DISABLE_ALL)"}
+    # --compare X: (what runs, the report's name for it, the run)
+    peers = {
+        "onnxruntime": ("ONNX Runtime (default session)", "ONNX Runtime (default session)",
+                        lambda: onnxruntime_run(path.read_bytes(), samples, disable_all=False)),
+        "onnx": ("ONNX Runtime (ORT_DISABLE_ALL)", "ONNX Runtime (ORT_DISABLE_ALL)",
+                 lambda: onnxruntime_run(path.read_bytes(), samples, disable_all=True)),
+        "litert-ref": ("LiteRT (BUILTIN_REF)", "LiteRT litert-ref",
+                       lambda: litert_run(path.read_bytes(), samples, reference=True)),
+        "litert": ("LiteRT (default, XNNPACK)", "LiteRT litert",
+                   lambda: litert_run(path.read_bytes(), samples, reference=False)),
+    }
     if compare in ("onnxruntime", "onnx") and path.suffix != ".onnx":
         raise BadInput(f"--compare {compare} needs an .onnx MODEL")
     if compare in ("litert-ref", "litert") and path.suffix != ".tflite":
         raise BadInput("--compare litert needs a .tflite MODEL")
     mismatches = None
-    if compare in peer_name:
-        _progress(f"running {peer_name[compare]}")
+    if compare in peers:
+        running, peer, run_peer = peers[compare]
+        _progress(f"running {running}")
         t0 = time.perf_counter()
         try:
-            theirs = onnxruntime_run(path.read_bytes(), samples, disable_all=compare == "onnx")
+            theirs = run_peer()
         except BadInput as e:
             raise BadInput(f"{path}: {e}") from None
-        stages.append((f"ORT {compare}", time.perf_counter() - t0))
-        mismatches = _count_mismatches(ours, theirs)
-    elif compare != "none":
-        _progress(f"running LiteRT ({'BUILTIN_REF' if compare == 'litert-ref' else 'default, XNNPACK'})")
-        t0 = time.perf_counter()
-        try:
-            theirs = litert_run(path.read_bytes(), samples, reference=compare == "litert-ref")
-        except BadInput as e:
-            raise BadInput(f"{path}: {e}") from None
-        stages.append((f"LiteRT {compare}", time.perf_counter() - t0))
+        stages.append((f"{'ORT' if compare in ('onnxruntime', 'onnx') else 'LiteRT'} {compare}", time.perf_counter() - t0))
         mismatches = _count_mismatches(ours, theirs)
 
     if args.output is not None:
@@ -514,7 +516,7 @@ def _run(args) -> int:
                 print(f"latency    ONNX Runtime: n/a ({e})")
     if mismatches is not None:
         total = sum(m for m, _, _ in mismatches)
-        peer = peer_name.get(compare, f"LiteRT {compare}")
+        peer = peers[compare][1]
         for k, (m, n, d) in enumerate(mismatches):
             print(f"output_{k}   {m} of {n} elements differ from {peer} (max |diff| {d})")
         verdict = "BIT-EXACT" if total == 0 else "MISMATCH"

@@ -96,7 +96,9 @@ def litert(model: bytes, reference: bool, threads: int):
     return run
 
 
-def ours(path: Path, rounding: str, target):
+def ours(path: Path, rounding: str | None, target):
+    """Our TVM build of a .tflite model (`rounding` set on every op unless None or "tflite") or of an
+    .onnx model (None: its import profile, ONNX Runtime's choice op by op)."""
     from qdialect.dialects.qnn import set_rounding
     from transforms import pipelines
     from tvm_bridge.compile import compile_module
@@ -107,36 +109,42 @@ def ours(path: Path, rounding: str, target):
     t0 = time.perf_counter()
     module = load_module(path, 1)
     out_dtypes = [Interpreter._dtype(v) for v in Interpreter(module).entry().get_return_op().operands]
-    if rounding != "tflite":
+    if rounding not in (None, "tflite"):
         set_rounding(module, rounding)
     pipelines.lower_to_l3(module)
     model = compile_module(module, target=target)
 
     def run(sample):  # u8 storage leaves L3 as i8 bits
-        return [o.view(d) for o, d in zip(model(*sample), out_dtypes)]
+        return [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
+                for o, d in zip(model(*sample), out_dtypes)]
 
     return run, time.perf_counter() - t0
 
 
-def tvm_frontend(path: Path, target):
-    import tflite
+def _relax_vm(mod, target):
+    """TVM's own build of a Relax module (tvm.compile's default pipeline) as a callable on samples."""
     import tvm
     from tvm import relax
-    from tvm.relax.frontend.tflite import from_tflite
 
     from tvm_bridge.compile import as_target
 
-    t0 = time.perf_counter()
-    mod = from_tflite(tflite.Model.GetRootAsModel(path.read_bytes(), 0))
     ex = tvm.compile(mod, target=as_target(target))
     vm = relax.VirtualMachine(ex, tvm.cpu())
-    elapsed = time.perf_counter() - t0
 
     def run(sample):
         out = vm["main"](*[tvm.runtime.tensor(a) for a in sample])
         return [out.numpy()] if hasattr(out, "numpy") else [o.numpy() for o in out]
 
-    return run, elapsed
+    return run
+
+
+def tvm_frontend(path: Path, target):
+    import tflite
+    from tvm.relax.frontend.tflite import from_tflite
+
+    t0 = time.perf_counter()
+    run = _relax_vm(from_tflite(tflite.Model.GetRootAsModel(path.read_bytes(), 0)), target)
+    return run, time.perf_counter() - t0
 
 
 ONNX_ZOO = ROOT / "models" / "onnx"
@@ -162,46 +170,15 @@ def onnxruntime_session(path: Path, threads: int, disable_all: bool = False):
     return run
 
 
-def ours_onnx(path: Path, target):
-    from transforms import pipelines
-    from tvm_bridge.compile import compile_module
-    from tvm_bridge.run_cli import load_module
-
-    from qdialect.interpreter import Interpreter
-
-    t0 = time.perf_counter()
-    module = load_module(path, 1)
-    out_dtypes = [Interpreter._dtype(v) for v in Interpreter(module).entry().get_return_op().operands]
-    pipelines.lower_to_l3(module)
-    model = compile_module(module, target=target)
-
-    def run(sample):
-        return [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
-                for o, d in zip(model(*sample), out_dtypes)]
-
-    return run, time.perf_counter() - t0
-
-
 def tvm_onnx_frontend(path: Path, target):
     import onnx
-    import tvm
     from tvm import relax
     from tvm.relax.frontend.onnx import from_onnx
 
-    from tvm_bridge.compile import as_target
-
     t0 = time.perf_counter()
-    mod = from_onnx(onnx.load(str(path)), keep_params_in_input=False)
-    mod = relax.transform.DecomposeOpsForInference()(mod)
-    ex = tvm.compile(mod, target=as_target(target))
-    vm = relax.VirtualMachine(ex, tvm.cpu())
-    elapsed = time.perf_counter() - t0
-
-    def run(sample):
-        out = vm["main"](*[tvm.runtime.tensor(a) for a in sample])
-        return [out.numpy()] if hasattr(out, "numpy") else [o.numpy() for o in out]
-
-    return run, elapsed
+    mod = relax.transform.DecomposeOpsForInference()(from_onnx(onnx.load(str(path)), keep_params_in_input=False))
+    run = _relax_vm(mod, target)
+    return run, time.perf_counter() - t0
 
 
 def float_mismatches(a: list[np.ndarray], b: list[np.ndarray]) -> int:
@@ -232,7 +209,7 @@ def onnx_rows(names: list[str], args) -> list[dict]:
         one_thread = {"ort_1": lambda: peer(sample),
                       "ort_noopt_1": lambda r=onnxruntime_session(path, 1, True): r(sample)}
         try:
-            run, compile_s = ours_onnx(path, args.target)
+            run, compile_s = ours(path, None, args.target)
             row["ours_mismatch"] = float_mismatches(run(sample), expected)
             row["ours_compile_s"] = compile_s
             one_thread["ours"] = lambda run=run: run(sample)

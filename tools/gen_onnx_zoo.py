@@ -275,6 +275,8 @@ def op_models() -> dict[str, G]:
     add("lrelu_globalavgpool", [(1, 8, 6, 6)], lambda g, x: g.op("GlobalAveragePool", [lrelu(g, x)]))
     # HardSwish is in neither default registry; ask for it explicitly (QDQ wraps it generically).
     add("hardswish", [(1, 8, 4, 4)], lambda g, x: g.op("HardSwish", [x]), op_types=["HardSwish"])
+    # both operands activations (attention's Q.K^T and P.V)
+    add("matmul_acts", [(1, 2, 8, 16), (1, 2, 16, 8)], lambda g, a, b: g.op("MatMul", [a, b]))
     return ops
 
 

@@ -1071,9 +1071,14 @@ class QnnDecomposePass(ModulePass):
         decompose, calls = DecomposeQnnOp(failures), ConvertCallToStorage()
         failed: set[int] = set()  # id()s of the ops refused (they stay in the module, unchanged)
 
+        from transforms import decompose_onnx
+
+        def decomposable(o: Operation) -> bool:
+            return type(o) in DECOMPOSITIONS or (is_subclass(type(o), qnn.QnnOp) and decompose_onnx.takes(o))
+
         def match(o: Operation, rewriter) -> None:
             # the applier's patterns in order; each acts on its own op classes only
-            if type(o) in DECOMPOSITIONS:
+            if decomposable(o):
                 n = len(failures)
                 decompose.match_and_rewrite(o, rewriter)
                 if len(failures) > n:
@@ -1086,7 +1091,7 @@ class QnnDecomposePass(ModulePass):
                 calls.match_and_rewrite(o, rewriter)
 
         def may_match(o: Operation) -> bool:
-            if type(o) in DECOMPOSITIONS:
+            if decomposable(o):
                 return id(o) not in failed  # a refused op is refused again
             if is_subclass(type(o), StorageCastOp):
                 return _cast_pair_source(o) is not None
@@ -1097,8 +1102,7 @@ class QnnDecomposePass(ModulePass):
         rewrite_greedy(op.body, match, may_match)
         if failures:
             # name every op at once: the refused ones and those with no decomposition at all
-            missing = sorted({o.name for o in op.walk()
-                              if o.dialect_name() == "qnn" and type(o) not in DECOMPOSITIONS})
+            missing = sorted({o.name for o in op.walk() if o.dialect_name() == "qnn" and not decomposable(o)})
             raise PassFailedException("qnn-decompose cannot lower: " + "; ".join(
                 [*dict.fromkeys(failures), *(f"{name} (no decomposition)" for name in missing)]))
         for fn in all_ops(op):  # (not in walk order: each function's signature is its own)

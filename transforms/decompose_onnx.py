@@ -91,9 +91,8 @@ def _ort_scale(x_q: QParams, w_q: QParams, out_q: QParams, channels: int) -> np.
 def _accumulate(e: Emitter, op, cls, x_v, w_v, bias_v, channels: int, out_shape, attrs: dict,
                 acc_shape=None) -> SSAValue:
     x_q, w_q, out_q = qp(x_v), qp(w_v), qp(op.results[0])
-    if op.attr("rounding") != "onnxruntime":
-        raise Unsupported(f"{op.name} with rounding 'onnx' (ORT's float kernel rounds its partial sums in its "
-                          "own order; the interpreter runs it)")
+    if op.attr("rounding") == "onnx":
+        return _float_accumulate(e, op, "depthwise" if isinstance(op, qnn.DepthwiseConv2DOp) else "conv")
     from qdialect.interp_onnx import _isa
 
     if _isa() == "avx2" and not x_q.signed and w_q.signed and not isinstance(op, qnn.DepthwiseConv2DOp):
@@ -136,9 +135,8 @@ def decompose_fully_connected(e: Emitter, op) -> SSAValue:
     o, k = qint.shape_of(wv)
     rows = math.prod(qint.shape_of(xv)) // k
     x_q, w_q, out_q = qp(xv), qp(wv), qp(op.results[0])
-    if op.attr("rounding") != "onnxruntime":
-        raise Unsupported(f"{op.name} with rounding 'onnx' (ORT's float GEMM rounds its partial sums in its "
-                          "own order; the interpreter runs it)")
+    if op.attr("rounding") == "onnx":
+        return _float_accumulate(e, op, "fc")
     from qdialect.interp_onnx import _isa
 
     if _isa() == "avx2" and not x_q.signed and w_q.signed:
@@ -152,6 +150,31 @@ def decompose_fully_connected(e: Emitter, op) -> SSAValue:
     out = e.rescale(acc, out_q.bits, float_spec(_ort_scale(x_q, w_q, out_q, o)), output_zp=_zp(out_q),
                     bounds=_bounds(op, out_q))
     return e.reshape(out, qint.shape_of(op.results[0]))
+
+
+def decompose_batch_matmul(e: Emitter, op) -> SSAValue:
+    """QLinearMatMul of two activations (`onnxruntime`): exact int32 sums, ORT's float32 scale."""
+    a_v, b_v = op.operands
+    a_q, b_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
+    if op.attr("rounding") != "onnxruntime":
+        raise Unsupported(f"{op.name} with rounding 'onnx' (ORT's float MatMul rounds its partial sums in its "
+                          "own order; the interpreter runs it)")
+    from qdialect.interp_onnx import _isa
+
+    if _isa() == "avx2" and not a_q.signed and b_q.signed:
+        raise Unsupported(f"{op.name} with uint8 x int8 on an AVX2 CPU without VNNI (ORT's vpmaddubsw "
+                          "saturates pairs of products to int16; the interpreter models it)")
+    if a_q.bits != 8 or b_q.bits != 8:
+        raise Unsupported(f"{op.name} on {a_q.storage} x {b_q.storage}")
+    a, a_zp = _signed_activation(e, a_v, a_q)
+    b, b_zp = _signed_activation(e, b_v, b_q)
+    if op.attr("adj_x", False) or op.attr("adj_y", False):
+        raise Unsupported(f"{op.name} with adjoint flags under the ONNX profiles")
+    shape = qint.shape_of(op.results[0])
+    acc = e.qint(qint.BatchMatmulOp, [a, b], int_tensor(shape, 32), lhs_zp=a_zp, rhs_zp=b_zp)
+    scale = F32(F32(_f32(a_q)[0] * _f32(b_q)[0]) / _f32(out_q)[0])
+    return e.rescale(acc, out_q.bits, float_spec(np.array([scale], F32)), output_zp=_zp(out_q),
+                     bounds=_bounds(op, out_q))
 
 
 def decompose_mean(e: Emitter, op) -> SSAValue:
@@ -209,18 +232,15 @@ def decompose_concat(e: Emitter, op) -> SSAValue:
     xs = []
     for v in op.operands:
         q = qp(v)
-        if q.storage != out_q.storage:
-            raise Unsupported("qnn.concatenation of inputs of different storage types")
         x = e.storage(v)
-        same = np.array_equal(q.scale, out_q.scale) and np.array_equal(q.zero_point, out_q.zero_point)
+        same = (q.storage == out_q.storage and np.array_equal(q.scale, out_q.scale)
+                and np.array_equal(q.zero_point, out_q.zero_point))
         if not same:
             if q.bits > 16:
                 raise Unsupported(f"qnn.concatenation requantizing a {q.storage} input")
             lo, hi = ew.type_bounds(q)
             values = np.arange(lo, hi + 1, dtype=np.int64).astype(q.dtype)
             table = ort.quantize_linear(ort.dequantize_linear(values, x_q=q), out_q=out_q).astype(np.int64)
-            if not q.signed:  # the table is indexed by the unsigned value
-                pass
             tv = e.constant(table, out_q.bits)
             attrs = {} if q.signed else {"unsigned": True}
             x = e.qint(qint.TableOp, [x, tv], int_tensor(qint.shape_of(v), out_q.bits), **attrs)
@@ -229,9 +249,16 @@ def decompose_concat(e: Emitter, op) -> SSAValue:
     t = storage_type(op.results[0].type)
     v = xs[0] if len(xs) == 1 else e.add(tensor.ConcatOp(xs, op.attr("axis") % rank, t))
     lo, hi = _bounds(op, out_q)
-    if (lo, hi) != ew.type_bounds(out_q):
-        raise Unsupported("qnn.concatenation with a clamp")
+    if (lo, hi) != ew.type_bounds(out_q):  # a clamp folded into it: one table over the stored values
+        tlo, thi = ew.type_bounds(out_q)
+        table = np.clip(np.arange(tlo, thi + 1, dtype=np.int64), lo, hi)
+        attrs = {} if out_q.signed else {"unsigned": True}
+        v = e.qint(qint.TableOp, [v, e.constant(table, out_q.bits)], t_int(op), **attrs)
     return v
+
+
+def t_int(op):
+    return int_tensor(qint.shape_of(op.results[0]), qp(op.results[0]).bits)
 
 
 def decompose_softmax(e: Emitter, op) -> SSAValue:
@@ -329,6 +356,7 @@ ONNX_DECOMPOSITIONS = {
     qnn.DepthwiseConv2DOp: decompose_depthwise,
     qnn.FullyConnectedOp: decompose_fully_connected,
     qnn.MeanOp: decompose_mean,
+    qnn.BatchMatmulOp: decompose_batch_matmul,
     qnn.AddOp: decompose_binary_table,
     qnn.SubOp: decompose_binary_table,
     qnn.MulOp: decompose_binary_table,
@@ -379,6 +407,13 @@ def takes(op) -> bool:
     """Whether this module lowers `op` (an ONNX profile, or uint8 max pooling)."""
     if isinstance(op, (qnn.QuantizeOp, qnn.DequantizeOp)):
         return False  # transforms.float_edges (MlasQuantizeLinear for the ONNX profiles)
+    if isinstance(op, (qnn.ClampOp, qnn.ConcatenationOp)) and not qp(op.results[0]).signed \
+            and qp(op.results[0]).bits <= 16:
+        # unsigned: decompose's clamps compare signed storage; tables do it (a concatenation that
+        # requantizes an input under a TFLite profile stays with decompose's own recipe)
+        out_q = qp(op.results[0])
+        return isinstance(op, qnn.ClampOp) or onnx_profile(op) is not None or all(
+            pooling_same(qp(v), out_q) for v in op.operands)
     if isinstance(op, (qnn.MaximumOp, qnn.MinimumOp, qnn.ClampOp)):
         return False  # compare stored integers: the same in every profile (decompose's own)
     if onnx_profile(op) is not None:
@@ -399,8 +434,372 @@ def decompose(e: Emitter, op) -> SSAValue:
         from transforms.decompose import decompose_pool
 
         return decompose_pool(e, op)
+    if isinstance(op, qnn.ClampOp):
+        return _table(e, op)
+    if isinstance(op, qnn.ConcatenationOp):
+        return decompose_concat(e, op)
     fn = ONNX_DECOMPOSITIONS.get(type(op))
     if fn is None:
         raise Unsupported(f"rounding '{op.attr('rounding')}' (no lowering for {op.name} in this profile; "
                           "the interpreter runs it)")
     return fn(e, op)
+
+
+# ======================================================================================
+# the `onnx` profile's float convolutions and fully connected layers (MLAS, bit for bit)
+# ======================================================================================
+#
+# ORT computes a QDQ group it does not fuse as DequantizeLinear -> float Conv / Gemm ->
+# QuantizeLinear, with MLAS's float kernels (`onnxruntime_kernels.mlas_conv_f32` with
+# session "disable_all", which a QDQ group's DequantizeLinear weights get in both sessions,
+# and `mlas_gemm_f32` with a prepacked B).  Their sums are, for every output, a left fold
+# of terms over consecutive ranges of K (in (c, ky, kx) order):
+#
+# - "fma" terms: a fused multiply-add chain from 0 in K order (the SGEMM kernels), the first
+#   term stored, the others added to it; each is a linalg.generic reduction whose body is
+#   `math.fma(x, w, acc)` (tvm_bridge.translate emits it as in-order loops calling
+#   `llvm.fma`), split into boxes of (c, ky, kx) that continue the same chain;
+# - "m1" terms (SgemmKernelM1Avx: one filter per group, so every depthwise convolution):
+#   products rounded, summed in groups of 4 / 2 / 1, each group added to the running sum
+#   (from +0); one elementwise generic per term list, each product behind a no-op clamp so
+#   LLVM cannot contract it into a fused multiply-add.
+#
+# Then `+ bias` (conv: last; Gemm: the bias is where the fold starts), QuantizeLinear
+# (`y / s`, clamp to [lo - zp, hi - zp], NaN to lo - zp, ties to even, `+ zp`) and the
+# act_min / act_max clamp.  Which ranges form the terms follows MlasConv's algorithm choice
+# and the SGEMM stride rule (the N slice a pixel falls in can change the K slicing: the
+# output then selects, per pixel, between the folds of the plans that occur).
+
+_MAX_UNROLLED_TERMS = 4096
+
+
+def _sgemm_strides(n: int, k: int) -> tuple[int, int]:
+    sn, sk = 128, 128  # MLAS_SGEMM_STRIDEN / STRIDEK
+    if n >= k:
+        while sk // 2 >= k:
+            sn, sk = sn * 2, sk // 2
+    else:
+        while sn > 16 and sn // 2 >= n:
+            sn, sk = sn // 2, sk * 2
+    return sn, sk
+
+
+def _sgemm_terms(m: int, k0: int, k: int, n: int) -> list[tuple[str, int, int]]:
+    """The terms of one MlasSgemmOperation over K [k0, k0 + k) and N columns (ort._sgemm_operation)."""
+    if m == 1:  # SgemmKernelM1Avx: groups of 4, then one pair, then one single
+        terms, i = [], 0
+        for width in (4, 2, 1):
+            while k - i >= width:
+                terms.append(("m1", k0 + i, k0 + i + width))
+                i += width
+                if width < 4:
+                    break
+        return terms
+    _, sk = _sgemm_strides(n, k)
+    return [("fma", k0 + a, k0 + min(a + sk, k)) for a in range(0, k, sk)]
+
+
+def _conv_plans(og: int, k: int, osz: int, direct: bool) -> list[tuple[int, int, list]]:
+    """[(first pixel, end pixel, terms)] for MlasConv (ort._conv_disable_all) of one group."""
+    if direct or og > osz:
+        return [(0, osz, _sgemm_terms(og, 0, k, osz))]
+    sn, sk = _sgemm_strides(osz, k)
+    plans = []
+    for n0 in range(0, osz, sn):
+        nn = min(sn, osz - n0)
+        terms = []
+        for k0 in range(0, k, sk):
+            terms += _sgemm_terms(og, k0, min(sk, k - k0), nn)
+        if plans and plans[-1][2] == terms:
+            plans[-1] = (plans[-1][0], n0 + nn, terms)
+        else:
+            plans.append((n0, n0 + nn, terms))
+    return plans
+
+
+def _boxes(ka: int, kb: int, taps: tuple[int, int]) -> list[tuple[tuple[int, int], ...]]:
+    """K range [ka, kb) in (c, ky, kx) order as boxes ((c0, c1), (y0, y1), (x0, x1)), in order."""
+    kh, kw = taps
+    t = kh * kw
+    out = []
+
+    def tap_range(c, t0, t1):  # taps [t0, t1) of channel c, as row boxes
+        while t0 < t1:
+            y, x = divmod(t0, kw)
+            if x == 0 and t1 - t0 >= kw:  # whole rows
+                rows = (t1 - t0) // kw
+                out.append(((c, c + 1), (y, y + rows), (0, kw)))
+                t0 += rows * kw
+            else:
+                x1 = min(kw, x + (t1 - t0))
+                out.append(((c, c + 1), (y, y + 1), (x, x1)))
+                t0 += x1 - x
+
+    k = ka
+    while k < kb:
+        c, t0 = divmod(k, t)
+        if t0 == 0 and kb - k >= t:  # whole channels
+            cs = (kb - k) // t
+            out.append(((c, c + cs), (0, kh), (0, kw)))
+            k += cs * t
+        else:
+            t1 = min(t, t0 + (kb - k))
+            tap_range(c, t0, t1)
+            k += t1 - t0
+    return out
+
+
+def _float_tensor(low, values: np.ndarray):
+    from xdsl.dialects.builtin import f32
+
+    from transforms.float_edges import _float_constant
+
+    v = _float_constant(low, np.asarray(values, F32).reshape(-1), f32)
+    return v if np.ndim(values) == 1 else low.reshape(v, np.shape(values))
+
+
+def _const_array(v: SSAValue, what: str) -> np.ndarray:
+    owner = v.owner
+    if not isinstance(owner, qnn.ConstantOp):
+        raise Unsupported(f"float {what} that are not constant (ORT prepacks constant weights)")
+    return np.asarray(owner.array())
+
+
+def _dequantized_constant(v: SSAValue, what: str) -> np.ndarray:
+    from qdialect.reference import onnxruntime_kernels as ort
+
+    return ort.dequantize_linear(_const_array(v, what), x_q=qp(v))
+
+
+def _padded(e: Emitter, x_v: SSAValue, pads) -> SSAValue:
+    from transforms.decompose import pad_op, scalar_constant
+
+    x = e.storage(x_v)
+    pt, pb, pl, pr = pads
+    if not (pt or pb or pl or pr):
+        return x
+    q = qp(x_v)
+    zp = _zp(q)
+    bits = q.bits
+    zp_bits = zp - (1 << bits) if (not q.signed and zp >= 1 << (bits - 1)) else zp
+    n, h, w, c = qint.shape_of(x_v)
+    return e.add(pad_op(x, [0, pt, pl, 0], [0, pb, pr, 0], e.add(scalar_constant(zp_bits, bits)),
+                        int_tensor([n, h + pt + pb, w + pl + pr, c], bits)))
+
+
+def _dequant_scalar(s, v, q: QParams):
+    """DequantizeLinear of one stored integer: f32(q - zp) * s (one rounding)."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import f32
+
+    d = s.emit(arith.SIToFPOp(s.sub(s.ext(v, 64, not q.signed), _zp(q)), f32))
+    return s.emit(arith.MulfOp(d, s.const(float(_f32(q)[0]), f32)))
+
+
+def _quantize_scalar(s, y, op):
+    """QuantizeLinear (MlasQuantizeLinear) of a float32 to the op's result, then its clamp."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import f32
+
+    out_q = qp(op.results[0])
+    lo, hi = ew.type_bounds(out_q)
+    zp = _zp(out_q)
+    v = s.emit(arith.DivfOp(y, s.const(float(_f32(out_q)[0]), f32)))
+    lo_f, hi_f = s.const(float(lo - zp), f32), s.const(float(hi - zp), f32)
+    nan = s.emit(arith.CmpfOp(v, v, "uno"))
+    v = s.emit(arith.MinimumfOp(s.emit(arith.MaximumfOp(v, lo_f)), hi_f))
+    v = s.emit(arith.SelectOp(nan, lo_f, v))
+    r = s.add(s.round_half_even(v), zp)
+    blo, bhi = _bounds(op, out_q)
+    return s.trunc(s.clamp(r, max(lo, blo), min(hi, bhi)), out_q.bits)
+
+
+def _fma_chain(e: Emitter, low, pieces, out_shape, n_par: int) -> SSAValue:
+    """One FMA chain from +0: `pieces` [(inputs, maps, dequantize x?, x qparams, n reduction dims)],
+    each a reduction generic continuing the previous one's accumulator."""
+    from xdsl.dialects import math as mathd
+    from xdsl.dialects.builtin import TensorType, f32
+
+    from transforms.lower_to_linalg import amap, dim
+
+    acc = 0.0
+    out_map = amap(n_par + 3, [dim(i) for i in range(n_par)])
+    for x, xmap, w, x_q in pieces:
+        n_red = 3
+
+        def body(s, xv, wv, a):
+            return s.emit(mathd.FmaOp(_dequant_scalar(s, xv, x_q), wv, a))
+
+        acc = low.generic([x, w], [xmap, amap(n_par + n_red, [dim(n_par - 1)] + [dim(n_par + j) for j in range(n_red)])],
+                          TensorType(f32, out_shape), out_map, body,
+                          iterators=["parallel"] * n_par + ["reduction"] * n_red, init=acc)
+    return acc
+
+
+def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import TensorType, f32
+
+    from transforms.lower_to_linalg import Lowering, amap, dim, identity
+
+    x_v, w_v, b_v = op.operands
+    x_q, out_q = qp(x_v), qp(op.results[0])
+    if x_q.per_axis or out_q.per_axis:
+        raise Unsupported(f"{op.name} in float with per-axis activation parameters")
+    if x_q.bits not in (8, 16):
+        raise Unsupported(f"{op.name} in float on {x_q.storage} activations")
+    k_ = knobs(op)
+    if k_["bias_mode"] != "accumulator" or k_["acc"] not in (None, "i32"):
+        raise Unsupported(f"{op.name} with bias / acc knobs other than ORT's")
+    wf = _dequantized_constant(w_v, "weights")
+    bf = np.zeros(wf.shape[0 if kind != "depthwise" else 3], F32) if b_v is None else \
+        _dequantized_constant(b_v, "bias").reshape(-1)
+    out_shape = list(qint.shape_of(op.results[0]))
+    low = Lowering()
+    n_par = 4
+    if kind == "fc":
+        o, k = wf.shape
+        rows = math.prod(qint.shape_of(x_v)) // k
+        x = e.reshape(e.storage(x_v), (rows, k))
+        # MlasGemm with a prepacked B: K blocks of 256, each an FMA chain from 0; y = (b + t0) + t1 ...
+        chains = []
+        for k0 in range(0, k, 256):
+            k1 = min(k, k0 + 256)
+            wblk = _float_tensor(low, wf[:, k0:k1])
+            pieces = [(x, amap(3, [dim(0), dim(2) + k0]), wblk, x_q)]
+            chains.append(_fma_chain_fc(low, pieces, [rows, o]))
+        bias = _float_tensor(low, bf)
+
+        def body(s, *args):
+            ts, b = args[:len(chains)], args[len(chains)]
+            y = b
+            for t in ts:
+                y = s.emit(arith.AddfOp(y, t))
+            return _quantize_scalar(s, y, op)
+
+        maps = [identity(2)] * len(chains) + [amap(2, [dim(1)])]
+        out = low.generic(chains + [bias], maps, int_tensor([rows, o], out_q.bits), identity(2), body)
+        e.ops.extend(low.ops)
+        return e.reshape(out, out_shape)
+
+    n, oh, ow, oc = out_shape
+    sh, sw = op.attr("strides", [1, 1])
+    dh, dw = op.attr("dilations", [1, 1])
+    pads = tuple(op.attr("padding", [0, 0, 0, 0]))
+    x = _padded(e, x_v, pads)
+    cin = qint.shape_of(x_v)[3]
+    if kind == "conv":
+        _, kh, kw, cg = wf.shape  # OHWI
+        og = oc
+        wk = wf.transpose(0, 3, 1, 2)  # [O, C, KH, KW]: K in (c, ky, kx) order
+    else:
+        _, kh, kw, _ = wf.shape  # [1, KH, KW, C*m]
+        cg, og = 1, 1
+        if oc % cin:
+            raise Unsupported(f"{op.name} with {oc} outputs over {cin} channels")
+        wk = wf[0].transpose(2, 0, 1)[:, None]  # [C*m, 1, KH, KW]
+    mult = oc // cin if kind == "depthwise" else 1
+    k = cg * kh * kw
+    osz = oh * ow
+    direct = (sh, sw) == (1, 1) and not any(pads) and kh == kw == 1
+    plans = _conv_plans(og, k, osz, direct)
+
+    def xmap(n_dims, c_expr, ky, kx):
+        return amap(n_dims, [dim(0), dim(1) * sh + ky * dh, dim(2) * sw + kx * dw, c_expr])
+
+    # every distinct term once: fma terms are chains (generics), m1 terms are folded in the final body
+    term_values: dict = {}
+    inputs, maps = [], []
+    unrolled = 0
+    for _, _, terms in plans:
+        for term in terms:
+            if term in term_values:
+                continue
+            tkind, ka, kb = term
+            if tkind == "fma":
+                pieces = []
+                for (c0, c1), (y0, y1), (x0, x1) in _boxes(ka, kb, (kh, kw)):
+                    wbox = _float_tensor(low, wk[:, c0:c1, y0:y1, x0:x1])
+                    m = amap(7, [dim(0), dim(1) * sh + (dim(5) + y0) * dh, dim(2) * sw + (dim(6) + x0) * dw,
+                                 dim(4) + c0])
+                    pieces.append((x, m, wbox, x_q))
+                inputs.append(_fma_chain(e, low, pieces, out_shape, n_par))
+                maps.append(identity(4))
+                term_values[term] = ("input", len(inputs) - 1)
+            else:
+                prods = []
+                for kk in range(ka, kb):
+                    c, t = divmod(kk, kh * kw)
+                    ky, kx = divmod(t, kw)
+                    if kind == "conv":
+                        inputs.append(x)
+                        maps.append(xmap(4, c, ky, kx))
+                        prods.append((len(inputs) - 1, ("scalar", float(wk[0, c, ky, kx]))))
+                    else:
+                        inputs.append(x)
+                        maps.append(xmap(4, dim(3) if mult == 1 else dim(3) // mult, ky, kx))
+                        inputs.append(_float_tensor(low, wk[:, 0, ky, kx]))
+                        maps.append(amap(4, [dim(3)]))
+                        prods.append((len(inputs) - 2, ("input", len(inputs) - 1)))
+                    unrolled += 1
+                term_values[term] = ("m1", prods)
+    if unrolled > _MAX_UNROLLED_TERMS:
+        raise Unsupported(f"{op.name} in float with {unrolled} unrolled products (MLAS's one-filter kernel)")
+    inputs.append(_float_tensor(low, bf))
+    maps.append(amap(4, [dim(3)]))
+    n_in = len(inputs)
+
+    def body(s, *args):
+        from xdsl.dialects.builtin import IndexType
+
+        def value(term):
+            how = term_values[term]
+            if how[0] == "input":
+                return args[how[1]]
+            total = None
+            for xi, (wk_kind, wref) in how[1]:
+                wv = s.const(wref, f32) if wk_kind == "scalar" else args[wref]
+                p = s.fclamp(s.emit(arith.MulfOp(_dequant_scalar(s, args[xi], x_q), wv)), 3.0e38)
+                total = p if total is None else s.emit(arith.AddfOp(total, p))
+            return total
+
+        ys = []
+        for _, _, terms in plans:
+            y = s.const(0.0, f32) if terms[0][0] == "m1" else None
+            for term in terms:
+                t = value(term)
+                y = t if y is None else s.emit(arith.AddfOp(t, y) if term[0] == "m1" else arith.AddfOp(y, t))
+            ys.append(s.emit(arith.AddfOp(y, args[n_in - 1])))
+        y = ys[-1]
+        if len(plans) > 1:  # the pixel's N slice picks the plan
+            from xdsl.dialects.linalg.ops import IndexOp
+
+            from transforms.lower_to_linalg import I64
+
+            oy = s.emit(arith.IndexCastOp(s.emit(IndexOp(1)), I64))
+            ox = s.emit(arith.IndexCastOp(s.emit(IndexOp(2)), I64))
+            pix = s.add(s.mul(oy, ow), ox)
+            for i in range(len(plans) - 2, -1, -1):
+                inside = s.cmp("slt", pix, plans[i][1])
+                y = s.emit(arith.SelectOp(inside, ys[i], y))
+        return _quantize_scalar(s, y, op)
+
+    out = low.generic(inputs, maps, int_tensor(out_shape, out_q.bits), identity(4), body)
+    e.ops.extend(low.ops)
+    return out
+
+
+def _fma_chain_fc(low, pieces, out_shape) -> SSAValue:
+    from xdsl.dialects import math as mathd
+    from xdsl.dialects.builtin import TensorType, f32
+
+    from transforms.lower_to_linalg import amap, dim
+
+    acc = 0.0
+    for x, xmap, w, x_q in pieces:
+        def body(s, xv, wv, a):
+            return s.emit(mathd.FmaOp(_dequant_scalar(s, xv, x_q), wv, a))
+
+        acc = low.generic([x, w], [xmap, amap(3, [dim(1), dim(2)])], TensorType(f32, out_shape),
+                          amap(3, [dim(0), dim(1)]), body, iterators=["parallel", "parallel", "reduction"], init=acc)
+    return acc

@@ -515,7 +515,10 @@ class Lowering(Emitter):
         are not allowed)."""
         n = out_map.data.num_dims
         iterators = iterators or ["parallel"] * n
-        out = self.empty(out_type) if init is None else self.filled(out_type, init)
+        if isinstance(init, SSAValue):  # a tensor the reduction continues from
+            out = init
+        else:
+            out = self.empty(out_type) if init is None else self.filled(out_type, init)
         arg_types = tuple([element(v.type) for v in inputs] + [out_type.element_type])
         if key is None:
             block = _build_body(arg_types, body)

@@ -230,6 +230,27 @@ def _requant(op, yf: np.ndarray) -> np.ndarray:
     return _clamp(op, y)
 
 
+#: the float convolution kernel for a qnn conv whose weights ORT would see as a float initializer
+#: ("default": the NCHWc rewrite).  A QDQ group's weights are a DequantizeLinear of an
+#: initializer, which ORT's default session does not fold (its constant folding skips
+#: DequantizeLinear), so its Conv runs MlasConv in both sessions: "disable_all".
+FLOAT_CONV_SESSION = "disable_all"
+
+
+def _conv_session(op) -> str:
+    return FLOAT_CONV_SESSION
+
+
+def _onnx_pads(op) -> tuple[int, int, int, int]:
+    """qnn padding [top, bottom, left, right] -> ONNX order (top, left, bottom, right)."""
+    (pt, pb), (pl, pr) = _pads(op)
+    return pt, pl, pb, pr
+
+
+def _is_constant(value) -> bool:
+    return isinstance(getattr(value, "owner", None), qnn.ConstantOp)
+
+
 @_recipe(_FLOAT, qnn.Conv2DOp)
 def _f_conv(op, args):
     xf, wf, bf = _operands_f32(op, args)
@@ -440,6 +461,16 @@ def _nn_mean(op, args):
     axes = tuple(sorted(a % x.ndim for a in op.attr("axes")))
     keep = bool(op.attr("keep_dims", False))
     return np.asarray(ort.reduce_mean_f32(x, axes, keepdims=keep), F32)
+
+
+@_nn_recipe(nn.AvgPool2DOp)
+def _nn_avg_pool(op, args):
+    x = np.asarray(args[0], F32)
+    kh, kw = _pair(op, "kernel")
+    if (kh, kw) == x.shape[1:3] and not any(op.attr("padding", [0, 0, 0, 0])):
+        return ort.mlas_global_avg_f32(x)
+    return np.asarray(ort.mlas_avg_pool_f32(x, kernel=(kh, kw), strides=_pair(op, "strides"), padding=_pads(op),
+                                            count_include_pad=0), F32)
 
 
 def evaluate_nn(it, op, args):

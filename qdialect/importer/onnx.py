@@ -77,7 +77,16 @@ MAX_RANK = 8
 
 
 class OnnxImportError(ValueError):
-    """A model qd-import cannot bring in; the message says why, for people."""
+    """A model qd-import cannot bring in; the message says why, for people.  One line: control
+    characters (a tensor name may hold a newline) are escaped, and a message that quotes a huge
+    attribute list is shortened in the middle."""
+
+    def __init__(self, message="", *args):
+        if isinstance(message, str):
+            message = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in message)
+            if len(message) > 1000:
+                message = f"{message[:700]} ... {message[-200:]}"
+        super().__init__(message, *args)
 
 
 class _Unsupported(Exception):
@@ -167,6 +176,19 @@ class _Graph:
     opset: int
     ms_opset: int | None
     consumers: dict[str, list[int]] = field(default_factory=dict)
+
+
+_ATTR_TYPES = {
+    **{k: 2 for k in ("axis", "group", "keepdims", "transA", "transB", "count_include_pad", "ceil_mode", "block_size",
+                      "output_dtype", "saturate", "allowzero", "channels_last", "storage_order", "start", "end",
+                      "noop_with_empty_axes", "value_int")},
+    **{k: 7 for k in ("pads", "strides", "dilations", "kernel_shape", "perm", "axes", "split", "value_ints")},
+    **{k: 1 for k in ("alpha", "beta", "min", "max", "value_float")},
+    **{k: 3 for k in ("auto_pad", "mode", "coordinate_transformation_mode", "nearest_mode")},
+    "value_floats": 6, "value": 4,
+}
+"""The AttributeProto type (INT 2, INTS 7, FLOAT 1, FLOATS 6, STRING 3, TENSOR 4) of every attribute the
+importer reads, the same for every operator that has it: another type is refused while reading."""
 
 
 def _attr_value(onnx, a):
@@ -275,8 +297,27 @@ def _read(data: bytes) -> _Graph:
         inputs.append((vi.name, _elem_name(onnx, tt.elem_type), dims))
     nodes = []
     for k, n in enumerate(g.node):
+        for what, v in (("name", n.name), ("op_type", n.op_type), ("domain", n.domain),
+                        *(("an input name", i) for i in n.input), *(("an output name", o) for o in n.output),
+                        *(("an attribute name", a.name) for a in n.attribute)):
+            if not isinstance(v, str):  # protobuf hands out bytes for a string field that is not UTF-8
+                raise OnnxImportError(f"node {k}: {what} is not UTF-8 text ({bytes(v)[:40]!r})")
         attrs = {a.name: _attr_value(onnx, a) for a in n.attribute}
-        nodes.append(_Node(k, n.name, n.op_type, n.domain or "", list(n.input), list(n.output), attrs))
+        node = _Node(k, n.name, n.op_type, n.domain or "", list(n.input), list(n.output), attrs)
+        if n.op_type in _HANDLERS:
+            for a in n.attribute:
+                want = _ATTR_TYPES.get(a.name)
+                if want is not None and a.type != want:
+                    A = onnx.AttributeProto.AttributeType
+                    have = A.Name(a.type) if a.type in A.values() else str(a.type)
+                    raise OnnxImportError(f"{node.label()}: attribute '{a.name}' is {have}, "
+                                          f"but {n.op_type} takes {A.Name(want)}")
+        nodes.append(node)
+    for what, names in (("graph input", [vi.name for vi in g.input]), ("graph output", [o.name for o in g.output]),
+                        ("initializer", [t.name for t in g.initializer])):
+        for v in names:
+            if not isinstance(v, str):
+                raise OnnxImportError(f"a {what} name is not UTF-8 text ({bytes(v)[:40]!r})")
     graph = _Graph(g.name, nodes, inputs, [o.name for o in g.output], inits, opset, ms_opset)
     for n in nodes:
         for i in n.inputs:
@@ -640,6 +681,10 @@ class _Importer:
             return
         quantized_inputs = all(not (isinstance(self.env.get(i), Act) and self.env[i].qtype is None)
                                for i in node.inputs if i)
+        if node.op_type in _FLOAT_BINARY and any(
+                isinstance(v := self.env.get(i) or (Const(g.initializers[i]) if i in g.initializers else None), Const)
+                and v.array.dtype.kind == "f" for i in node.inputs if i):
+            quantized_inputs = False  # a float constant operand: the op in float, then QuantizeLinear
         unit = self.unit(node) if node.op_type in _QDQ_OPS and quantized_inputs else None
         if unit is None and node.op_type in _INTEGER_OPS and isinstance(first, Deq) and isinstance(first.src, Act):
             # float data movement on dequantized values, read by float ops or the graph's output:
@@ -828,14 +873,19 @@ def _phys_axis(a: Act, axis: int) -> int:
 @_handles("QuantizeLinear")
 def _quantize_linear(imp: _Importer, node: _Node):
     x = imp.input(node, 0, "x")
-    qt = imp.q_output_type(node)
-    if isinstance(x, Const):
+    if isinstance(x, Const):  # a float weight quantized in the graph (AddQDQPairToWeight): at import
         from qdialect.reference import onnxruntime_kernels as ort
 
         arr = np.asarray(x.array)
         if arr.dtype != np.float32:
             raise imp.bad(f"x has type {arr.dtype}; QuantizeLinear takes float32")
+        zpv = imp.input(node, 2, "y_zero_point", optional=True)
+        storage = imp.const(zpv, "y_zero_point").dtype if zpv is not None else np.dtype(np.uint8)
+        scale = np.asarray(imp.const(imp.input(node, 1, "y_scale"), "y_scale"))
+        per_axis = scale.ndim == 1 and scale.size > 1
+        qt = imp.params(node, 1, 2, storage, arr.shape, "y", axis=node.attrs.get("axis", 1) if per_axis else None)
         return [Const(ort.quantize_linear(arr, out_q=qt.qparams()))]
+    qt = imp.q_output_type(node)
     if isinstance(x, Deq):
         if not isinstance(x.src, Act):
             from qdialect.reference import onnxruntime_kernels as ort
@@ -1067,7 +1117,7 @@ def matmul_acts(imp: _Importer, a: Act, b: Act, out_q, rounding: str, clamp: dic
     sa, sb = qnn.shape_of(av), qnn.shape_of(bv)
     if len(sa) < 2 or len(sb) < 2:
         raise _Unsupported("MatMul of a 1-D operand")
-    batch = qnn.broadcast_shape(sa[:-2], sb[:-2])
+    batch = _broadcast(imp, sa[:-2], sb[:-2])
     return Act(imp.emit(qnn.BatchMatmulOp, [av, bv], TensorType(out_q, [*batch, sa[-2], sb[-1]]),
                         dict(rounding=rounding, **clamp)))
 
@@ -1209,6 +1259,13 @@ def _broadcast_pair(imp: _Importer, a: Act, b: Act) -> tuple[SSAValue, SSAValue,
     return out[0], out[1], True
 
 
+def _broadcast(imp: _Importer, a, b) -> list[int]:
+    try:
+        return qnn.broadcast_shape(a, b)
+    except ValueError:
+        raise imp.bad(f"operand shapes {list(a)} and {list(b)} do not broadcast") from None
+
+
 def _const_operand(imp: _Importer, v, other: Act, role: str) -> Act:
     """A constant operand of a binary op (a DequantizeLinear of an initializer) as a qnn.constant,
     laid out like the other operand."""
@@ -1227,7 +1284,7 @@ def _const_operand(imp: _Importer, v, other: Act, role: str) -> Act:
 
 def binary(imp: _Importer, cls, a: Act, b: Act, out_q, rounding: str, clamp: dict) -> Act:
     av, bv, nhwc = _broadcast_pair(imp, a, b)
-    shape = qnn.broadcast_shape(qnn.shape_of(av), qnn.shape_of(bv))
+    shape = _broadcast(imp, qnn.shape_of(av), qnn.shape_of(bv))
     return Act(imp.emit(cls, [av, bv], TensorType(out_q, shape), dict(rounding=rounding, **clamp)), nhwc)
 
 
@@ -1384,6 +1441,8 @@ def _pool(imp: _Importer, node: _Node, x: Act, out_q, rounding: str, kind: str, 
             raise _Unsupported("a pooling window that is not 2-D")
         kernel = _positive(imp, "kernel_shape", kernel)
         strides = _positive(imp, "strides", node.attrs.get("strides", [1, 1]))
+        if len(strides) != 2:
+            raise imp.bad(f"strides {strides} must have 2 entries for a 2-D window")
         dil = node.attrs.get("dilations", [1, 1])
         if list(dil) != [1, 1]:
             raise _Unsupported("dilated pooling")
@@ -1433,6 +1492,8 @@ def _maxpool(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=Non
 @_handles("AveragePool", "GlobalAveragePool", qdq=True)
 def _avgpool(imp: _Importer, node: _Node, out_qs, rounding, acts):
     x = imp.qact(imp.input(node, 0, "X"), "X")
+    if node.op_type == "AveragePool" and rounding == "onnx" and imp.g.opset >= 19:
+        raise _Unsupported("in float at opset >= 19 (ORT's AveragePool-19 kernel is not modelled)")
     kind = "global" if node.op_type == "GlobalAveragePool" else "avg"
     return [_pool(imp, node, x, out_qs[0], rounding, kind, _out_bounds(imp, acts[0], out_qs[0]))]
 
@@ -1458,6 +1519,9 @@ def _qlinear_pool(imp: _Importer, node: _Node):
 def concat(imp: _Importer, xs: list[Act], axis: int, out_q, rounding: str) -> Act:
     rank = len(xs[0].logical_shape)
     axis = _axis(imp, axis, rank)
+    logical = [list(x.logical_shape) for x in xs]
+    if any(len(s) != rank or s[:axis] + s[axis + 1:] != logical[0][:axis] + logical[0][axis + 1:] for s in logical):
+        raise imp.bad(f"input shapes {logical} differ outside axis {axis}")
     if all(x.nhwc for x in xs) or not any(x.nhwc for x in xs):
         vals, nhwc = [x.value for x in xs], xs[0].nhwc
     else:
@@ -1545,8 +1609,12 @@ def _reshape(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=Non
             new = [d for i, d in enumerate(shape) if i not in axes]
     else:
         axes = node.attrs.get("axes") if imp.g.opset < 13 else _static_shape(imp, node, 1, "axes")
+        if axes is None:
+            raise imp.bad(f"has no 'axes' attribute (opset {imp.g.opset} Unsqueeze needs one)")
         rank = len(shape) + len(axes)
         axes = sorted(_axis(imp, a, rank) for a in axes)
+        if len(set(axes)) != len(axes):
+            raise imp.bad(f"axes {node.attrs.get('axes') if imp.g.opset < 13 else axes} repeat an axis")
         new = list(shape)
         for a in axes:
             new.insert(a, 1)
@@ -1650,16 +1718,18 @@ def _slice(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None)
     begin, end, stride = [0] * rank, list(shape), [1] * rank
     for s, e, a, st in zip(starts, ends, axes, steps):
         a = _axis(imp, a, rank)
-        if st != 1:
-            raise _Unsupported("steps other than 1")
+        if st == 0:
+            raise imp.bad("a step of 0")
+        if st < 0:
+            raise _Unsupported("negative steps")
         d = shape[a]
         s = s + d if s < 0 else s
         e = e + d if e < 0 else e
         s, e = min(max(s, 0), d), min(max(e, 0), d)
-        begin[a], end[a] = s, max(e, s)
+        begin[a], end[a], stride[a] = s, max(e, s), st
     if x.nhwc:
         begin, end, stride = ([v[i] for i in (0, 2, 3, 1)] for v in (begin, end, stride))
-    out = [e - b for b, e in zip(begin, end)]
+    out = [len(range(b, e, st)) for b, e, st in zip(begin, end, stride)]
     if 0 in out:
         raise _Unsupported("an empty slice")
     y = Act(imp.emit(qnn.SliceOp, [x.value], TensorType(x.value.type.element_type, out),
@@ -1719,6 +1789,8 @@ def _resize(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None
         sizes = _static_shape(imp, node, 3, "sizes")
     elif len(node.inputs) > 2 and node.inputs[2]:
         scales = imp.const(imp.input(node, 2, "scales"), "scales").reshape(-1).tolist()
+        if not all(math.isfinite(v) and v > 0 for v in scales):
+            raise imp.bad(f"scales {scales} must be finite and > 0")
         if len(scales) != 4 or scales[0] != 1 or scales[1] != 1:
             raise _Unsupported(f"scales {scales}")
         sizes = [shape[0], shape[1], int(math.floor(shape[2] * scales[2])), int(math.floor(shape[3] * scales[3]))]
@@ -1799,7 +1871,7 @@ def _float_binary(imp: _Importer, node: _Node):
     like = like or next((v.src for v in (va, vb) if isinstance(v, Deq) and isinstance(v.src, Act)), None)
     a, b = imp.float_value(va, "A", like), imp.float_value(vb, "B", like)
     av, bv, nhwc = _broadcast_pair(imp, a, b)
-    shape = qnn.broadcast_shape(qnn.shape_of(av), qnn.shape_of(bv))
+    shape = _broadcast(imp, qnn.shape_of(av), qnn.shape_of(bv))
     return [Act(_float_op(imp, _FLOAT_BINARY[node.op_type], [av, bv], shape), nhwc)]
 
 
@@ -1845,6 +1917,60 @@ def _float_clip(imp: _Importer, node: _Node):
     return [Act(_float_op(imp, nn.ClipOp, [x.value], qnn.shape_of(x.value), attrs), x.nhwc)]
 
 
+def _float_pool(imp: _Importer, node: _Node):
+    x = imp.float_value(imp.input(node, 0, "X"), "X")
+    xv = imp.nhwc(x)
+    n, h, w, c = qnn.shape_of(xv)
+    if node.op_type == "GlobalAveragePool":
+        kernel, strides, pads = [h, w], [1, 1], [0, 0, 0, 0]
+    else:
+        if imp.g.opset >= 19:
+            raise _Unsupported("float AveragePool at opset >= 19 (ORT's AveragePool-19 kernel is not modelled)")
+        kernel = node.attrs.get("kernel_shape")
+        if kernel is None or len(kernel) != 2:
+            raise _Unsupported("a pooling window that is not 2-D")
+        kernel = _positive(imp, "kernel_shape", kernel)
+        strides = _positive(imp, "strides", node.attrs.get("strides", [1, 1]))
+        if node.attrs.get("ceil_mode", 0) or list(node.attrs.get("dilations", [1, 1])) != [1, 1]:
+            raise _Unsupported("ceil_mode or dilations")
+        pads = _pads_2d(imp, node, (h, w), kernel, strides, (1, 1))
+        if node.attrs.get("count_include_pad", 0) and any(pads):
+            raise _Unsupported("float AveragePool with count_include_pad = 1 and padding")
+    oh = (h + pads[0] + pads[1] - kernel[0]) // strides[0] + 1
+    ow = (w + pads[2] + pads[3] - kernel[1]) // strides[1] + 1
+    attrs = {"kernel": kernel, "strides": strides, "padding": pads}
+    return [Act(_float_op(imp, nn.AvgPool2DOp, [xv], [n, oh, ow, c], attrs), True)]
+
+
+def _float_scalar(imp: _Importer, value: float, rank: int) -> SSAValue:
+    arr = np.full([1] * rank, value, np.float32)
+    return imp.add(nn.ConstantOp(arr, TensorType(Float32Type(), list(arr.shape)))).results[0]
+
+
+def _hard_sigmoid(imp: _Importer, x: Act, alpha: float, beta: float) -> SSAValue:
+    """ORT's HardSigmoid functor: (x * alpha + beta), then min(1), max(0), in float32, no FMA."""
+    shape = qnn.shape_of(x.value)
+    v = _float_op(imp, nn.MulOp, [x.value, _float_scalar(imp, alpha, len(shape))], shape)
+    v = _float_op(imp, nn.AddOp, [v, _float_scalar(imp, beta, len(shape))], shape)
+    return _float_op(imp, nn.ClipOp, [v], shape, {"min": 0.0, "max": 1.0})
+
+
+def _float_hard(imp: _Importer, node: _Node):
+    x = imp.float_value(imp.input(node, 0, "X"), "X")
+    if node.op_type == "HardSigmoid":
+        alpha = float(np.float32(node.attrs.get("alpha", 0.2)))
+        beta = float(np.float32(node.attrs.get("beta", 0.5)))
+        return [Act(_hard_sigmoid(imp, x, alpha, beta), x.nhwc)]
+    # HardSwish: ORT rewrites it as x * HardSigmoid(x, 1/6, 0.5)
+    hs = _hard_sigmoid(imp, x, float(np.float32(1.0 / 6.0)), 0.5)
+    shape = qnn.shape_of(x.value)
+    return [Act(_float_op(imp, nn.MulOp, [x.value, hs], shape), x.nhwc)]
+
+
+_FLOAT_HANDLERS["GlobalAveragePool"] = _float_pool
+_FLOAT_HANDLERS["AveragePool"] = _float_pool
+_FLOAT_HANDLERS["HardSigmoid"] = _float_hard
+_FLOAT_HANDLERS["HardSwish"] = _float_hard
 for _n in _FLOAT_BINARY:
     _FLOAT_HANDLERS[_n] = _float_binary
 for _n in _FLOAT_UNARY:
@@ -1942,6 +2068,23 @@ def _scan_unsupported(g: _Graph) -> None:
         raise OnnxImportError(_format_unsupported(missing))
 
 
+def _check_wiring(g: _Graph) -> None:
+    """Every node writes its first output, reads at least one input (but Constant), and every name is
+    written once (by a node, a graph input or an initializer): ONNX graphs are single assignment."""
+    written = {name: "a graph input" for name, _, _ in g.inputs}
+    written.update({name: "an initializer" for name in g.initializers})
+    for n in g.nodes:
+        if not n.outputs or not n.outputs[0]:
+            raise OnnxImportError(f"{n.label()}: has no output")
+        if not n.inputs and n.op_type != "Constant":
+            raise OnnxImportError(f"{n.label()}: has no inputs")
+        for o in n.outputs:
+            if o and o in written:
+                raise OnnxImportError(f"{n.label()}: output '{o}' is already written by {written[o]}")
+            if o:
+                written[o] = f"node {n.index}"
+
+
 def import_onnx(data: bytes, *, batch: int = 1, name: str = "model", profile: str = "onnxruntime",
                 remarks: list[str] | None = None) -> ModuleOp:
     """Import a quantized ONNX model (QDQ or QOperator) as a verified L1 module.
@@ -1961,6 +2104,7 @@ def import_onnx(data: bytes, *, batch: int = 1, name: str = "model", profile: st
         raise OnnxImportError(f"profile {profile!r} is not one of {', '.join(ONNX_PROFILES)}")
     g = _read(data)
     _scan_unsupported(g)
+    _check_wiring(g)
     imp = _Importer(g, batch, profile)
     try:
         with np.errstate(all="ignore"):

@@ -70,7 +70,7 @@ def ort_float_nodes(path: str) -> frozenset[str]:
         ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         graph = onnx.load(so.optimized_model_filepath).graph
     compute = {"Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Sigmoid", "Tanh", "LeakyRelu", "Softmax",
-               "AveragePool", "GlobalAveragePool", "Concat", "HardSigmoid", "ReduceMean"}
+               "AveragePool", "GlobalAveragePool", "Concat", "HardSigmoid", "HardSwish", "ReduceMean", "Relu", "Clip"}
     return frozenset(n.name for n in graph.node if n.op_type in compute)
 
 

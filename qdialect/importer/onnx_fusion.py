@@ -47,8 +47,19 @@ MOVEMENT_OPS = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Slic
 
 def fused(imp, node, out_qs) -> bool | str:
     op = node.op_type
+    if op in ("Relu", "Clip"):
+        # ORT deletes a Relu / Clip whose range the QuantizeLinear already implies
+        # (IsClipMadeRedundantByQ); it keeps any other in float (the same integers as a clamp)
+        from qdialect.importer.onnx import _out_bounds
+
+        if _out_bounds(imp, [node], out_qs[0]):
+            return f"ORT keeps the {op} in float: its range is not implied by the output's quantization"
+        in_q = _dq_type(imp, node.inputs[0])
+        if in_q is not None and all(q == in_q for q in out_qs):
+            return True
+        return f"ORT requantizes {op}'s output in float (its output parameters differ from its input's)"
     if op in MOVEMENT_OPS:
-        # moves or clamps stored integers: ORT drops the DQ / Q (or computes the same values in float)
+        # moves stored integers: ORT drops the DQ / Q (or computes the same values in float)
         # when the parameters stay; a change of parameters is a requantize in float
         in_q = _dq_type(imp, node.inputs[0])
         if in_q is not None and all(q == in_q for q in out_qs):

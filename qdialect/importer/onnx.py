@@ -607,8 +607,9 @@ class _Importer:
                 raise OnnxImportError(f"graph input '{name}' claims shape {shape}")
             if elem == "FLOAT":
                 t = TensorType(Float32Type(), shape)
-            elif elem in ("UINT8", "INT8", "INT16", "UINT16", "INT32"):
-                t = TensorType(IntegerType(int(_STORAGE[elem][1:])), shape)
+            elif elem in ("UINT8", "INT8", "INT16", "UINT16"):
+                # integer input: quantized with the parameters of the node that reads it
+                t = TensorType(self.input_qtype(name, _STORAGE[elem]), shape)
             else:
                 raise OnnxImportError(f"graph input '{name}' has element type {elem}; "
                                       "qd-import takes float32 or integer inputs")
@@ -638,6 +639,34 @@ class _Importer:
             names.append(name)
         return results, [n for n, _, _ in g.inputs], names
 
+    # (scale input, zero-point input) of each quantized operand, by the index of the operand
+    _PARAMS_OF = {
+        "DequantizeLinear": {0: (1, 2)}, "QLinearConv": {0: (1, 2)}, "QLinearMatMul": {0: (1, 2), 3: (4, 5)},
+        "QGemm": {0: (1, 2)}, "QLinearAdd": {0: (1, 2), 3: (4, 5)}, "QLinearMul": {0: (1, 2), 3: (4, 5)},
+        "QLinearSigmoid": {0: (1, 2)}, "QLinearLeakyRelu": {0: (1, 2)}, "QLinearSoftmax": {0: (1, 2)},
+        "QLinearAveragePool": {0: (1, 2)}, "QLinearGlobalAveragePool": {0: (1, 2)},
+    }
+
+    def input_qtype(self, name: str, storage: str) -> UniformQuantizedType:
+        """The quantization of an integer graph input: the parameters its first quantized reader gives
+        it (other readers that give other parameters reinterpret the same integers)."""
+        for c in self.g.consumers.get(name, []):
+            if c < 0:
+                continue
+            node = self.g.nodes[c]
+            saved, self.node = self.node, node
+            try:
+                slots = dict(self._PARAMS_OF.get(node.op_type, {}))
+                if node.op_type == "QLinearConcat":
+                    slots = {k: (k + 1, k + 2) for k in range(2, len(node.inputs), 3)}
+                for k, (ks, kz) in slots.items():
+                    if k < len(node.inputs) and node.inputs[k] == name:
+                        return self.params(node, ks, kz, storage, (), "input")
+            finally:
+                self.node = saved
+        raise OnnxImportError(f"graph input '{name}' is {storage[0] == 'u' and 'u' or ''}int{storage[1:]} but no "
+                              "quantized operator (DequantizeLinear, QLinear*) reads it: its scale is unknown")
+
     def materialize(self, v, name: str) -> SSAValue:
         """A graph output as the model declares it (ONNX order, float for a DequantizeLinear)."""
         if isinstance(v, Deq):
@@ -648,12 +677,7 @@ class _Importer:
             return self.emit(qnn.DequantizeOp, [x], TensorType(Float32Type(), list(qnn.shape_of(x))))
         if isinstance(v, Act):
             x = self.logical(v)
-            if v.qtype is not None:  # the model's integer output: plain storage integers
-                from qdialect.dialects.quant import StorageCastOp
-
-                storage = IntegerType(v.qtype.storage_width.data)
-                return self.add(StorageCastOp(x, TensorType(storage, list(qnn.shape_of(x))))).results[0]
-            return x
+            return x  # a quantized output keeps its type (its stored integers are the model's)
         raise OnnxImportError(f"graph output '{name}' is a constant")
 
     def dispatch(self, node: _Node):

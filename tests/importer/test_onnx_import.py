@@ -383,3 +383,31 @@ def test_a_huge_attribute_list_gives_a_short_message():
     n.attribute.append(helper.make_attribute("perm", [1] * 100000))
     msg = _error(_bytes(m))
     assert "(Transpose): perm [1, 1," in msg and " ... " in msg and len(msg) < 1000
+
+
+def test_integer_inputs_and_outputs_keep_their_dtypes():
+    """A model with uint8 edges: uint8 in, uint8 out, bit-exact; the input's scale comes from its reader."""
+    rng = np.random.default_rng(0)
+    x = helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 3, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 4, 3, 3])
+    inits = [helper.make_tensor("xs", TensorProto.FLOAT, [], [0.05]), helper.make_tensor("xz", TensorProto.UINT8, [], [120]),
+             helper.make_tensor("w", TensorProto.INT8, [4, 3, 2, 2], rng.integers(-100, 100, 48).tolist()),
+             helper.make_tensor("ws", TensorProto.FLOAT, [4], [0.01, 0.02, 0.015, 0.03]),
+             helper.make_tensor("wz", TensorProto.INT8, [4], [0, 0, 0, 0]),
+             helper.make_tensor("ys", TensorProto.FLOAT, [], [0.1]), helper.make_tensor("yz", TensorProto.UINT8, [], [100])]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"])
+    m = helper.make_model(helper.make_graph([node], "g", [x], [y], inits), opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    module = import_onnx(m.SerializeToString())
+    inputs = inputs_for(module, 0)
+    assert inputs[0].dtype == np.uint8
+    ours = run_module(module, inputs)
+    assert ours[0].dtype == np.uint8
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert np.array_equal(ours[0], sess.run(None, {"x": inputs[0]})[0])
+    # an integer input that no quantized operator reads has no scale: refused by name
+    m.graph.node[0].op_type = "Identity"
+    del m.graph.node[0].input[1:]
+    assert "graph input 'x'" in _error(m.SerializeToString())

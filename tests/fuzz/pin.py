@@ -11,11 +11,15 @@ one-line message.  A record is one JSON line:
     {"tool": "qd-run", "text": "...", ...}                     (an .mlir file run on the interpreter)
     {"tool": "import_tflite" | "import_tflite_float" | "qd-run-tflite", "seed": "cnn_small.tflite", "edits": [...], ...}
     {"tool": "import_tflite" | "qd-run-tflite", "seed": "case:ADD", "bytes": "1c000000...", ...}
+    {"tool": "import_onnx" | "qd-run-onnx", "seed": "op_add_bcast_qop_u8.onnx", "hunks": [[25, 26, "c1"], ...], ...}
 
 Model inputs are stored as edits of a zoo model (`models/zoo/`): a list of
 [offset, hex] byte replacements for mutations that keep the length, else
 ["splice", prefix_length, hex, suffix_length]; mutations of the importer tests' one-operator
-models keep the whole (small) file.
+models keep the whole (small) file.  Mutated ONNX models (`models/onnx/`) are stored as hunks
+[seed_start, seed_end, hex] (`encode_hunks`: a structure-aware mutation re-serializes the protobuf,
+so the lengths of the enclosing messages change too), or whole when that is shorter.
+ONNX records live in `onnx.jsonl` (`python -m tests.fuzz.onnx_models`).
 
     python -m tests.fuzz.pin                 # run both short fuzzers and add new classes to the pins
     python -m tests.fuzz.pin --cases 20000   # more cases, more classes
@@ -41,6 +45,8 @@ from tests.fuzz.harness import ROOT, run_main
 
 PINNED = Path(__file__).resolve().parent / "pinned"
 ZOO = ROOT / "models" / "zoo"
+ONNX_ZOO = ROOT / "models" / "onnx"
+ONNX_TOOLS = ("import_onnx", "qd-run-onnx")
 MAX_TEXT = 6000
 """Longest IR example kept (characters); a class met only in bigger inputs is left out."""
 
@@ -86,6 +92,50 @@ def decode_model(seed: bytes, edits: list) -> bytes:
     return bytes(out)
 
 
+def encode_hunks(seed: bytes, data: bytes, window: int = 24, reach: int = 4096) -> list | None:
+    """[[start, end, hex], ...]: replace seed[start:end] by the bytes (seed offsets, increasing).
+    For a re-serialized protobuf (a few fields changed, the lengths of the messages around
+    them with them) this is a few short hunks where one splice would span most of the file.
+    None when it does not reproduce `data` (it always should)."""
+    out: list = []
+    i = j = 0
+    while True:
+        n = min(len(seed) - i, len(data) - j)
+        k = 0
+        while k < n and seed[i + k : i + k + 64] == data[j + k : j + k + 64]:
+            k += 64
+        while k < n and seed[i + k] == data[j + k]:
+            k += 1
+        i, j = i + k, j + k
+        if i >= len(seed) and j >= len(data):
+            break
+        found = None
+        for skip_b in range(0, min(len(data) - j, reach) + 1):
+            w = data[j + skip_b : j + skip_b + window]
+            if len(w) < window:
+                break
+            at = seed.find(w, i, i + skip_b + reach + window)
+            if at >= 0:
+                found = (at - i, skip_b)
+                break
+        if found is None:
+            out.append([i, len(seed), data[j:].hex()])
+            break
+        skip_a, skip_b = found
+        out.append([i, i + skip_a, data[j : j + skip_b].hex()])
+        i, j = i + skip_a, j + skip_b
+    return out if decode_hunks(seed, out) == data else None
+
+
+def decode_hunks(seed: bytes, hunks: list) -> bytes:
+    parts, at = [], 0
+    for start, end, hexdata in hunks:
+        parts += [seed[at:start], bytes.fromhex(hexdata)]
+        at = end
+    parts.append(seed[at:])
+    return b"".join(parts)
+
+
 def model_example(tool: str, seed_name: str, seed: bytes, data: bytes) -> dict | None:
     if seed_name.startswith("case:"):
         # the importer tests' one-op models are built at run time: keep the (small) file itself
@@ -99,6 +149,8 @@ def model_example(tool: str, seed_name: str, seed: bytes, data: bytes) -> dict |
 
 
 def pin_file(tool: str) -> Path:
+    if tool in ONNX_TOOLS:
+        return PINNED / "onnx.jsonl"
     return PINNED / ("ir.jsonl" if tool in ("qd-opt", "qd-run") else "models.jsonl")
 
 
@@ -129,6 +181,8 @@ def _write_pins(path: Path, records: list[dict]) -> None:
 def model_bytes(record: dict) -> bytes:
     if "bytes" in record:
         return bytes.fromhex(record["bytes"])
+    if "hunks" in record:  # an ONNX model (tests/fuzz/onnx_models.py): edits of a models/onnx/ file
+        return decode_hunks((ONNX_ZOO / record["seed"]).read_bytes(), record["hunks"])
     return decode_model((ZOO / record["seed"]).read_bytes(), record["edits"])
 
 
@@ -162,9 +216,17 @@ def _replay(record: dict) -> tuple[int | None, str]:
         except TFLiteImportError as e:
             return 2, str(e)
         return 0, ""
+    if tool == "import_onnx":
+        from qdialect.importer.onnx import OnnxImportError, import_onnx
+
+        try:
+            import_onnx(model_bytes(record), name="fuzz")
+        except OnnxImportError as e:
+            return 2, str(e)
+        return 0, ""
     from tvm_bridge.run_cli import main as qd_run
 
-    suffix = ".mlir" if tool == "qd-run" else ".tflite"
+    suffix = {"qd-run": ".mlir", "qd-run-onnx": ".onnx"}.get(tool, ".tflite")
     with tempfile.NamedTemporaryFile(suffix=suffix, delete=False) as f:
         f.write(record["text"].encode("utf-8", "surrogatepass") if tool == "qd-run" else model_bytes(record))
         path = f.name
@@ -199,13 +261,16 @@ def main(argv=None) -> int:
     p.add_argument("--new-kinds-only", action="store_true",
                    help="add only classes of a message kind (operator names blanked) not pinned yet "
                         "(for the many classes of long runs)")
+    p.add_argument("--only", choices=("ir.jsonl", "models.jsonl", "onnx.jsonl"), nargs="*", default=None,
+                   help="refresh only these pin files (with --from: e.g. a `tests.fuzz.onnx_models --pins` output)")
     args = p.parse_args(argv)
     sources = args.sources
     with tempfile.TemporaryDirectory() as tmp:
         if sources is None:
             sources = []
             runs = [("tests.fuzz.ir", []), ("tests.fuzz.models", ["--corpus", "zoo"]),
-                    ("tests.fuzz.models", ["--corpus", "ops"]), ("tests.fuzz.models", ["--corpus", "float"])]
+                    ("tests.fuzz.models", ["--corpus", "ops"]), ("tests.fuzz.models", ["--corpus", "float"]),
+                    ("tests.fuzz.onnx_models", [])]
             for module, extra in runs:
                 out = Path(tmp) / f"{module}-{len(sources)}.jsonl"
                 cases = [] if args.cases is None else ["--cases", str(args.cases)]
@@ -213,7 +278,9 @@ def main(argv=None) -> int:
                 sources.append(out)
         new = [r for path in sources for r in read_pins(path)]
     added = 0
-    for path in (PINNED / "ir.jsonl", PINNED / "models.jsonl"):
+    for path in (PINNED / "ir.jsonl", PINNED / "models.jsonl", PINNED / "onnx.jsonl"):
+        if args.only is not None and path.name not in args.only:
+            continue
         records = {r["class"]: r for r in read_pins(path)}
         kinds = {message_kind(c) for c in records}
         for r in new:

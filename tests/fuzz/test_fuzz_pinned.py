@@ -16,7 +16,7 @@ import pytest
 from tests.fuzz.pin import PINNED, read_pins, replay
 
 
-@pytest.mark.parametrize("name", ["ir.jsonl", "models.jsonl"])
+@pytest.mark.parametrize("name", ["ir.jsonl", "models.jsonl", "onnx.jsonl"])
 def test_pinned_diagnostics(name):
     records = read_pins(PINNED / name)
     assert len(records) > 50, f"{name}: only {len(records)} pinned classes"
@@ -33,7 +33,7 @@ def test_pinned_diagnostics(name):
 
 
 def test_pinned_classes_are_distinct_and_one_line():
-    for name in ("ir.jsonl", "models.jsonl"):
+    for name in ("ir.jsonl", "models.jsonl", "onnx.jsonl"):
         records = read_pins(PINNED / name)
         classes = [r["class"] for r in records]
         assert len(classes) == len(set(classes))

@@ -8,7 +8,10 @@
   --corpus zoo`: `qd-import`, the printed module read back, `qd-run
   --backend interp`), 300 mutated one-operator models of the importer's
   tests (every operator's conversion) and 300 mutated float zoo models (the
-  float importer and the interpreter).
+  float importer and the interpreter);
+- ONNX: 2,000 mutated `models/onnx/` files (`python -m tests.fuzz.onnx_models`: byte-level and
+  protobuf field mutations into `import_onnx` (both profiles), `qd-import`, `qd-run --backend
+  interp`); the importer's catch-all message ("malformed model (...)") counts as a finding.
 
 Each harness runs in its own process (it sets an address-space limit and a
 per-case alarm) with a fixed seed (env QD_FUZZ_SEED overrides it) and writes
@@ -99,3 +102,15 @@ def test_model_fuzz_short_float_models(tmp_path):
     _no_findings(report, 300)
     assert report["outcomes"].get("float: ran", 0) > 10, report["text"]
     _mostly_pinned(report, "models.jsonl")
+
+
+@pytest.mark.fuzz
+def test_onnx_model_fuzz_short(tmp_path):
+    """Mutated quantized ONNX models (QDQ and QOperator) through the ONNX importer, qd-import and
+    qd-run: about 15 s."""
+    report = _fuzz(tmp_path, "tests.fuzz.onnx_models", "--cases", "2000")
+    _no_findings(report, 2000)
+    _mostly_pinned(report, "onnx.jsonl")
+    # structure-aware mutations get past the protobuf reader: models import and run
+    assert report["outcomes"].get("imported", 0) > 200, report["text"]
+    assert report["outcomes"].get("qd-run: ran", 0) > 100, report["text"]

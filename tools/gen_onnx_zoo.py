@@ -277,6 +277,9 @@ def op_models() -> dict[str, G]:
     add("hardswish", [(1, 8, 4, 4)], lambda g, x: g.op("HardSwish", [x]), op_types=["HardSwish"])
     # both operands activations (attention's Q.K^T and P.V)
     add("matmul_acts", [(1, 2, 8, 16), (1, 2, 16, 8)], lambda g, a, b: g.op("MatMul", [a, b]))
+    add("lrelu_resize", [(1, 4, 4, 4)],
+        lambda g, x: g.op("Resize", [lrelu(g, x), "", g.const(np.array([1, 1, 2, 2], np.float32), "scales")],
+                          mode="nearest"))
     return ops
 
 

@@ -30,10 +30,11 @@ ORT_MODELS = [
     "op_add_bcast_qdq_s8", "op_mul_qop_u8", "op_sigmoid_qdq_u8", "op_leakyrelu_qop_s8", "op_concat_qdq_u8",
     "op_softmax_qop_s8", "op_lrelu_maxpool_qdq_u8", "op_lrelu_globalavgpool_qop_u8", "op_hardswish_qdq_s8",
     "op_avgpool_cip0_qdq_s8", "op_avgpool_cip1_qop_u8", "op_matmul_acts_qdq_u8", "op_matmul_acts_qop_s8",
+    "op_lrelu_resize_qdq_s8", "op_lrelu_resize_qop_u8",
 ]
 # models whose every op lowers in the `onnx` profile too (tables, data movement)
 ONNX_MODELS = ["op_add_bcast_qdq_u8", "op_mul_qdq_s8", "op_sigmoid_qdq_s8", "op_hardswish_qdq_u8",
-               "op_concat_qdq_s8", "op_lrelu_transpose_qdq_u8"]
+               "op_concat_qdq_s8", "op_lrelu_transpose_qdq_u8", "op_lrelu_resize_qdq_u8"]
 
 
 def _run_tvm(name: str, profile: str):

@@ -364,9 +364,25 @@ def _f_avg_pool(op, args):
     # ort.mlas_avg_pool_f32); qnn.avg_pool2d excludes padding (count_include_pad=1 arrives as an
     # explicit pad of the zero point and an unpadded pool, which MlasPool computes the same way).
     (x,) = _operands_f32(op, args)
-    y = ort.mlas_avg_pool_f32(x, kernel=_pair(op, "kernel"), strides=_pair(op, "strides"), padding=_pads(op),
-                              count_include_pad=0)
-    return _requant(op, y)
+    return _requant(op, _float_avg_pool(op, x))
+
+
+def onnx_opset(op) -> int | None:
+    """The default-domain opset of the ONNX model `op` was imported from (`onnx.opset` on its module)."""
+    p = op.parent_op()
+    while p is not None and p.name != "builtin.module":
+        p = p.parent_op()
+    attr = p.attributes.get("onnx.opset") if p is not None else None
+    return getattr(attr, "value", None) and attr.value.data
+
+
+def _float_avg_pool(op, x: np.ndarray) -> np.ndarray:
+    """ORT's float AveragePool: MlasPool up to opset 18, AveragePoolV19's scalar loop from 19."""
+    kernel, strides, padding = _pair(op, "kernel"), _pair(op, "strides"), _pads(op)
+    if (onnx_opset(op) or 0) >= 19:
+        return np.asarray(ort.avg_pool19_f32(x, kernel=kernel, strides=strides, padding=padding), F32)
+    return np.asarray(ort.mlas_avg_pool_f32(x, kernel=kernel, strides=strides, padding=padding,
+                                            count_include_pad=0), F32)
 
 
 @_recipe(_FLOAT, qnn.MeanOp)
@@ -468,9 +484,10 @@ def _nn_avg_pool(op, args):
     x = np.asarray(args[0], F32)
     kh, kw = _pair(op, "kernel")
     if (kh, kw) == x.shape[1:3] and not any(op.attr("padding", [0, 0, 0, 0])):
+        # the importer writes a float GlobalAveragePool as a whole-image pool (and refuses an
+        # opset >= 19 AveragePool of that shape, which ORT computes with another kernel)
         return ort.mlas_global_avg_f32(x)
-    return np.asarray(ort.mlas_avg_pool_f32(x, kernel=(kh, kw), strides=_pair(op, "strides"), padding=_pads(op),
-                                            count_include_pad=0), F32)
+    return _float_avg_pool(op, x)
 
 
 def evaluate_nn(it, op, args):

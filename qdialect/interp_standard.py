@@ -21,6 +21,8 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 
+import math
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from xdsl.dialects import arith, tensor
@@ -415,9 +417,36 @@ class _Generic:
         """v computed on input k's own array (elementwise body ops only)."""
         return np.asarray(self.evaluate([v], {self.block.args[k]: self.args[k]}, [])[0])
 
+    def _fma_chain(self, fma: Operation, out_k: int, out_dims: list[int]) -> np.ndarray:
+        """`acc = fma(a, b, acc)` over the reduction loops in their order (row-major), one
+        float32 rounding per step (ONNX Runtime's MLAS accumulators)."""
+        from qdialect.reference.onnxruntime_kernels import _fma_f32
+
+        a_v, b_v = fma.operands[0], fma.operands[1]
+        if any(out_k in self.deps.get(v, frozenset()) for v in (a_v, b_v)):
+            raise InterpreterError("linalg.generic: a math.fma chain's factors must not read the accumulator")
+        needed = self.deps.get(a_v, frozenset()) | self.deps.get(b_v, frozenset())
+        a, b = self.evaluate([a_v, b_v], self._full_bindings(needed), self.all_dims)
+        full = [self.extents[d] for d in self.all_dims]
+        par = [d for d in self.all_dims if d in out_dims]
+        red = [d for d in self.all_dims if d not in out_dims]
+        order = [self.all_dims.index(d) for d in par + red]
+        n_red = math.prod(self.extents[d] for d in red)
+        a = np.transpose(np.broadcast_to(np.asarray(a, np.float32), full), order).reshape(
+            [self.extents[d] for d in par] + [n_red])
+        b = np.transpose(np.broadcast_to(np.asarray(b, np.float32), full), order).reshape(
+            [self.extents[d] for d in par] + [n_red])
+        init = np.asarray(self.args[out_k])
+        acc = np.transpose(init, [out_dims.index(d) for d in par]).astype(np.float32)
+        for r in range(n_red):
+            acc = _fma_f32(a[..., r], b[..., r], acc)
+        return np.transpose(acc, [par.index(d) for d in out_dims])
+
     def _reduction(self, y: SSAValue, out_k: int, out_dims: list[int]) -> np.ndarray:
         out_arg = self.block.args[out_k]
         combiner = y.owner
+        if isinstance(combiner, Operation) and combiner.name == "math.fma" and combiner.operands[2] is out_arg:
+            return self._fma_chain(combiner, out_k, out_dims)
         if not isinstance(combiner, Operation) or type(combiner) not in _REDUCERS or out_arg not in combiner.operands:
             raise InterpreterError("linalg.generic: a reduction must yield combine(accumulator, value)")
         term = [v for v in combiner.operands if v is not out_arg]

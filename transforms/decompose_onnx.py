@@ -182,6 +182,8 @@ def decompose_mean(e: Emitter, op) -> SSAValue:
     x_q, out_q = qp(x_v), qp(op.results[0])
     shape = qint.shape_of(x_v)
     axes = sorted(a % len(shape) for a in op.attr("axes"))
+    if op.attr("rounding") == "onnx" and len(shape) == 4 and axes == [1, 2]:
+        return _float_global_avg(e, op)
     if op.attr("rounding") != "onnxruntime" or len(shape) != 4 or axes != [1, 2] or not op.attr("keep_dims", False):
         raise Unsupported(f"{op.name} in float (ORT's float ReduceMean; the interpreter runs it)")
     n = shape[1] * shape[2]
@@ -403,10 +405,40 @@ def pooling_same(a: QParams, b: QParams) -> bool:
     return a.storage == b.storage and np.array_equal(a.scale, b.scale) and np.array_equal(a.zero_point, b.zero_point)
 
 
+def _integer_upscale(op) -> int | None:
+    """The factor of a nearest resize that repeats every pixel f x f times (None otherwise): without
+    align_corners / half_pixel_centers, TFLite's and ONNX's nearest rules pick floor(o / f) there."""
+    if not isinstance(op, qnn.ResizeNearestNeighborOp) or op.attr("align_corners", False) \
+            or op.attr("half_pixel_centers", False):
+        return None
+    n, h, w, c = qint.shape_of(op.operands[0])
+    _, oh, ow, _ = qint.shape_of(op.results[0])
+    if h == 0 or w == 0 or oh % h or ow % w or oh // h != ow // w or not pooling_same(
+            qp(op.operands[0]), qp(op.results[0])):
+        return None
+    return oh // h
+
+
+def decompose_resize_nearest(e: Emitter, op) -> SSAValue:
+    """An integer nearest upscale: one broadcasting linalg.generic [N, H, f, W, f, C], collapsed."""
+    from transforms.lower_to_linalg import Lowering, amap, dim, identity
+
+    f = _integer_upscale(op)
+    x = e.storage(op.operands[0])
+    n, h, w, c = qint.shape_of(op.operands[0])
+    low = Lowering()
+    wide = low.generic([x], [amap(6, [dim(0), dim(1), dim(3), dim(5)])], int_tensor([n, h, f, w, f, c], qp(op.results[0]).bits),
+                       identity(6), lambda s, a, _o: a)
+    e.ops.extend(low.ops)
+    return e.reshape(wide, qint.shape_of(op.results[0]))
+
+
 def takes(op) -> bool:
     """Whether this module lowers `op` (an ONNX profile, or uint8 max pooling)."""
     if isinstance(op, (qnn.QuantizeOp, qnn.DequantizeOp)):
         return False  # transforms.float_edges (MlasQuantizeLinear for the ONNX profiles)
+    if isinstance(op, qnn.ResizeNearestNeighborOp):
+        return _integer_upscale(op) is not None
     if isinstance(op, (qnn.ClampOp, qnn.ConcatenationOp)) and not qp(op.results[0]).signed \
             and qp(op.results[0]).bits <= 16:
         # unsigned: decompose's clamps compare signed storage; tables do it (a concatenation that
@@ -434,6 +466,8 @@ def decompose(e: Emitter, op) -> SSAValue:
         from transforms.decompose import decompose_pool
 
         return decompose_pool(e, op)
+    if isinstance(op, qnn.ResizeNearestNeighborOp):
+        return decompose_resize_nearest(e, op)
     if isinstance(op, qnn.ClampOp):
         return _table(e, op)
     if isinstance(op, qnn.ConcatenationOp):
@@ -559,10 +593,25 @@ def _float_tensor(low, values: np.ndarray):
 
 
 def _const_array(v: SSAValue, what: str) -> np.ndarray:
+    """The stored integers of a constant quantized operand (a qnn.constant, or the scast of
+    the arith.constant it was decomposed into), in its storage type's values."""
+    from qdialect.dialects.quant import StorageCastOp
+
+    from transforms.lower_to_linalg import _constant_values
+
     owner = v.owner
-    if not isinstance(owner, qnn.ConstantOp):
+    if isinstance(owner, qnn.ConstantOp):
+        return np.asarray(owner.array())
+    raw = None
+    if isinstance(owner, StorageCastOp):
+        raw = _constant_values(owner.operands[0])
+    if raw is None:
         raise Unsupported(f"float {what} that are not constant (ORT prepacks constant weights)")
-    return np.asarray(owner.array())
+    q = qp(v)
+    raw = np.asarray(raw).astype(np.int64)
+    if not q.signed:
+        raw = raw & ((1 << q.bits) - 1)
+    return raw
 
 
 def _dequantized_constant(v: SSAValue, what: str) -> np.ndarray:
@@ -627,10 +676,11 @@ def _fma_chain(e: Emitter, low, pieces, out_shape, n_par: int) -> SSAValue:
     for x, xmap, w, x_q in pieces:
         n_red = 3
 
-        def body(s, xv, wv, a):
+        def body(s, wv, xv, a):  # (the weights first: xDSL's verifier takes loop ranges from the first
+            # operand that names a loop alone, and x names the reduction loops only with offsets)
             return s.emit(mathd.FmaOp(_dequant_scalar(s, xv, x_q), wv, a))
 
-        acc = low.generic([x, w], [xmap, amap(n_par + n_red, [dim(n_par - 1)] + [dim(n_par + j) for j in range(n_red)])],
+        acc = low.generic([w, x], [amap(n_par + n_red, [dim(n_par - 1)] + [dim(n_par + j) for j in range(n_red)]), xmap],
                           TensorType(f32, out_shape), out_map, body,
                           iterators=["parallel"] * n_par + ["reduction"] * n_red, init=acc)
     return acc
@@ -666,7 +716,9 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
         for k0 in range(0, k, 256):
             k1 = min(k, k0 + 256)
             wblk = _float_tensor(low, wf[:, k0:k1])
-            pieces = [(x, amap(3, [dim(0), dim(2) + k0]), wblk, x_q)]
+            xb = x if (k0, k1) == (0, k) else e.add(tensor.ExtractSliceOp(
+                x, [0, k0], [rows, k1 - k0], [1, 1], TensorType(x.type.element_type, [rows, k1 - k0])))
+            pieces = [(xb, amap(3, [dim(0), dim(2)]), wblk, x_q)]
             chains.append(_fma_chain_fc(low, pieces, [rows, o]))
         bias = _float_tensor(low, bf)
 
@@ -704,8 +756,32 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
     direct = (sh, sw) == (1, 1) and not any(pads) and kh == kw == 1
     plans = _conv_plans(og, k, osz, direct)
 
+    windows: dict = {}
+
+    def window(ky, kx):  # the tap's strided slice of the padded input: [n, oh, ow, C]
+        from xdsl.dialects.builtin import TensorType
+
+        if (ky, kx) not in windows:
+            el = x.type.element_type
+            windows[ky, kx] = e.add(tensor.ExtractSliceOp(x, [0, ky * dh, kx * dw, 0], [n, oh, ow, cin],
+                                                          [1, sh, sw, 1], TensorType(el, [n, oh, ow, cin])))
+        return windows[ky, kx]
+
+    sliced: dict = {}
+
+    def channels(c0, c1):  # x's channels [c0, c1): a box's maps then name its loops alone
+        from xdsl.dialects.builtin import TensorType
+
+        if (c0, c1) == (0, cin):
+            return x
+        if (c0, c1) not in sliced:
+            xs = qint.shape_of(x)
+            sliced[c0, c1] = e.add(tensor.ExtractSliceOp(x, [0, 0, 0, c0], [xs[0], xs[1], xs[2], c1 - c0], [1, 1, 1, 1],
+                                                         TensorType(x.type.element_type, [*xs[:3], c1 - c0])))
+        return sliced[c0, c1]
+
     def xmap(n_dims, c_expr, ky, kx):
-        return amap(n_dims, [dim(0), dim(1) * sh + ky * dh, dim(2) * sw + kx * dw, c_expr])
+        return amap(n_dims, [dim(0), dim(1), dim(2), c_expr])
 
     # every distinct term once: fma terms are chains (generics), m1 terms are folded in the final body
     term_values: dict = {}
@@ -720,9 +796,8 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
                 pieces = []
                 for (c0, c1), (y0, y1), (x0, x1) in _boxes(ka, kb, (kh, kw)):
                     wbox = _float_tensor(low, wk[:, c0:c1, y0:y1, x0:x1])
-                    m = amap(7, [dim(0), dim(1) * sh + (dim(5) + y0) * dh, dim(2) * sw + (dim(6) + x0) * dw,
-                                 dim(4) + c0])
-                    pieces.append((x, m, wbox, x_q))
+                    m = amap(7, [dim(0), dim(1) * sh + (dim(5) + y0) * dh, dim(2) * sw + (dim(6) + x0) * dw, dim(4)])
+                    pieces.append((channels(c0, c1), m, wbox, x_q))
                 inputs.append(_fma_chain(e, low, pieces, out_shape, n_par))
                 maps.append(identity(4))
                 term_values[term] = ("input", len(inputs) - 1)
@@ -732,11 +807,11 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
                     c, t = divmod(kk, kh * kw)
                     ky, kx = divmod(t, kw)
                     if kind == "conv":
-                        inputs.append(x)
+                        inputs.append(window(ky, kx))
                         maps.append(xmap(4, c, ky, kx))
                         prods.append((len(inputs) - 1, ("scalar", float(wk[0, c, ky, kx]))))
                     else:
-                        inputs.append(x)
+                        inputs.append(window(ky, kx))
                         maps.append(xmap(4, dim(3) if mult == 1 else dim(3) // mult, ky, kx))
                         inputs.append(_float_tensor(low, wk[:, 0, ky, kx]))
                         maps.append(amap(4, [dim(3)]))
@@ -797,9 +872,53 @@ def _fma_chain_fc(low, pieces, out_shape) -> SSAValue:
 
     acc = 0.0
     for x, xmap, w, x_q in pieces:
-        def body(s, xv, wv, a):
+        def body(s, wv, xv, a):
             return s.emit(mathd.FmaOp(_dequant_scalar(s, xv, x_q), wv, a))
 
-        acc = low.generic([x, w], [xmap, amap(3, [dim(1), dim(2)])], TensorType(f32, out_shape),
+        acc = low.generic([w, x], [amap(3, [dim(1), dim(2)]), xmap], TensorType(f32, out_shape),
                           amap(3, [dim(0), dim(1)]), body, iterators=["parallel", "parallel", "reduction"], init=acc)
     return acc
+
+
+def _float_global_avg(e: Emitter, op) -> SSAValue:
+    """Float GlobalAveragePool (MlasPoolGlobalKernel, `ort.mlas_global_avg_f32`) of dequantized
+    integers: lane j of 4 sums elements j, j + 4, ... of the first 4 floor(HW / 4) in row-major
+    order, `(l0 + l2) + (l1 + l3)`, the rest added one by one, `/ f32(HW)`; then QuantizeLinear.
+    One elementwise generic reading each position of the plane through its own map."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import f32
+
+    from transforms.lower_to_linalg import Lowering, amap, dim, identity
+
+    x_v = op.operands[0]
+    x_q = qp(x_v)
+    if x_q.per_axis or qp(op.results[0]).per_axis:
+        raise Unsupported(f"{op.name} in float with per-axis parameters")
+    n, h, w, c = qint.shape_of(x_v)
+    size = h * w
+    if size > _MAX_UNROLLED_TERMS:
+        raise Unsupported(f"{op.name} in float over {size} positions (unrolled)")
+    out_shape = list(qint.shape_of(op.results[0]))
+    rank = len(out_shape)
+    x = e.storage(x_v)
+    low = Lowering()
+    ch = dim(rank - 1)
+    maps = [amap(rank, [dim(0), i // w, i % w, ch]) for i in range(size)]
+    full = size - size % 4
+
+    def body(s, *args):
+        def d(i):  # the clamp (no-op) keeps the product one rounding: no fused multiply-add
+            return s.fclamp(_dequant_scalar(s, args[i], x_q), 3.0e38)
+
+        zero = s.const(0.0, f32)
+        lanes = [zero] * 4
+        for i in range(full):
+            lanes[i % 4] = s.emit(arith.AddfOp(lanes[i % 4], d(i)))
+        acc = s.emit(arith.AddfOp(s.emit(arith.AddfOp(lanes[0], lanes[2])), s.emit(arith.AddfOp(lanes[1], lanes[3]))))
+        for i in range(full, size):
+            acc = s.emit(arith.AddfOp(acc, d(i)))
+        return _quantize_scalar(s, s.emit(arith.DivfOp(acc, s.const(float(size), f32))), op)
+
+    out = low.generic([x] * size, maps, int_tensor(out_shape, qp(op.results[0]).bits), identity(rank), body)
+    e.ops.extend(low.ops)
+    return out

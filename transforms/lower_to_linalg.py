@@ -1617,7 +1617,8 @@ class QnnLowerToLinalgPass(ModulePass):
         if failures:
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + "; ".join(dict.fromkeys(failures)))
         left = sorted(o.name for o in op_types(op)
-                      if o.dialect_name() not in ("builtin", "func", "arith", "linalg", "tensor"))
+                      if o.dialect_name() not in ("builtin", "func", "arith", "linalg", "tensor")
+                      and o.name != "math.fma")  # ORT's float kernels' fused multiply-add chains
         if left:
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + ", ".join(left)
-                                      + " (not an upstream func/arith/linalg/tensor op)")
+                                      + " (not an upstream func/arith/linalg/tensor/math.fma op)")

@@ -858,6 +858,8 @@ def _generic(tr: Translator, op: linalg.GenericOp):
             raise TranslationError("linalg.generic: output map must be a permutation of parallel dims")
 
     body = op.body.block
+    if red_dims and _is_fma_chain(body):
+        return _sequential_generic(tr, op, maps, iters, extents)
     tensor_inputs = []
     input_kinds = []  # ("tensor", k) or ("scalar", value)
     for v in op_inputs:
@@ -966,6 +968,103 @@ def _generic(tr: Translator, op: linalg.GenericOp):
                    arith.MinimumfOp: relax.op.minimum}[type(combiner)]
         result = tr.bb.emit(combine(result, init))
     tr.env[op.results[0]] = result
+
+
+def _is_fma_chain(body) -> bool:
+    """A reduction body yielding `math.fma(a, b, acc)` (acc the output argument, read once)."""
+    y = body.last_op.operands[0].owner
+    acc = body.args[-1]
+    return (isinstance(y, Operation) and y.name == "math.fma" and y.operands[2] is acc
+            and len(list(acc.uses)) == 1)
+
+
+def _sequential_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
+    """A reduction whose body is a fused multiply-add chain, `acc = fma(a, b, acc)`: a float
+    sum in the order of its reduction loops (MLAS's SGEMM accumulators), which a TE
+    reduction (commutative, free to be reordered or split) does not promise.  Written as a
+    TIR PrimFunc node by node: the output's loops (the last one innermost, inside the
+    reduction loops, so each output element still sees its terms in order while LLVM can
+    vectorize across that loop), the init stored first, then one `llvm.fma` per step."""
+    import tvm
+    from tvm import relax, tirx
+    from tvm.target.codegen import llvm_lookup_intrinsic_id
+
+    op_inputs, op_outputs = list(op.inputs), list(op.outputs)
+    body = op.body.block
+    out_map = maps[-1]
+    out_type = op_outputs[0].type
+    out_shape = list(out_type.get_shape())
+    out_dtype = dtype_of(out_type)
+    if out_dtype != "float32":
+        raise TranslationError("linalg.generic: a math.fma chain must accumulate float32")
+    for bop in body.ops:
+        if isinstance(bop, tensor.ExtractOp):
+            raise TranslationError("linalg.generic: a math.fma chain cannot read captured tensors")
+    red_dims = [d for d, it in enumerate(iters) if "reduction" in it]
+    args, bufs, arg_of = [], [], {}
+    for k, v in enumerate(op_inputs):
+        if not isinstance(v.type, TensorType):
+            c = tr.env.get(v)
+            if not isinstance(c, tuple):
+                raise TranslationError("linalg.generic: non-constant scalar input")
+            arg_of[k] = ("scalar", c)
+            continue
+        b = tirx.decl_buffer(list(v.type.get_shape()), dtype_of(v.type), name=f"I{k}", scope="global", layout=None)
+        bufs.append(b)
+        args.append(tr.tensor(v))
+        arg_of[k] = ("buffer", b)
+    init_tensor, init_const = _init_value(tr, op_outputs[0])
+    init_buf = None
+    if init_tensor is not None:
+        init_buf = tirx.decl_buffer(out_shape, out_dtype, name="INIT", scope="global", layout=None)
+        bufs.append(init_buf)
+        args.append(init_tensor)
+    Y = tirx.decl_buffer(out_shape, out_dtype, name="Y", scope="global", layout=None)
+    n_loops = len(iters)
+    loop_vars = [tirx.Var(f"d{d}", "int32") for d in range(n_loops)]
+    out_idx = [loop_vars[e.position] for e in out_map.results]
+    rules = scalar_rules()
+    fma_id = llvm_lookup_intrinsic_id("llvm.fma")
+    values: dict = {}
+    for k, (arg, m) in enumerate(zip(body.args, maps)):
+        if k == len(op_inputs):
+            values[arg] = tirx.BufferLoad(Y, out_idx)
+            continue
+        kind, ref = arg_of[k]
+        if kind == "buffer":
+            values[arg] = tirx.BufferLoad(ref, [affine_to_tir(e, loop_vars) for e in m.results])
+        else:
+            values[arg] = tirx.const(ref[0], dtype_of(arg.type))
+    yield_op = body.last_op
+    for bop in body.ops:
+        if bop is yield_op:
+            break
+        if bop.name == "math.fma":
+            a, b, c = (values[v] for v in bop.operands)
+            values[bop.results[0]] = tirx.call_llvm_pure_intrin(out_dtype, fma_id, a, b, c)
+            continue
+        eval_scalar_op(bop, values, loop_vars, rules)
+    update = tirx.BufferStore(Y, values[yield_op.operands[0]], out_idx)
+    init_value = tirx.BufferLoad(init_buf, out_idx) if init_buf is not None else tirx.const(init_const, out_dtype)
+    inner = out_map.results[-1].position
+    outer = [e.position for e in out_map.results[:-1]]
+
+    def loop(d, stmt):
+        return tirx.For(loop_vars[d], tirx.IntImm("int32", 0), tirx.IntImm("int32", extents[d]),
+                        tirx.ForKind.SERIAL, stmt)
+
+    red = loop(inner, update)
+    for d in reversed(red_dims):
+        red = loop(d, red)
+    stmt = tirx.SeqStmt([loop(inner, tirx.BufferStore(Y, init_value, out_idx)), red])
+    for d in reversed(outer):
+        stmt = loop(d, stmt)
+    # op_pattern 8 (kOpaque): FuseOps leaves the call alone (FuseTIR cannot merge a block-less PrimFunc)
+    attrs = tvm.ir.make_node("ir.DictAttrs", **{"tirx.noalias": True, "tirx.is_scheduled": True, "s_tir": True,
+                                                 "op_pattern": 8})
+    prim_func = tirx.PrimFunc([*bufs, Y], stmt, ret_type=tvm.ir.TupleType([]), attrs=attrs)
+    gvar = tr.bb.add_func(prim_func, "fma_chain")
+    tr.env[op.results[0]] = tr.bb.emit(call_tir(gvar, args, relax.TensorType(out_shape, out_dtype)))
 
 
 def eval_scalar_op(bop: Operation, values: dict, dims: Sequence, rules: dict | None = None) -> None:

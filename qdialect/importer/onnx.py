@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     Float32Type,
+    IntegerAttr,
     IntegerType,
     ModuleOp,
     StringAttr,
@@ -1516,8 +1517,6 @@ def _maxpool(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=Non
 @_handles("AveragePool", "GlobalAveragePool", qdq=True)
 def _avgpool(imp: _Importer, node: _Node, out_qs, rounding, acts):
     x = imp.qact(imp.input(node, 0, "X"), "X")
-    if node.op_type == "AveragePool" and rounding == "onnx" and imp.g.opset >= 19:
-        raise _Unsupported("in float at opset >= 19 (ORT's AveragePool-19 kernel is not modelled)")
     kind = "global" if node.op_type == "GlobalAveragePool" else "avg"
     return [_pool(imp, node, x, out_qs[0], rounding, kind, _out_bounds(imp, acts[0], out_qs[0]))]
 
@@ -1948,8 +1947,6 @@ def _float_pool(imp: _Importer, node: _Node):
     if node.op_type == "GlobalAveragePool":
         kernel, strides, pads = [h, w], [1, 1], [0, 0, 0, 0]
     else:
-        if imp.g.opset >= 19:
-            raise _Unsupported("float AveragePool at opset >= 19 (ORT's AveragePool-19 kernel is not modelled)")
         kernel = node.attrs.get("kernel_shape")
         if kernel is None or len(kernel) != 2:
             raise _Unsupported("a pooling window that is not 2-D")
@@ -1960,6 +1957,8 @@ def _float_pool(imp: _Importer, node: _Node):
         pads = _pads_2d(imp, node, (h, w), kernel, strides, (1, 1))
         if node.attrs.get("count_include_pad", 0) and any(pads):
             raise _Unsupported("float AveragePool with count_include_pad = 1 and padding")
+        if imp.g.opset >= 19 and list(kernel) == [h, w] and not any(pads):
+            raise _Unsupported("a float whole-image AveragePool at opset >= 19 (it would read as GlobalAveragePool)")
     oh = (h + pads[0] + pads[1] - kernel[0]) // strides[0] + 1
     ow = (w + pads[2] + pads[3] - kernel[1]) // strides[1] + 1
     attrs = {"kernel": kernel, "strides": strides, "padding": pads}
@@ -2147,6 +2146,8 @@ def import_onnx(data: bytes, *, batch: int = 1, name: str = "model", profile: st
     res_attrs = ArrayAttr([DictionaryAttr({"onnx.name": StringAttr(n)}) for n in out_names])
     f = func.FuncOp("main", ftype, Region(block), arg_attrs=arg_attrs, res_attrs=res_attrs)
     module = ModuleOp([f], sym_name=StringAttr(name)) if name else ModuleOp([f])
+    # the float kernels ORT picks depend on the opset (AveragePool-19), so the module keeps it
+    module.attributes["onnx.opset"] = IntegerAttr(g.opset, IntegerType(64))
     try:
         verify_module(module)
     except VerifyException as e:

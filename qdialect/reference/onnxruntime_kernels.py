@@ -95,6 +95,9 @@ ORT_DISABLE_ALL and the default session alike, on an AVX-512 Zen4):
   dependent), `f32(sum / n)`; differs from float GlobalAveragePool's order.
 - mlas_avg_pool_f32 / mlas_global_avg_f32: float AveragePool /
   GlobalAveragePool (MlasPool), see there.
+- avg_pool19_f32 (float AveragePool opset >= 19, pool_functors.h
+  AveragePool2DTask, not MlasPool): taps summed from 0.0 in (ky, kx) order,
+  `f32(sum / f32(count))`; also NCHWc GlobalAveragePool with kernel=(H, W).
 - Add / Sub / Mul / Div of float32 tensors (any broadcast): one IEEE float32
   operation per element (numpy's `a op b` in float32 is exact; Div divides).
 """
@@ -123,6 +126,7 @@ __all__ = [
     "qlinear_global_avg_pool",
     "mlas_avg_pool_f32",
     "mlas_global_avg_f32",
+    "avg_pool19_f32",
     "qlinear_concat",
     "qlinear_softmax",
     "quantize_linear",
@@ -816,6 +820,59 @@ def mlas_global_avg_f32(x) -> np.ndarray:
     for i in range(full, size):
         acc = (acc + flat[:, i]).astype(F32)
     return (acc / F32(size)).astype(F32).reshape(n, 1, 1, c)
+
+
+def avg_pool19_f32(x_nhwc, *, kernel, strides=(1, 1), padding=((0, 0), (0, 0)), dilations=(1, 1),
+                   count_include_pad: int = 0) -> np.ndarray:
+    """ORT's float AveragePool for opset >= 19 (the op gained `dilations`) on NHWC float32
+    x (ceil_mode 0): AveragePoolV19 -> pool_functors.h AveragePool2DTask, a scalar loop, not
+    MlasPool (`mlas_avg_pool_f32` differs in about half of the elements).  Measured bitwise
+    on 1.32 (opsets 19 and 21, ORT_DISABLE_ALL and the default session alike).
+
+    Per output: `y = 0.0f`, then `y += x[h, w]` over the taps h = hstart + ky*dh,
+    w = wstart + kx*dw in (ky, kx) order, skipping taps outside the image (the sum starts
+    from +0.0, so an all -0.0 window gives +0.0); then `y /= count` (a float32 division by
+    float(count), not a multiply by its reciprocal).  count = the number of in-image taps,
+    or with count_include_pad = 1 `(1 + (hend - hstart - 1) // dh) * (1 + (wend - wstart - 1) // dw)`
+    with hstart = oh*sh - pad_top (unclamped) and hend = min(hstart + kh*dh, H + pad_bottom)
+    (likewise for w) -- without ceil_mode always kh*kw.  A window without an in-image tap
+    would give 0.0 (ORT rejects pads >= kernel, so it does not arise).
+
+    The same arithmetic is com.microsoft.nchwc GlobalAveragePool, which the default session
+    (NchwcTransformer) substitutes for GlobalAveragePool when C is a multiple of the NCHWc
+    block size (16 with AVX-512, 8 with AVX2): `avg_pool19_f32(x, kernel=(H, W))`.
+    """
+    x = np.asarray(x_nhwc, F32)
+    n, h, w, c = x.shape
+    kh, kw = _pairs(kernel, "kernel")
+    sh, sw = _pairs(strides, "strides")
+    dh, dw = _pairs(dilations, "dilations")
+    (pt, pb), (pl, pr) = _pads(padding)
+    oh = (h + pt + pb - ((kh - 1) * dh + 1)) // sh + 1
+    ow = (w + pl + pr - ((kw - 1) * dw + 1)) // sw + 1
+    hs = np.arange(oh, dtype=np.int64) * sh - pt
+    ws = np.arange(ow, dtype=np.int64) * sw - pl
+    acc = np.zeros((n, oh, ow, c), F32)
+    cnt = np.zeros((oh, ow), np.int64)
+    for ky in range(kh):
+        yy = hs + ky * dh
+        vy = (yy >= 0) & (yy < h)
+        rows = x[:, np.clip(yy, 0, h - 1)]
+        for kx in range(kw):
+            xx = ws + kx * dw
+            v = vy[:, None] & ((xx >= 0) & (xx < w))[None, :]
+            tap = rows[:, :, np.clip(xx, 0, w - 1)]
+            # adding +0.0 for a skipped tap is exact: the running sum, started at +0.0, is never -0.0
+            acc = (acc + np.where(v[None, :, :, None], tap, F32(0))).astype(F32)
+            cnt += v
+    if count_include_pad:
+        he = np.minimum(hs + kh * dh, h + pb)
+        we = np.minimum(ws + kw * dw, w + pr)
+        d = (1 + (he - hs - 1) // dh)[:, None] * (1 + (we - ws - 1) // dw)[None, :]
+    else:
+        d = cnt
+    y = (acc / np.maximum(d, 1).astype(F32)[None, :, :, None]).astype(F32)
+    return np.where((cnt > 0)[None, :, :, None], y, F32(0)).astype(F32)
 
 
 def qlinear_global_avg_pool(x, *, x_q: QParams, out_q: QParams) -> np.ndarray:

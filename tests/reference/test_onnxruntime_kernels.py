@@ -693,3 +693,99 @@ def test_mlas_float_batched_matmul():
     b1 = rng.standard_normal((4, 40, 9)).astype(np.float32)
     y = _gemm_session("MatMul", b1, None, a1.shape, 0, False, True).run(None, {"a": a1, "b": b1})[0]
     assert _bits_equal(y, R.mlas_matmul_f32(a1, b1)) == 0
+
+
+# AveragePool opset >= 19: (shape, kernel, strides, pads [t, l, b, r], dilations)
+_POOL19_CASES = [((1, 8, 9, 11), (2, 2), (1, 1), (0, 0, 0, 0), (1, 1)), ((2, 16, 12, 12), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+                 ((1, 5, 9, 11), (3, 3), (2, 2), (0, 1, 2, 1), (1, 1)), ((1, 8, 13, 10), (5, 5), (2, 1), (2, 0, 1, 2), (1, 1)),
+                 ((1, 8, 9, 11), (3, 3), (1, 2), (1, 1, 1, 1), (2, 2)), ((1, 4, 12, 12), (2, 3), (2, 1), (1, 0, 1, 2), (2, 1)),
+                 ((1, 3, 14, 13), (5, 5), (1, 1), (4, 2, 3, 4), (2, 2))]
+
+
+@pytest.mark.parametrize("disable_all", [True, False])
+@pytest.mark.parametrize("opset", [19, 21])
+@pytest.mark.parametrize("cip", [0, 1])
+def test_float_avg_pool_opset19(cip, opset, disable_all):
+    """AveragePool opset >= 19 (AveragePool2DTask: sum from 0 in (ky, kx) order, / count), not MlasPool."""
+    rng = np.random.default_rng(24)
+    differs_from_mlas = 0
+    for shape, k, s, p, d in _POOL19_CASES:
+        node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=list(k), strides=list(s), pads=list(p),
+                                dilations=list(d), count_include_pad=cip)
+        sess = _session([node], shape, {}, opset=opset, disable_all=disable_all)
+        pad = ((p[0], p[2]), (p[1], p[3]))
+        xs = [(rng.standard_normal(shape) * scale).astype(np.float32) for scale in (1.0, 100.0, 1e-3)]
+        xs.append(R.dequantize_linear(rand(rng, np.int8, shape), x_q=qp(0.0173, 3, "i8")))
+        for x in xs:
+            y = sess.run(None, {"x": x})[0]
+            r = R.avg_pool19_f32(x.transpose(0, 2, 3, 1), kernel=k, strides=s, padding=pad, dilations=d,
+                                 count_include_pad=cip).transpose(0, 3, 1, 2)
+            assert _bits_equal(y, r) == 0, (shape, k, s, p, d)
+            if d == (1, 1):
+                differs_from_mlas += _bits_equal(y, R.mlas_avg_pool_f32(
+                    x.transpose(0, 2, 3, 1), kernel=k, strides=s, padding=pad,
+                    count_include_pad=cip).transpose(0, 3, 1, 2))
+    assert differs_from_mlas > 0
+
+
+def test_float_avg_pool_opset19_signed_zero():
+    """The sum starts from +0.0: an all -0.0 window averages to +0.0 (MlasPool keeps -0.0)."""
+    x = np.full((1, 2, 4, 4), -0.0, np.float32)
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2])
+    y = _session([node], x.shape, {}, opset=19, disable_all=True).run(None, {"x": x})[0]
+    assert _bits_equal(y, R.avg_pool19_f32(x.transpose(0, 2, 3, 1), kernel=(2, 2)).transpose(0, 3, 1, 2)) == 0
+    assert not np.signbit(y).any()
+
+
+def _has_avx512f() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("opset", [17, 21])
+def test_float_global_avg_pool_sessions(opset):
+    """GlobalAveragePool: MlasPool's global kernel under ORT_DISABLE_ALL (any opset); the default
+    session's NchwcTransformer swaps in nchwc.GlobalAveragePool when C is a multiple of the NCHWc
+    block size, whose arithmetic is avg_pool19_f32 with the whole plane as kernel."""
+    block = 16 if _has_avx512f() else 8  # MlasNchwcGetBlockSize: 16 with AVX-512F, 8 with AVX2
+    rng = np.random.default_rng(25)
+    for shape in [(2, 16, 7, 7), (1, 8, 6, 6), (1, 24, 5, 5), (1, 48, 5, 5), (1, 3, 1, 7)]:
+        node = helper.make_node("GlobalAveragePool", ["x"], ["y"])
+        s_off = _session([node], shape, {}, opset=opset, disable_all=True)
+        s_def = _session([node], shape, {}, opset=opset, disable_all=False)
+        for scale in (1.0, 100.0, 1e-3):
+            x = (rng.standard_normal(shape) * scale + scale).astype(np.float32)
+            xt = x.transpose(0, 2, 3, 1)
+            assert _bits_equal(s_off.run(None, {"x": x})[0], R.mlas_global_avg_f32(xt).transpose(0, 3, 1, 2)) == 0
+            nchwc = shape[1] % block == 0
+            r = (R.avg_pool19_f32(xt, kernel=shape[2:]) if nchwc else R.mlas_global_avg_f32(xt)).transpose(0, 3, 1, 2)
+            assert _bits_equal(s_def.run(None, {"x": x})[0], r) == 0, shape
+
+
+@pytest.mark.parametrize("fed", [False, True])
+@pytest.mark.parametrize("opset", [18, 21])
+def test_float_reduce_mean_axes_input(opset, fed):
+    """ReduceMean opset >= 18 (axes an input, constant or fed): still reduce_mean_f32."""
+    rng = np.random.default_rng(26)
+    for shape, axes in [((2, 16, 7, 7), [2, 3]), ((1, 8, 14, 14), [2, 3]), ((3, 5, 6), [-1]), ((2, 5, 6, 7), [-2, -1])]:
+        ax = np.asarray(axes, np.int64)
+        ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))]
+        if fed:
+            ins.append(helper.make_tensor_value_info("a", TensorProto.INT64, [len(axes)]))
+        graph = helper.make_graph([helper.make_node("ReduceMean", ["x", "a"], ["y"], keepdims=1)], "g", ins,
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                  [] if fed else [numpy_helper.from_array(ax, "a")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = 9
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        n = int(np.prod(shape))
+        buf = (rng.standard_normal(n + 4) * 100 + 10).astype(np.float32)
+        for off in range(4):
+            x = buf[off:off + n].reshape(shape)
+            y = sess.run(None, {"x": x, "a": ax} if fed else {"x": x})[0]
+            assert _bits_equal(y, R.reduce_mean_f32(x, axes, True, base_offset=(x.ctypes.data % 16) // 4)) == 0

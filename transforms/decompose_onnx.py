@@ -6,10 +6,16 @@ that compute the same integers:
 | op (profile) | L2 |
 | --- | --- |
 | conv2d / depthwise_conv2d / fully_connected (`onnxruntime`: QLinearConv, QGemm, QLinearMatMul) | qint accumulation (exact) -> qint.rescale `float_even` with ORT's float32 scale `f32(f32(x_s * w_s[c]) / y_s)`, clamp |
+| conv2d / depthwise_conv2d / fully_connected (`onnx`: ORT's float Conv / Gemm) | L3 directly: activations dequantized in the kernel, MLAS's fused multiply-add chains in K order (math.fma, in-order loops in TVM), its K blocks and path choice, the one-filter-per-group kernel's rounded products in groups of 4, bias, QuantizeLinear |
+| batch_matmul (`onnxruntime`: QLinearMatMul of two activations) | qint.batch_matmul -> rescale with `f32(f32(a_s * b_s) / y_s)` |
 | mean over H, W (`onnxruntime`: QLinearGlobalAveragePool) | qint.reduce_sum -> rescale `float_even`, scale `f32(x_s / f32(y_s * f32(N)))` |
+| mean over H, W (`onnx`: float GlobalAveragePool) | MLAS's four-lane global sum, `/ HW`, QuantizeLinear |
+| avg_pool2d (`onnxruntime`: QLinearAveragePool) | the taps' strided slices, dequantized and summed in (ky, kx) order in float32, `/ count`, `rint(avg / s + zp)` |
+| softmax (`onnxruntime`: QLinearSoftmax) | qint.softmax `ort_float` |
 | add / sub / mul, 8-bit (both profiles) | one 65536-entry qint.table indexed by both operands' stored bytes, computed from the reference |
-| logistic / tanh / hard_swish / leaky_relu / requantize, <= 16-bit (both) | qint.table computed from the reference |
+| logistic / tanh / hard_swish / hard_sigmoid / leaky_relu / requantize, <= 16-bit (both) | qint.table computed from the reference |
 | concatenation (both) | a qint.table per input whose parameters differ (QLinearConcat's own tables), then tensor.concat |
+| resize_nearest_neighbor by an integer factor | a broadcasting linalg.generic, collapsed |
 | quantize (both) | MlasQuantizeLinear: `x / s`, clamp to [lo - z, hi - z] (NaN: lo - z), ties to even, `+ z` (`transforms.float_edges`) |
 
 Unsigned (uint8) storage: the accumulating ops and reductions read their
@@ -18,11 +24,10 @@ the same sums), written as one wrapped qint.add; their outputs are written
 straight into the uint8 result (the rescale clamps to [0, 255]).  Tables take
 the stored bytes as they are.
 
-Not lowered (the interpreter runs them): the `onnx` profile's float
-convolutions and matrix products (ORT's float kernels round partial sums in
-their own order), average pooling, softmax and batch matmul in either
-profile, the AVX2-without-VNNI int16 saturation of ORT's uint8 x int8 dot
-products.
+Not lowered (the interpreter runs them, by name): the float average pool,
+float softmax and ReduceMean, 16-bit binary ops, per-channel weight zero
+points that differ, and the AVX2-without-VNNI int16 saturation of ORT's
+uint8 x int8 dot products.
 """
 
 from __future__ import annotations

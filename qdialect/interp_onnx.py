@@ -494,7 +494,10 @@ def evaluate_nn(it, op, args):
     """A float op of an ONNX model: ORT's float kernel, or None for data movement (exact anywhere)."""
     fn = _NN.get(type(op))
     if fn is not None:
-        return fn(op, [np.asarray(a) for a in args])
+        try:
+            return fn(op, [np.asarray(a) for a in args])
+        except NotImplementedError as e:
+            raise NoRecipe(f"{op.name} in the 'onnx' profile: {e}") from None
     if isinstance(op, (nn.ReshapeOp, nn.TransposeOp, nn.SliceOp, nn.PadOp, nn.ConcatenationOp, nn.MaxPool2DOp,
                        nn.ConstantOp)):
         return None
@@ -513,7 +516,10 @@ def evaluate(it, op, args, profile: str):
         fn = _FLOAT.get(type(op)) if isinstance(op, (qnn.SubOp, qnn.TanhOp, qnn.HardSwishOp,
                                                      qnn.HardSigmoidOp)) else None
     if fn is not None:
-        return fn(op, [np.asarray(a) for a in args])
+        try:
+            return fn(op, [np.asarray(a) for a in args])
+        except NotImplementedError as e:  # a case ORT's kernel has that the reference does not model
+            raise NoRecipe(f"{op.name} in the '{profile}' profile: {e}") from None
     if isinstance(op, _INTEGER) or (isinstance(op, qnn.ConcatenationOp)):
         return None  # the profile-independent integer handler
     raise NoRecipe(f"{op.name} has no recipe in the '{profile}' profile")

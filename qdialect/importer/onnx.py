@@ -1822,6 +1822,8 @@ def _resize(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None
     if sizes is None or len(sizes) != 4 or sizes[:2] != shape[:2]:
         raise _Unsupported(f"sizes {sizes}")
     oh, ow = sizes[2], sizes[3]
+    if min(shape) < 1 or oh < 1 or ow < 1:
+        raise imp.bad(f"resizes shape {shape} to {sizes}: an empty tensor")
     if oh % shape[2] or ow % shape[3] or oh // shape[2] != ow // shape[3]:
         raise _Unsupported("a resize that is not an integer upscale")
     # integer nearest upscale: every mode picks input floor(o / factor), except some rounding modes

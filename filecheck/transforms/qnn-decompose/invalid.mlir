@@ -69,7 +69,7 @@ func.func @table_i32(%x: tensor<4x!quant.uniform<i32:f32, 0.001>>) -> tensor<4x!
 }
 // -----
 // ops without a decomposition are named, all at once
-// CHECK: error: qnn-decompose cannot lower: qnn.gather, qnn.resize_nearest_neighbor (no decomposition)
+// CHECK: error: qnn-decompose cannot lower: qnn.gather (no decomposition)
 !a = !quant.uniform<i8:f32, 0.5:-3>
 !o = !quant.uniform<i8:f32, 0.25:5>
 func.func @no_decomposition(%y: tensor<1x4x4x2x!a>, %i: tensor<3xi32>) -> (tensor<1x3x4x2x!a>, tensor<1x8x8x2x!a>) {

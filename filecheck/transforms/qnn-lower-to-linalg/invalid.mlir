@@ -27,7 +27,7 @@ func.func @softmax_rank0(%x: tensor<i8>) -> tensor<i8> {
 }
 // -----
 // anything left that is not upstream func/arith/linalg/tensor is named
-// CHECK: error: qnn-lower-to-linalg cannot lower: test.op (not an upstream func/arith/linalg/tensor op)
+// CHECK: error: qnn-lower-to-linalg cannot lower: test.op (not an upstream func/arith/linalg/tensor/math.fma op)
 func.func @left_over(%x: tensor<4xi8>) -> tensor<4xi8> {
   %0 = "test.op"(%x) : (tensor<4xi8>) -> tensor<4xi8>
   func.return %0 : tensor<4xi8>

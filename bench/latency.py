@@ -230,19 +230,7 @@ def onnx_rows(names: list[str], args) -> list[dict]:
         print(f"  .. {name} done", file=sys.stderr, flush=True)
     print("ONNX models: latency, ms (median); ratio = x / ONNX Runtime default session, 1 thread; "
           "mismatches vs ORT's default session")
-    header = ["model", "ort_1", "ort_2", "ort_noopt_1", "ours", "ours_2", "tvm_frontend"]
-    print(" | ".join(f"{h:>20}" if i == 0 else f"{h:>14}" for i, h in enumerate(header)))
-    for row in rows:
-        cells = [f"{row['model']:>20}"]
-        for h in header[1:]:
-            v = row.get(h, "n/a")
-            if isinstance(v, float) and h != "ort_1":
-                cells.append(f"{v:7.3f} x{v / row['ort_1']:.2f}".rjust(14))
-            elif isinstance(v, float):
-                cells.append(f"{v:14.3f}")
-            else:
-                cells.append(f"{str(v)[:14]:>14}")
-        print(" | ".join(cells))
+    print_table(rows, ["model", "ort_1", "ort_2", "ort_noopt_1", "ours", "ours_2", "tvm_frontend"], 14)
     for row in rows:
         parts = [row["model"]]
         for k in ("ours", "tvm_frontend"):
@@ -250,6 +238,23 @@ def onnx_rows(names: list[str], args) -> list[dict]:
                 parts.append(f"{k}: {row[f'{k}_mismatch']} mismatches, compile {row.get(f'{k}_compile_s', float('nan')):.1f} s")
         print("  " + "; ".join(parts))
     return rows
+
+
+def print_table(rows: list[dict], header: list[str], width: int) -> None:
+    """One line per model: the peer's latency (header[1]), then each candidate with its ratio to it."""
+    base = header[1]
+    print(" | ".join(f"{h:>20}" if i == 0 else f"{h:>{width}}" for i, h in enumerate(header)))
+    for row in rows:
+        cells = [f"{row['model']:>20}"]
+        for h in header[1:]:
+            v = row.get(h, "n/a")
+            if isinstance(v, float) and h != base:
+                cells.append(f"{v:7.3f} x{v / row[base]:.2f}".rjust(width))
+            elif isinstance(v, float):
+                cells.append(f"{v:{width}.3f}")
+            else:
+                cells.append(f"{str(v)[:width]:>{width}}")
+        print(" | ".join(cells))
 
 
 def mismatches(a: list[np.ndarray], b: list[np.ndarray]) -> int:
@@ -321,20 +326,8 @@ def main(argv=None) -> int:
         return f"{v:8.3f}" if isinstance(v, float) else f"{str(v):>8}"
 
     print("latency, ms (median); ratio = x / LiteRT default 1 thread; mismatches vs the matching LiteRT path")
-    header = ["model", "litert_1", "litert_2", "ref_1", "ref_2", "ours_tflite", "ours_tflite_2", "ours_litert",
-              "tvm_frontend"]
-    print(" | ".join(f"{h:>20}" if i == 0 else f"{h:>12}" for i, h in enumerate(header)))
-    for row in rows:
-        cells = [f"{row['model']:>20}"]
-        for h in header[1:]:
-            v = row.get(h, "n/a")
-            if isinstance(v, float) and h != "litert_1":
-                cells.append(f"{v:7.3f} x{v / row['litert_1']:.2f}".rjust(12))
-            elif isinstance(v, float):
-                cells.append(f"{v:12.3f}")
-            else:
-                cells.append(f"{str(v)[:12]:>12}")
-        print(" | ".join(cells))
+    print_table(rows, ["model", "litert_1", "litert_2", "ref_1", "ref_2", "ours_tflite", "ours_tflite_2",
+                       "ours_litert", "tvm_frontend"], 12)
     print()
     print("mismatching elements / compile seconds")
     for row in rows:

@@ -478,10 +478,23 @@ def decompose(e: Emitter, op) -> SSAValue:
     if isinstance(op, qnn.ConcatenationOp):
         return decompose_concat(e, op)
     fn = ONNX_DECOMPOSITIONS.get(type(op))
-    if fn is None:
+    float_path = FLOAT_LOWERINGS.get(type(op)) if onnx_profile(op) == "onnx" else None
+    if fn is None and float_path is None:
         raise Unsupported(f"rounding '{op.attr('rounding')}' (no lowering for {op.name} in this profile; "
                           "the interpreter runs it)")
-    return fn(e, op)
+    if fn is None:
+        return float_path(e, op)
+    try:
+        return fn(e, op)
+    except Unsupported:
+        if float_path is None:
+            raise
+        return float_path(e, op)
+
+
+FLOAT_LOWERINGS: dict[type, object] = {}
+"""Lowerings of the `onnx` (float path) recipes that other modules register (op class -> function
+(Emitter, op) -> value): tried where this module's own recipe refuses the op."""
 
 
 # ======================================================================================

@@ -69,23 +69,32 @@ def _signed_activation(e: Emitter, v: SSAValue, q: QParams) -> tuple[SSAValue, i
     x = e.storage(v)
     if q.signed:
         return x, _zp(q)
-    if q.bits != 8:
+    if q.bits not in (8, 16):
         raise Unsupported(f"unsigned {q.bits}-bit activations")
+    half = 1 << (q.bits - 1)
     shape = qint.shape_of(x)
-    zero = e.constant(np.zeros([1] * len(shape), np.int64), 8)
-    return e.qint(qint.AddOp, [x, zero], int_tensor(shape, 8), lhs_zp=-128), _zp(q) - 128
+    zero = e.constant(np.zeros([1] * len(shape), np.int64), q.bits)
+    return e.qint(qint.AddOp, [x, zero], int_tensor(shape, q.bits), lhs_zp=-half), _zp(q) - half
 
 
 def _signed_weights(e: Emitter, v: SSAValue, q: QParams) -> tuple[SSAValue, int]:
+    zps = np.asarray(q.zero_point).reshape(-1)
+    if q.per_axis and len(set(zps.tolist())) > 1:
+        # per-channel zero points that differ: the differences w - zp[c] as 16-bit weights, zero point 0
+        arr = _const_array(v, "weights with per-channel zero points").astype(np.int64)
+        shape = [1] * arr.ndim
+        shape[q.axis] = zps.size
+        return e.constant(arr - zps.reshape(shape), 16), 0
     if q.signed:
         return e.storage(v), _zp(q)
     if q.bits != 8:
         raise Unsupported(f"unsigned {q.bits}-bit weights")
     owner = v.owner
-    if isinstance(owner, qnn.ConstantOp):  # shifted at compile time
-        arr = np.asarray(owner.array()).astype(np.int64) - 128
-        return e.constant(arr, 8), _zp(q) - 128
-    return _signed_activation(e, v, q)
+    try:  # shifted at compile time
+        arr = _const_array(v, "weights").astype(np.int64) - 128
+    except Unsupported:
+        return _signed_activation(e, v, q)
+    return e.constant(arr, 8), _zp(q) - 128
 
 
 def _ort_scale(x_q: QParams, w_q: QParams, out_q: QParams, channels: int) -> np.ndarray:
@@ -394,14 +403,15 @@ def decompose_max_pool_unsigned(e: Emitter, op) -> SSAValue:
     if not pooling_same(x_q, qp(op.results[0])):
         raise Unsupported(f"{op.name} that changes the quantization parameters")
     x, _ = _signed_activation(e, x_v, x_q)
+    bits = x_q.bits
     shape = qint.shape_of(op.results[0])
     attrs = dict(kernel=op.attr("kernel"), strides=op.attr("strides", [1, 1]),
                  padding=op.attr("padding", [0, 0, 0, 0]))
-    v = e.qint(qint.PoolMaxOp, [x], int_tensor(shape, 8), **attrs)
-    zero = e.constant(np.zeros([1] * len(shape), np.int64), 8)
-    v = e.qint(qint.AddOp, [v, zero], int_tensor(shape, 8), lhs_zp=-128)
+    v = e.qint(qint.PoolMaxOp, [x], int_tensor(shape, bits), **attrs)
+    zero = e.constant(np.zeros([1] * len(shape), np.int64), bits)
+    v = e.qint(qint.AddOp, [v, zero], int_tensor(shape, bits), lhs_zp=-(1 << (bits - 1)))
     lo, hi = _bounds(op, qp(op.results[0]))
-    if (lo, hi) != (0, 255):
+    if (lo, hi) != (0, (1 << bits) - 1):
         raise Unsupported(f"{op.name} with a clamp on uint8")
     return v
 

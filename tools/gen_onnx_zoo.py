@@ -316,6 +316,8 @@ CNN_EXTRA = {
     "qdq_u8_rr": (QDQ, U8, S8, False, True),
     "qdq_u8w": (QDQ, U8, U8, True, False),
     "qdq_s16": (QDQ, S16, S8, True, False),
+    # asymmetric uint8 weights: per-channel zero points that differ
+    "qop_u8w": (QOP, U8, U8, True, False, {"WeightSymmetric": False}),
 }
 OP_VARIANTS = {  # op_<name>_<fmt>_<act>
     "qdq_u8": (QDQ, U8, S8, True, False),
@@ -334,7 +336,9 @@ def is_quantized(m: onnx.ModelProto) -> bool:
 
 def quantize(fm: onnx.ModelProto, shapes, seed, out: Path, variant, op_types=None, extra=None) -> str | None:
     """Returns None on success, or a reason string if skipped."""
-    fmt, act, wt, pc, rr = variant
+    fmt, act, wt, pc, rr = variant[:5]
+    if len(variant) > 5:
+        extra = {**(extra or {}), **variant[5]}
     with tempfile.TemporaryDirectory(prefix="gen_onnx_zoo.") as td:
         fpath = Path(td) / "float.onnx"
         onnx.save_model(fm, fpath)

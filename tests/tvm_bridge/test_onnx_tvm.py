@@ -23,7 +23,7 @@ SAMPLES = 3
 
 # every model family and op the onnxruntime profile lowers, both spellings, both activation types
 ORT_MODELS = [
-    "cnn_qdq_u8", "cnn_qop_s8", "cnn_qdq_u8_rr", "cnn_qdq_u8w", "cnn_qdq_s8",
+    "cnn_qdq_u8", "cnn_qop_s8", "cnn_qdq_u8_rr", "cnn_qdq_u8w", "cnn_qop_u8w", "cnn_qdq_s8",
     "mobilenetv2_qdq_u8", "mobilenetv2_qop_s8", "mobilenetv2_qop_u8",
     "mlp_qdq_s8", "mlp_qop_u8",
     "op_conv_grouped_qdq_u8", "op_conv_s2_asym_qop_s8", "op_gemm_qdq_s8", "op_matmul_qop_u8",

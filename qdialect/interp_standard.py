@@ -26,6 +26,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from xdsl.dialects import arith, tensor
+from xdsl.dialects import math as math_dialect
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -219,6 +220,16 @@ handles(arith.ExtUIOp, arith.UIToFPOp)(_convert(_unsigned))
 def _fptosi(it, op, args):
     with np.errstate(all="ignore"):
         return _result(op, np.trunc(np.asarray(args[0])).astype(np.int64))
+
+
+@handles(math_dialect.FmaOp)
+def _fma(it, op, args):
+    """float32 fused multiply-add, one rounding (ORT's float kernels' FMA approximations)."""
+    from qdialect.reference.onnxruntime_kernels import _fma_f32
+
+    if element_dtype(op.results[0].type) != np.float32:
+        raise InterpreterError("math.fma: only float32")
+    return _result(op, _fma_f32(*args))
 
 
 @handles(arith.BitcastOp)

@@ -373,7 +373,8 @@ def generate(out: Path, verbose: bool = True) -> tuple[list[Path], list[str]]:
             print(f"wrote {path.name:36s} {path.stat().st_size:8d} bytes", flush=True)
 
     nets = [(build_cnn(), {**STD_VARIANTS, **CNN_EXTRA}), (build_mobilenetv2(), STD_VARIANTS),
-            (build_mlp(), STD_VARIANTS), (build_elementwise(), STD_VARIANTS)]
+            (build_mlp(), STD_VARIANTS),
+            (build_elementwise(), {**STD_VARIANTS, "qdq_s16": (QDQ, S16, S8, True, False)})]
     for i, (g, variants) in enumerate(nets):
         fm = g.model()
         for suf, var in variants.items():

@@ -1064,6 +1064,8 @@ class QnnDecomposePass(ModulePass):
     @cyclic_gc.paused()
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         import transforms.float_edges  # noqa: F401 - registers quant.qcast / dcast and float qnn.quantize
+        import transforms.float_reductions  # noqa: F401 - ORT's float softmax / average pool / ReduceMean
+        import transforms.float_islands  # noqa: F401 - registers ONNX float islands (nn ops) and 16-bit float binary ops
 
         failures: list[str] = []
         # = PatternRewriteWalker(GreedyRewritePatternApplier([DecomposeQnnOp(failures),

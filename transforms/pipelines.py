@@ -44,11 +44,15 @@ def _has_fake_quant(module: ModuleOp) -> bool:
     ONNX model keeps (`qnn.rounding = "onnx"`: ONNX Runtime computes them in float)."""
     from qdialect.qparams import ONNX_ROUNDINGS
 
+    def island(op) -> bool:
+        return getattr(op.attributes.get("qnn.rounding"), "data", None) in ONNX_ROUNDINGS
+
     for op in module.walk():
-        if op.dialect_name() == "nn":
-            hint = op.attributes.get("qnn.rounding")
-            if getattr(hint, "data", None) not in ONNX_ROUNDINGS:
-                return True
+        if op.dialect_name() == "nn" and not island(op):
+            # a float constant read only by float islands is part of them (HardSwish's 1/6)
+            if op.name == "nn.constant" and all(island(u.operation) for r in op.results for u in r.uses):
+                continue
+            return True
     return False
 
 

@@ -276,6 +276,8 @@ def scalar_constant(op: arith.ConstantOp):
 
 def _scalar_rules():
     from tvm import tirx
+    from tvm.target.codegen import llvm_lookup_intrinsic_id
+    from xdsl.dialects import math as math_dialect
 
     def cast(dtype):
         return lambda op, a: tirx.Cast(dtype, a[0])
@@ -368,6 +370,9 @@ def _scalar_rules():
         arith.MaximumfOp: lambda op, a: tirx.max(a[0], a[1]),
         arith.MinimumfOp: lambda op, a: tirx.min(a[0], a[1]),
         arith.NegfOp: lambda op, a: -a[0],
+        # one rounding (ORT's float kernels' FMA approximations, e.g. MLAS's exp)
+        math_dialect.FmaOp: lambda op, a: tirx.call_llvm_pure_intrin(
+            dtype_of(op.results[0].type), llvm_lookup_intrinsic_id("llvm.fma"), a[0], a[1], a[2]),
     }
 
 

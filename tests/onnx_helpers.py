@@ -71,7 +71,8 @@ def ort_float_nodes(path: str) -> frozenset[str]:
         graph = onnx.load(so.optimized_model_filepath).graph
     compute = {"Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Sigmoid", "Tanh", "LeakyRelu", "Softmax",
                "AveragePool", "GlobalAveragePool", "Concat", "HardSigmoid", "HardSwish", "ReduceMean", "Relu", "Clip"}
-    return frozenset(n.name for n in graph.node if n.op_type in compute)
+    # (the NCHWc layout transformer renames the float nodes it rewrites: `<name>_out_nchwc`)
+    return frozenset(re.sub(r"_out_nchwc$", "", n.name) for n in graph.node if n.op_type in compute)
 
 
 REMARK = re.compile(r"node \d+ '([^']*)' \((\w+)\): (?:ONNX Runtime runs it in float|stays in float)")

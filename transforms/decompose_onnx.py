@@ -670,7 +670,9 @@ def _dequant_scalar(s, v, q: QParams):
     from xdsl.dialects.builtin import f32
 
     d = s.emit(arith.SIToFPOp(s.sub(s.ext(v, 64, not q.signed), _zp(q)), f32))
-    return s.emit(arith.MulfOp(d, s.const(float(_f32(q)[0]), f32)))
+    # the no-op clamp keeps this product one rounding of its own: TVM's simplifier would otherwise
+    # fold the scale into a following product by a constant weight, and LLVM contract it into an add
+    return s.fclamp(s.emit(arith.MulfOp(d, s.const(float(_f32(q)[0]), f32))), 3.0e38)
 
 
 def _quantize_scalar(s, y, op):

@@ -990,12 +990,20 @@ def _integer_input_as_quantized(imp: _Importer, x: Act, qt: UniformQuantizedType
 # ======================================================================================
 
 
-def _bias_const(imp: _Importer, bias: np.ndarray | None, x_q, w_q, channels: int) -> SSAValue:
+def _bias_const(imp: _Importer, bias: np.ndarray | None, x_q, w_q, channels: int,
+                bias_scales: np.ndarray | None = None) -> SSAValue:
+    """The int32 bias as a qnn.constant of scale input_scale * weight_scale[c]; a QDQ model's own bias
+    scales (its DequantizeLinear's, which ORT's float path multiplies by) when they agree with that
+    product to 1e-5 (quantize_static forms it in float64 and rounds once)."""
     in_s = np.float32(float(x_q.scale_array()))
     w_s = np.broadcast_to(w_q.scale_array().astype(np.float32), (channels,))
     expected = (in_s * w_s).astype(np.float32).astype(np.float64)
     if not np.all(np.isfinite(expected) & (expected > 0)):
         raise imp.bad("input scale * weight scale is not a positive float32 (bias scale underflows)")
+    if bias_scales is not None:
+        own = np.broadcast_to(np.asarray(bias_scales, np.float64).reshape(-1), (channels,))
+        if np.all(np.abs(own - expected) <= 1e-5 * expected):
+            expected = own.astype(np.float64)
     if w_q.is_per_axis and channels > 1:
         qt = UniformQuantizedType.per_axis(expected, 0, axis=0, storage="i32")
     else:
@@ -1049,7 +1057,7 @@ def _out_bounds(imp: _Importer, chain: list[_Node], out_q: UniformQuantizedType)
 
 
 def conv(imp: _Importer, x: Act, w: np.ndarray, w_q: UniformQuantizedType, bias, out_q, node: _Node,
-         rounding: str, clamp: dict) -> Act:
+         rounding: str, clamp: dict, bias_scales: np.ndarray | None = None) -> Act:
     """ONNX Conv (NCHW, OIHW weights, groups) as qnn.conv2d / depthwise_conv2d (or per-group convs)."""
     xv = imp.nhwc(x)
     n, h, wd, c = qnn.shape_of(xv)
@@ -1077,7 +1085,7 @@ def conv(imp: _Importer, x: Act, w: np.ndarray, w_q: UniformQuantizedType, bias,
     rtype = TensorType(out_q, [n, oh, ow, m])
     if group == 1:
         wv = imp.qconst(np.ascontiguousarray(w.transpose(0, 2, 3, 1)), w_q)
-        b = _bias_const(imp, bias, x.qtype if x.nhwc else qnn.qtype(xv), w_q, m)
+        b = _bias_const(imp, bias, x.qtype if x.nhwc else qnn.qtype(xv), w_q, m, bias_scales)
         return Act(imp.emit(qnn.Conv2DOp, [xv, wv, b], rtype, attrs), True)
     if cg == 1:  # depthwise, channel multiplier m / c
         wq_dw = w_q
@@ -1085,7 +1093,7 @@ def conv(imp: _Importer, x: Act, w: np.ndarray, w_q: UniformQuantizedType, bias,
             wq_dw = UniformQuantizedType.per_axis(w_q.scale_array(), w_q.zero_point_array(), axis=3,
                                                   storage=w_q.storage)
         wv = imp.qconst(np.ascontiguousarray(w.transpose(1, 2, 3, 0)), wq_dw)
-        b = _bias_const(imp, bias, qnn.qtype(xv), w_q, m)
+        b = _bias_const(imp, bias, qnn.qtype(xv), w_q, m, bias_scales)
         return Act(imp.emit(qnn.DepthwiseConv2DOp, [xv, wv, b], rtype, attrs), True)
     # grouped: one convolution per group on its slice of channels, concatenated
     mg = m // group
@@ -1103,13 +1111,17 @@ def conv(imp: _Importer, x: Act, w: np.ndarray, w_q: UniformQuantizedType, bias,
         else:
             wqk = w_q
         wv = imp.qconst(np.ascontiguousarray(wk.transpose(0, 2, 3, 1)), wqk)
-        b = _bias_const(imp, None if bias is None else np.asarray(bias)[k * mg:(k + 1) * mg], x_q, wqk, mg)
+        group_scales = None
+        if bias_scales is not None and np.asarray(bias_scales).size == m:
+            group_scales = np.asarray(bias_scales).reshape(-1)[k * mg:(k + 1) * mg]
+        b = _bias_const(imp, None if bias is None else np.asarray(bias)[k * mg:(k + 1) * mg], x_q, wqk, mg,
+                        group_scales)
         outs.append(imp.emit(qnn.Conv2DOp, [xs, wv, b], TensorType(out_q, [n, oh, ow, mg]), attrs))
     return Act(imp.emit(qnn.ConcatenationOp, outs, rtype, {"axis": 3}), True)
 
 
 def matmul_const(imp: _Importer, x: Act, w_kn: np.ndarray, w_q: UniformQuantizedType, bias, out_q,
-                 rounding: str, clamp: dict) -> Act:
+                 rounding: str, clamp: dict, bias_scales: np.ndarray | None = None) -> Act:
     """x [.., K] @ W [K, N] (+ bias) with constant W: qnn.fully_connected, weights [N, K]."""
     xv = imp.logical(x)
     xs = qnn.shape_of(xv)
@@ -1125,7 +1137,7 @@ def matmul_const(imp: _Importer, x: Act, w_kn: np.ndarray, w_q: UniformQuantized
     else:
         wq_t = w_q
     wv = imp.qconst(np.ascontiguousarray(w_kn.T), wq_t)
-    b = _bias_const(imp, bias, x.qtype, wq_t, nout)
+    b = _bias_const(imp, bias, x.qtype, wq_t, nout, bias_scales)
     attrs = dict(rounding=rounding, **clamp)
     if len(xs) != 2:
         attrs["keep_num_dims"] = True
@@ -1152,10 +1164,12 @@ def _conv(imp: _Importer, node: _Node, out_qs, rounding, acts):
     x = imp.qact(imp.input(node, 0, "X"), "X")
     w, w_q = imp.qweights(imp.input(node, 1, "W"), "W")
     bv = imp.input(node, 2, "B", optional=True)
-    bias = None
+    bias = bias_scales = None
     if bv is not None:
-        bias, _ = imp.qweights(bv, "B")
-    return [conv(imp, x, w, w_q, bias, out_qs[0], node, rounding, _out_bounds(imp, acts[0], out_qs[0]))]
+        bias, b_q = imp.qweights(bv, "B")
+        bias_scales = b_q.scale_array()
+    return [conv(imp, x, w, w_q, bias, out_qs[0], node, rounding, _out_bounds(imp, acts[0], out_qs[0]),
+                 bias_scales)]
 
 
 @_handles("QLinearConv")
@@ -1199,11 +1213,12 @@ def _gemm(imp: _Importer, node: _Node, out_qs, rounding, acts):
             w_q = UniformQuantizedType.per_axis(w_q.scale_array(), w_q.zero_point_array(),
                                                 axis=1 - w_q.axis, storage=w_q.storage)
     cv = imp.input(node, 2, "C", optional=True)
-    bias = None
+    bias = bias_scales = None
     if cv is not None:
-        bias, _ = imp.qweights(cv, "C")
-        bias = np.asarray(bias).reshape(-1)
-    return [matmul_const(imp, x, w, w_q, bias, out_qs[0], rounding, _out_bounds(imp, acts[0], out_qs[0]))]
+        bias, c_q = imp.qweights(cv, "C")
+        bias, bias_scales = np.asarray(bias).reshape(-1), c_q.scale_array()
+    return [matmul_const(imp, x, w, w_q, bias, out_qs[0], rounding, _out_bounds(imp, acts[0], out_qs[0]),
+                         bias_scales)]
 
 
 @_handles("MatMul", qdq=True)

@@ -1313,7 +1313,11 @@ def _pad(tr: Translator, op):
                 cond = tirx.all(i[d] >= low[d], i[d] < low[d] + src_shape[d])
                 inside = cond if inside is None else tirx.all(inside, cond)
             idx = [tirx.max(tirx.min(i[d] - low[d], src_shape[d] - 1), 0) for d in range(len(shape))]
-            return tirx.Select(inside, src(*idx), tirx.const(pad_value, dtype))
+            # if_then_else, as topi.nn.pad: TVM's simplifier drops the clamp under the condition, and a
+            # Select evaluates both sides, so a vectorized consumer the pad is inlined into (a
+            # strided_slice) loads past the end of its source unconditionally, and the pad rows came
+            # out as garbage (tests/tvm_bridge/test_onnx_float_tvm.py::test_conv_then_depthwise_padded_bottom_row)
+            return tirx.if_then_else(inside, src(*idx), tirx.const(pad_value, dtype))
 
         return te.compute(shape, body, name="pad")
 

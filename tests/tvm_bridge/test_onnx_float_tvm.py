@@ -81,3 +81,37 @@ def test_adversarial_float_ops_match_interpreter(kind, storage, strides):
         got = compiled(x)[0]
         got = got.view(want.dtype) if got.dtype != want.dtype and got.dtype.itemsize == want.dtype.itemsize else got
         assert int(np.sum(got.astype(np.int64) != want.astype(np.int64))) == 0
+
+
+def test_conv_then_depthwise_padded_bottom_row():
+    """A float convolution feeding the one-filter depthwise kernel (the u8 CNN's first two
+    layers): the depthwise kernel reads nine shifted slices of the padded activations, and the
+    slice at row offset 2 gets the pad (and the first conv's requantize) fused into it.  The
+    pad was a TE Select whose index clamp TVM's simplifier drops: vectorized, the bottom pad row
+    loaded past the end of the requantized buffer unconditionally and came out as garbage
+    (28 of 512 elements off by up to ~100 LSB).  The pad is now an if_then_else."""
+    from qdialect.builder import GraphBuilder
+    from qdialect.dialects.quant import UniformQuantizedType as Q
+
+    rng = np.random.default_rng(3)
+    g = GraphBuilder()
+    x = g.input([1, 16, 16, 3], Q.per_tensor(0.0287, 122, storage="u8"))
+    w1q = Q.per_axis(rng.uniform(0.0012, 0.002, 8), np.zeros(8, np.int64), axis=0, storage="i8")
+    w1 = g.constant(rng.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8), w1q)
+    b1 = g.bias(rng.integers(-4500, 4500, 8).astype(np.int32), x, w1)
+    y1 = g.conv2d(x, w1, b1, Q.per_tensor(0.0116, 0, storage="u8"), strides=(2, 2),
+                  padding=[1, 1, 1, 1], rounding="onnx")
+    w2q = Q.per_axis(rng.uniform(0.0021, 0.0026, 8), np.zeros(8, np.int64), axis=3, storage="i8")
+    w2 = g.constant(rng.integers(-127, 128, (1, 3, 3, 8)).astype(np.int8), w2q)
+    b2 = g.bias(rng.integers(-6000, 11000, 8).astype(np.int32), y1, w2)
+    y2 = g.depthwise_conv2d(y1, w2, b2, Q.per_tensor(0.00663, 0, storage="u8"), padding=[1, 1, 1, 1],
+                            rounding="onnx")
+    g.output(y2)
+    module = g.build()
+    xs = [rng.integers(0, 256, (1, 16, 16, 3)).astype(np.uint8) for _ in range(4)]
+    expected = [np.asarray(Interpreter(module).run([x])[0]) for x in xs]
+    lower_to_l3(module)
+    compiled = compile_module(module)
+    for x, want in zip(xs, expected):
+        got = compiled(x)[0].view(np.uint8).astype(np.int64)
+        assert int(np.sum(got != want.astype(np.int64))) == 0

@@ -310,3 +310,39 @@ def finish(report: Report, args, started: float) -> int:
     if not args.quiet:
         print(report.summary())
     return 1 if report.findings else 0
+
+
+# ----- byte-level mutations shared by the model fuzzers ------------------------------------------
+
+
+def flip_bits(rng: random.Random, buf: bytearray, head_span: int) -> bytes:
+    """1-8 bit flips, half of the time within the first `head_span` bytes (where tables live)."""
+    head = rng.random() < 0.5
+    for _ in range(rng.choice([1, 1, 2, 4, 8])):
+        span = min(len(buf), head_span) if head else len(buf)
+        pos = rng.randrange(span * 8)
+        buf[pos // 8] ^= 1 << (pos % 8)
+    return bytes(buf)
+
+
+def overwrite_bytes(rng: random.Random, buf: bytearray, length: int) -> bytes:
+    """1-4 runs of bytes overwritten with 0x00 / 0xFF / 0x7F / 0x80 (the length kept)."""
+    for _ in range(rng.choice([1, 2, 4])):
+        pos = rng.randrange(len(buf))
+        n = rng.choice([1, 1, 2, 4, 8])
+        buf[pos : pos + n] = bytes([rng.choice([0x00, 0xFF, 0x7F, 0x80])]) * n
+    return bytes(buf)[:length]
+
+
+def truncate_bytes(rng: random.Random, buf: bytearray, head_span: int) -> bytes:
+    cut = rng.choice([rng.randrange(len(buf)), rng.randrange(min(len(buf), head_span))])
+    return bytes(buf[:cut])
+
+
+def splice_bytes(rng: random.Random, buf: bytearray) -> tuple[bytes, str]:
+    """A chunk duplicated or dropped: every offset after it is off."""
+    a = rng.randrange(len(buf))
+    n = rng.choice([1, 4, 16, 100])
+    if rng.random() < 0.5:
+        return bytes(buf[:a] + buf[a : a + n] + buf[a:]), "insert"
+    return bytes(buf[:a] + buf[a + n :]), "delete"

@@ -55,6 +55,10 @@ from tests.fuzz.harness import (
     common_arguments,
     contract_violation,
     finish,
+    flip_bits,
+    overwrite_bytes,
+    splice_bytes,
+    truncate_bytes,
     fuzz_limits,
     frame_signature,
     limit_address_space,
@@ -257,27 +261,12 @@ def mutate(rng: random.Random, data: bytes, groups: dict[str, list[Field]]) -> t
             write_field(rng, buf, f)
         return bytes(buf), "field:" + ";".join(f.what for f in picked)
     if r < 0.75:
-        head = rng.random() < 0.5
-        for _ in range(rng.choice([1, 1, 2, 4, 8])):
-            span = min(len(buf), 1024) if head else len(buf)
-            pos = rng.randrange(span * 8)
-            buf[pos // 8] ^= 1 << (pos % 8)
-        return bytes(buf), "bitflip"
+        return flip_bits(rng, buf, 1024), "bitflip"
     if r < 0.88:
-        for _ in range(rng.choice([1, 2, 4])):
-            pos = rng.randrange(len(buf))
-            n = rng.choice([1, 1, 2, 4, 8])
-            buf[pos : pos + n] = bytes([rng.choice([0x00, 0xFF, 0x7F, 0x80])]) * n
-        return bytes(buf)[: len(data)], "bytes"
+        return overwrite_bytes(rng, buf, len(data)), "bytes"
     if r < 0.95:
-        cut = rng.choice([rng.randrange(len(buf)), rng.randrange(min(len(buf), 2048))])
-        return bytes(buf[:cut]), "truncate"
-    # duplicate or drop a chunk: every offset after it is off
-    a = rng.randrange(len(buf))
-    n = rng.choice([1, 4, 16, 100])
-    if rng.random() < 0.5:
-        return bytes(buf[:a] + buf[a : a + n] + buf[a:]), "insert"
-    return bytes(buf[:a] + buf[a + n :]), "delete"
+        return truncate_bytes(rng, buf, 2048), "truncate"
+    return splice_bytes(rng, buf)
 
 
 # ----- targets ---------------------------------------------------------------------------------------

@@ -54,6 +54,10 @@ from tests.fuzz.harness import (
     contract_violation,
     diagnostic_class,
     finish,
+    flip_bits,
+    overwrite_bytes,
+    splice_bytes,
+    truncate_bytes,
     frame_signature,
     fuzz_limits,
     limit_address_space,
@@ -85,26 +89,12 @@ def mutate_bytes(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     buf = bytearray(data)
     r = rng.random()
     if r < 0.4:
-        head = rng.random() < 0.5
-        for _ in range(rng.choice([1, 1, 2, 4, 8])):
-            span = min(len(buf), 512) if head else len(buf)
-            pos = rng.randrange(span * 8)
-            buf[pos // 8] ^= 1 << (pos % 8)
-        return bytes(buf), "bitflip"
+        return flip_bits(rng, buf, 512), "bitflip"
     if r < 0.7:
-        for _ in range(rng.choice([1, 2, 4])):
-            pos = rng.randrange(len(buf))
-            n = rng.choice([1, 1, 2, 4, 8])
-            buf[pos : pos + n] = bytes([rng.choice([0x00, 0xFF, 0x7F, 0x80])]) * n
-        return bytes(buf)[: len(data)], "bytes"
+        return overwrite_bytes(rng, buf, len(data)), "bytes"
     if r < 0.88:
-        cut = rng.choice([rng.randrange(len(buf)), rng.randrange(min(len(buf), 1024))])
-        return bytes(buf[:cut]), "truncate"
-    a = rng.randrange(len(buf))
-    n = rng.choice([1, 4, 16, 100])
-    if rng.random() < 0.5:
-        return bytes(buf[:a] + buf[a : a + n] + buf[a:]), "insert"
-    return bytes(buf[:a] + buf[a + n :]), "delete"
+        return truncate_bytes(rng, buf, 1024), "truncate"
+    return splice_bytes(rng, buf)
 
 
 # ----- structure-aware mutations ----------------------------------------------------------------------

@@ -32,6 +32,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxruntime as ort
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen_onnx_zoo  # noqa: E402 - the zoo's graph builder, beside this file
 from onnxruntime.quantization import (
     CalibrationDataReader,
     CalibrationMethod,
@@ -45,53 +48,15 @@ N_CALIB = 16
 
 
 # --------------------------------------------------------------------------- builder
-class G:
+class G(gen_onnx_zoo.G):
+    """The zoo's graph builder at a chosen opset, with more layer options."""
+
     def __init__(self, name: str, seed: int, opset: int):
-        self.name, self.opset = name, opset
-        self.rng = np.random.default_rng(seed)
-        self.nodes, self.inits, self.inputs, self.outputs = [], [], [], []
-        self.input_shapes: dict[str, tuple[int, ...]] = {}
-        self.n = 0
-
-    def _id(self, p):
-        self.n += 1
-        return f"{p}_{self.n}"
-
-    def input(self, name, shape):
-        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape)))
-        self.input_shapes[name] = tuple(shape)
-        return name
-
-    def output(self, name):
-        vi = onnx.ValueInfoProto(name=name)
-        vi.type.tensor_type.elem_type = TensorProto.FLOAT
-        self.outputs.append(vi)
-
-    def const(self, arr, p="c"):
-        name = self._id(p)
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
-        return name
+        super().__init__(name, seed)
+        self.opset = opset
 
     def f32(self, vals, p="k"):
         return self.const(np.asarray(vals, dtype=np.float32), p)
-
-    def i64(self, vals, p="shape"):
-        return self.const(np.asarray(vals, dtype=np.int64), p)
-
-    def he(self, shape, fan_in):
-        return (self.rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
-
-    def bias(self, n):
-        return (self.rng.standard_normal(n) * 0.05).astype(np.float32)
-
-    def op(self, op_type, inputs, n_out=1, out=None, **attrs):
-        base = self._id(op_type.lower())
-        if out is None:
-            outs = [f"{base}_out{i}" if n_out > 1 else f"{base}_out" for i in range(n_out)]
-        else:
-            outs = [out] if isinstance(out, str) else list(out)
-        self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=base, **attrs))
-        return outs[0] if len(outs) == 1 else outs
 
     # opset-aware spellings --------------------------------------------------
     def squeeze(self, x, axes):

@@ -536,14 +536,9 @@ _MAX_UNROLLED_TERMS = 4096
 
 
 def _sgemm_strides(n: int, k: int) -> tuple[int, int]:
-    sn, sk = 128, 128  # MLAS_SGEMM_STRIDEN / STRIDEK
-    if n >= k:
-        while sk // 2 >= k:
-            sn, sk = sn * 2, sk // 2
-    else:
-        while sn > 16 and sn // 2 >= n:
-            sn, sk = sn // 2, sk * 2
-    return sn, sk
+    from qdialect.reference.onnxruntime_kernels import sgemm_strides
+
+    return sgemm_strides(n, k)
 
 
 def _sgemm_terms(m: int, k0: int, k: int, n: int) -> list[tuple[str, int, int]]:

@@ -956,6 +956,19 @@ def dequantize_linear(x, *, x_q: QParams) -> np.ndarray:
 
 _SGEMM_STRIDEN = 128  # MLAS_SGEMM_STRIDEN
 _SGEMM_STRIDEK = 128  # MLAS_SGEMM_STRIDEK
+
+
+def sgemm_strides(n: int, k: int) -> tuple[int, int]:
+    """MLAS's SGEMM block sizes (N, K) for an N x K problem: 128 x 128 to start, K halved (N doubled)
+    while K is larger than needed, else N halved (K doubled) down to 16 while N is."""
+    sn, sk = _SGEMM_STRIDEN, _SGEMM_STRIDEK
+    if n >= k:
+        while sk // 2 >= k:
+            sn, sk = sn * 2, sk // 2
+    else:
+        while sn > 16 and sn // 2 >= n:
+            sn, sk = sn // 2, sk * 2
+    return sn, sk
 _SGEMM_PACKED_STRIDEK = 256  # K block of MlasGemm with a prepacked B (measured)
 _NCHWC = 16  # MlasNchwcGetBlockSize() on AVX-512F
 _POINTWISE_BATCH = 128  # ICSTRIDE of the NCHWc pointwise algorithm
@@ -1008,13 +1021,7 @@ def _sgemm_operation(a: np.ndarray, b: np.ndarray, c=None) -> np.ndarray:
     n = b.shape[1]
     if m == 1:
         return _sgemm_m1(a[0], b, None if c is None else c[0])[None, :]
-    sn, sk = _SGEMM_STRIDEN, _SGEMM_STRIDEK
-    if n >= k:
-        while sk // 2 >= k:
-            sn, sk = sn * 2, sk // 2
-    else:
-        while sn > 16 and sn // 2 >= n:
-            sn, sk = sn // 2, sk * 2
+    sn, sk = sgemm_strides(n, k)
     out = np.empty((m, n), F32)
     for n0 in range(0, n, sn):
         cc = None if c is None else np.asarray(c, F32)[:, n0:n0 + sn]
@@ -1137,13 +1144,7 @@ def _conv_disable_all(x, w, b, strides, pads, dilations, group):
                 if og > osz:  # MlasConvAlgorithmExpandThenGemm
                     y = _sgemm_operation(a, cols)
                 else:  # MlasConvAlgorithmExpandThenGemmSegmented (MlasConvOperation)
-                    sn, sk = _SGEMM_STRIDEN, _SGEMM_STRIDEK
-                    if osz >= k:
-                        while sk // 2 >= k:
-                            sn, sk = sn * 2, sk // 2
-                    else:
-                        while sn > 16 and sn // 2 >= osz:
-                            sn, sk = sn // 2, sk * 2
+                    sn, sk = sgemm_strides(osz, k)
                     y = np.empty((og, osz), F32)
                     for n0 in range(0, osz, sn):
                         cc = None

@@ -24,10 +24,15 @@ the same sums), written as one wrapped qint.add; their outputs are written
 straight into the uint8 result (the rescale clamps to [0, 255]).  Tables take
 the stored bytes as they are.
 
-Not lowered (the interpreter runs them, by name): the float average pool,
-float softmax and ReduceMean, 16-bit binary ops, per-channel weight zero
-points that differ, and the AVX2-without-VNNI int16 saturation of ORT's
-uint8 x int8 dot products.
+ORT's float paths that this table does not list (float softmax, average
+pools, ReduceMean, 16-bit add / sub / mul, and the float-island nn ops) are
+lowered by `transforms.float_reductions` and `transforms.float_islands`,
+registered in `FLOAT_LOWERINGS` / `decompose.DECOMPOSITIONS`; a recipe here
+that refuses an op falls back to them.
+
+Not lowered (the interpreter runs them, by name): ORT's float MatMul of two
+activations, ReduceMean over non-trailing axes, and the AVX2-without-VNNI
+int16 saturation of ORT's uint8 x int8 dot products.
 """
 
 from __future__ import annotations
@@ -349,7 +354,7 @@ def decompose_avg_pool(e: Emitter, op) -> SSAValue:
         for t in vals:
             d = s.emit(arith.SIToFPOp(s.sub(s.ext(t, 64, unsigned), x_zp), f32))
             # the clamp (no-op) keeps the product one float32 rounding: no fused multiply-add
-            v = s.fclamp(s.emit(arith.MulfOp(d, s.const(xs, f32))), 3.0e38)
+            v = no_contract(s, s.emit(arith.MulfOp(d, s.const(xs, f32))))
             acc = v if acc is None else s.emit(arith.AddfOp(acc, v))
         avg = s.emit(arith.DivfOp(acc, count))
         y = s.emit(arith.AddfOp(s.emit(arith.DivfOp(avg, s.const(ys, f32))), s.const(float(ozp), f32)))
@@ -659,6 +664,22 @@ def _padded(e: Emitter, x_v: SSAValue, pads) -> SSAValue:
                         int_tensor([n, h + pt + pb, w + pl + pr, c], bits)))
 
 
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def no_contract(s, p: SSAValue) -> SSAValue:
+    """`p` itself, through a clamp to [-FLT_MAX, FLT_MAX] (a no-op on finite values; infinities and
+    NaN bypass it): the one guard of the float lowerings.  Behind it LLVM cannot contract the
+    product `p` into a following add, nor TVM's simplifier fold its constant factor into the next
+    product."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import f32
+
+    finite = s.emit(arith.AndIOp(s.emit(arith.CmpfOp(p, s.const(float("inf"), f32), "olt")),
+                                 s.emit(arith.CmpfOp(p, s.const(float("-inf"), f32), "ogt"))))
+    return s.emit(arith.SelectOp(finite, s.fclamp(p, FLT_MAX), p))
+
+
 def _dequant_scalar(s, v, q: QParams):
     """DequantizeLinear of one stored integer: f32(q - zp) * s (one rounding)."""
     from xdsl.dialects import arith
@@ -667,7 +688,7 @@ def _dequant_scalar(s, v, q: QParams):
     d = s.emit(arith.SIToFPOp(s.sub(s.ext(v, 64, not q.signed), _zp(q)), f32))
     # the no-op clamp keeps this product one rounding of its own: TVM's simplifier would otherwise
     # fold the scale into a following product by a constant weight, and LLVM contract it into an add
-    return s.fclamp(s.emit(arith.MulfOp(d, s.const(float(_f32(q)[0]), f32))), 3.0e38)
+    return no_contract(s, s.emit(arith.MulfOp(d, s.const(float(_f32(q)[0]), f32))))
 
 
 def _quantize_scalar(s, y, op):
@@ -859,7 +880,7 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
             total = None
             for xi, (wk_kind, wref) in how[1]:
                 wv = s.const(wref, f32) if wk_kind == "scalar" else args[wref]
-                p = s.fclamp(s.emit(arith.MulfOp(_dequant_scalar(s, args[xi], x_q), wv)), 3.0e38)
+                p = no_contract(s, s.emit(arith.MulfOp(_dequant_scalar(s, args[xi], x_q), wv)))
                 total = p if total is None else s.emit(arith.AddfOp(total, p))
             return total
 
@@ -933,7 +954,7 @@ def _float_global_avg(e: Emitter, op) -> SSAValue:
 
     def body(s, *args):
         def d(i):  # the clamp (no-op) keeps the product one rounding: no fused multiply-add
-            return s.fclamp(_dequant_scalar(s, args[i], x_q), 3.0e38)
+            return _dequant_scalar(s, args[i], x_q)  # (guarded there)
 
         zero = s.const(0.0, f32)
         lanes = [zero] * 4

@@ -64,12 +64,7 @@ def np_minimum(s: Scalar, a: SSAValue, b: SSAValue) -> SSAValue:
     return s.emit(arith.SelectOp(take_a, a, b))
 
 
-def _unfused(s: Scalar, p: SSAValue) -> SSAValue:
-    """`p` itself, through a clamp to [-FLT_MAX, FLT_MAX] (a no-op on finite values; infinities
-    and NaN bypass it): LLVM cannot contract the product `p` into a following add."""
-    finite = s.emit(arith.AndIOp(s.emit(arith.CmpfOp(p, s.const(float("inf"), f32), "olt")),
-                                 s.emit(arith.CmpfOp(p, s.const(float("-inf"), f32), "ogt"))))
-    return s.emit(arith.SelectOp(finite, s.fclamp(p, FLT_MAX), p))
+_unfused = decompose_onnx.no_contract
 
 
 def _mul(s: Scalar, a: SSAValue, b: SSAValue) -> SSAValue:

@@ -69,9 +69,7 @@ def _check(op) -> None:
     _zp(x_q), _zp(out_q)
 
 
-def _no_contract(s, y):
-    """A no-op clamp to the finite float32 range: LLVM cannot contract a product behind it."""
-    return s.fclamp(y, FLT_MAX)
+_no_contract = decompose_onnx.no_contract
 
 
 def _input(e: Emitter, low: Lowering, op, pre=None) -> SSAValue:

@@ -249,8 +249,11 @@ def onnxruntime_run(model: bytes, samples: list[list[np.ndarray]], disable_all: 
         raise BadInput(f"ONNX Runtime refuses this model: {' '.join(str(e).split())[:300]}") from None
     names = [i.name for i in sess.get_inputs()]
     outs = []
-    for sample in samples:
-        outs.append([np.asarray(o) for o in sess.run(None, dict(zip(names, sample)))])
+    try:
+        for sample in samples:
+            outs.append([np.asarray(o) for o in sess.run(None, dict(zip(names, sample)))])
+    except Exception as e:  # noqa: BLE001 - ORT's run-time refusal is the model's problem
+        raise BadInput(f"ONNX Runtime fails on this model: {' '.join(str(e).split())[:300]}") from None
     if bench > 0 and timing is not None:
         feed = dict(zip(names, samples[0]))
         sess.run(None, feed)

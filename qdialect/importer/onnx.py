@@ -585,7 +585,7 @@ class _Importer:
 
     def rounding_for(self, fused: bool | str) -> str:
         """The knob of an op that ORT runs fused (an integer kernel) or not (float)."""
-        if fused is True or fused == "qop":
+        if fused is True:
             return "onnxruntime"
         return "onnx"
 
@@ -834,8 +834,6 @@ def _format_unsupported(items: list[tuple[str, str | None]]) -> str:
     counts = Counter(items)
     parts = []
     for (name, why), n in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
-        if why is None and any(w for (nm, w) in counts if nm == name and w):
-            pass
         parts.append(f"{name}{f' ({why})' if why else ''} x{n}")
     return "unsupported operators: " + ", ".join(parts)
 
@@ -947,8 +945,6 @@ def _dequantize_linear(imp: _Importer, node: _Node):
         scale = imp.const(imp.input(node, 1, "x_scale"), "x_scale")
         per_axis = np.asarray(scale).ndim == 1 and np.asarray(scale).size > 1
         qt = imp.params(node, 1, 2, storage, arr.shape, "x", axis=axis if per_axis else None)
-        if per_axis:
-            pass
         return [Deq(x, qt)]
     if isinstance(x, Act):
         el = x.value.type.element_type
@@ -2086,10 +2082,6 @@ def _fold_node(imp: _Importer, node: _Node):
     return None
 
 
-for _name in ("Cast", "Gather", "Concat_static", "Range", "ConstantOfShape"):
-    pass
-
-
 # ======================================================================================
 # Entry points
 # ======================================================================================
@@ -2151,7 +2143,8 @@ def import_onnx(data: bytes, *, batch: int = 1, name: str = "model", profile: st
             results, in_names, out_names = imp.run()
     except OnnxImportError:
         raise
-    except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, RuntimeError, VerifyException) as e:
+    except (ArithmeticError, ValueError, IndexError, KeyError, TypeError, RuntimeError, AttributeError,
+            AssertionError, RecursionError, VerifyException) as e:
         where = imp.node.label() if imp.node else ""
         raise OnnxImportError(f"{where + ': ' if where else ''}malformed model ({type(e).__name__}: {e})") from None
     if remarks is not None:

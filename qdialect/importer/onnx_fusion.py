@@ -11,8 +11,10 @@ The rules, for 8-bit activations (16-bit activations fuse nothing but data movem
 
 - R-kind: Conv, Gemm (alpha = beta = 1), MatMul, Add, Mul, Sigmoid, LeakyRelu,
   Softmax, AveragePool, GlobalAveragePool, Concat have integer kernels; Sub, Div,
-  Tanh, HardSigmoid, HardSwish, Pad, ReduceMean, ConvTranspose, GlobalMaxPool
-  have none (always float).
+  Tanh, HardSigmoid, HardSwish, ReduceMean, ConvTranspose, GlobalMaxPool have
+  none (always float).  ORT computes Pad in float too, but a constant pad with
+  the same parameters in and out gives the integers a qnn.pad moves, so it is
+  treated as data movement below.
 - R-types: every input DQ and output Q of a group has the same storage type.
 - R-s8: on x86 `QDQS8ToU8Transformer` turns an int8 Q->DQ pair into uint8
   (zero point + 128) where the Q feeds one DQ that feeds one node; the

@@ -558,6 +558,13 @@ class MulOp(_BinaryOp):
 
 
 @irdl_op_definition
+class DivOp(_BinaryOp):
+    """lhs / rhs, broadcasting (IEEE division, as ONNX Div)."""
+
+    name = "nn.div"
+
+
+@irdl_op_definition
 class SquaredDifferenceOp(_BinaryOp):
     """(lhs - rhs)^2, broadcasting."""
 
@@ -658,6 +665,44 @@ class EluOp(_UnaryOp):
     """x >= 0 ? x : exp(x) - 1."""
 
     name = "nn.elu"
+
+
+@irdl_op_definition
+class SqrtOp(_UnaryOp):
+    """sqrt(x) (IEEE square root)."""
+
+    name = "nn.sqrt"
+
+
+@irdl_op_definition
+class ErfOp(_UnaryOp):
+    """The error function erf(x)."""
+
+    name = "nn.erf"
+
+
+@irdl_op_definition
+class LayerNormOp(NnOp):
+    """(x - mean) / sqrt(var + epsilon) * scale + bias over the trailing axes from `axis`
+    (ONNX LayerNormalization; `scale` and `bias` have the normalized axes' shape)."""
+
+    name = "nn.layer_norm"
+    OPERAND_NAMES: ClassVar = ("input", "scale", "bias")
+    N_OPERANDS: ClassVar = (2, 3)
+    ATTRS: ClassVar = {"axis": (INT, None), "epsilon": (FLOAT, None)}
+    REQUIRED: ClassVar = ("axis", "epsilon")
+
+    def verify_op(self):
+        x = list(shape_of(self.operands[0]))
+        axis = self.attr("axis")
+        if not -len(x) <= axis < len(x):
+            self.fail(f"axis {axis} is out of range for rank {len(x)}")
+        norm = x[axis % len(x):]
+        for i in range(1, len(self.operands)):
+            s = list(shape_of(self.operands[i]))
+            if s != norm and s != [math.prod(norm)]:
+                self.fail(f"{self.operand_name(i)} shape {s} must be the normalized shape {norm}")
+        self.require_result_shape(x)
 
 
 # ----- pools and reductions -------------------------------------------------------------
@@ -852,6 +897,7 @@ NN_OPS = [
     AddOp,
     SubOp,
     MulOp,
+    DivOp,
     SquaredDifferenceOp,
     MaximumOp,
     MinimumOp,
@@ -864,6 +910,9 @@ NN_OPS = [
     HardSwishOp,
     LeakyReluOp,
     EluOp,
+    SqrtOp,
+    ErfOp,
+    LayerNormOp,
     AvgPool2DOp,
     MaxPool2DOp,
     MeanOp,

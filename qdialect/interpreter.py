@@ -453,8 +453,22 @@ for _cls, _mod, _name in [
     (qnn.HardSwishOp, "activations", "hard_swish"),
     (qnn.LeakyReluOp, "activations", "leaky_relu"),
     (qnn.EluOp, "activations", "elu"),
+    (qnn.ExpOp, "activations", "exp"),
+    (qnn.RsqrtOp, "activations", "rsqrt"),
+    (qnn.SqrtOp, "activations", "sqrt"),
+    (qnn.AbsOp, "elementwise", "absolute"),
+    (qnn.NegOp, "elementwise", "negate"),
+    (qnn.L2NormalizationOp, "activations", "l2_normalization"),
 ]:
     _HANDLERS[_cls] = _unary(_mod, _name)
+
+
+@handles(qnn.GeluOp)
+def _gelu(it, op, args):
+    return _call(
+        _reference("activations", "gelu"), args[0], x_q=_qp(op.operands[0]), out_q=_qp(op.results[0]),
+        approximate=op.attr("approximate", False), **it.knobs(op),
+    )
 
 
 def _pool(ref_name):

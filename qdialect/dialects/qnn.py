@@ -914,6 +914,127 @@ class EluOp(_UnaryOp):
     ATTRS: ClassVar = dict(ROUNDING_ONLY)
 
 
+@irdl_op_definition
+class GeluOp(_UnaryOp):
+    """out = gelu(x) = x * Phi(x) (`approximate = true`: the tanh form
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))).  Any output parameters.
+
+    TFLite recipe (`rounding` tflite / litert: XNNPACK takes no quantized GELU):
+    8-bit, a 256-entry table of the float32 function on `in_s * (q - in_zp)`,
+    `round_half_away(y * f32(1 / out_s)) + out_zp`, saturated; int16, the
+    513-entry LUTPopulateInt16<float> table with 7-bit interpolation.
+    """
+
+    name = "qnn.gelu"
+    ATTRS: ClassVar = {"approximate": (BOOL, None), **ROUNDING_ONLY}
+
+
+@irdl_op_definition
+class ExpOp(_UnaryOp):
+    """out = exp(x).  TFLite recipe: the table of `expf` as for `qnn.gelu`
+    (int16: both zero points 0)."""
+
+    name = "qnn.exp"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
+
+    def verify_op(self):
+        super().verify_op()
+        _require_zero_zps_16(self)
+
+
+@irdl_op_definition
+class RsqrtOp(_UnaryOp):
+    """out = 1 / sqrt(x) for x > 0 (stored x below the input zero point is an error at
+    run time; x == 0 gives the storage maximum, as TFLite).
+
+    TFLite recipe: int8 fixed point, `v = q - in_zp`, (M, s) from
+    GetInvSqrtQuantizedMultiplierExp(v) (gemmlowp Newton-Raphson in Q3.28),
+    `d = MBQM(1, M, s + 20)`, `out = MBQM(d, M_o, s_o - 20) + out_zp` with
+    (M_o, s_o) = QuantizeMultiplier(1 / (sqrt(in_s) * out_s)); int16 (zero points 0)
+    the 513-entry table of `1.0f / sqrtf(v)`.  Every int8 output is a function of the
+    stored input alone: a 256-entry table (`reference.activations.rsqrt_table_int8`).
+    """
+
+    name = "qnn.rsqrt"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
+
+    def verify_op(self):
+        super().verify_op()
+        _require_zero_zps_16(self)
+
+
+@irdl_op_definition
+class SqrtOp(_UnaryOp):
+    """out = sqrt(x) for x >= 0 (a negative input is an error at run time).
+
+    TFLite recipe (int8, int16, any zero points): float32
+    `trunc(sqrtf(in_s * (q - in_zp)) / out_s) + out_zp` (truncation, not rounding),
+    saturated.
+    """
+
+    name = "qnn.sqrt"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
+
+
+@irdl_op_definition
+class AbsOp(_UnaryOp):
+    """out = |x|.  TFLite recipe: `|q - in_zp|`, then (when the scales differ)
+    MBQM with QuantizeMultiplier(f32(in_s / out_s)), `+ out_zp`, saturated
+    (int16: zero points 0)."""
+
+    name = "qnn.abs"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
+
+    def verify_op(self):
+        super().verify_op()
+        _require_zero_zps_16(self)
+
+
+@irdl_op_definition
+class NegOp(_UnaryOp):
+    """out = -x on stored integers: TFLite's NEG reads no quantization parameters, so
+    the op requires both zero points 0 and equal scales, where stored negation is real
+    negation; the storage minimum maps to itself (`-x` wraps, as the kernel's cast does:
+    int8 -128 -> -128)."""
+
+    name = "qnn.neg"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
+
+    def verify_op(self):
+        super().verify_op()
+        a, b = self.in_q(0), self.out_q()
+        if int(a.zero_point_array()) != 0 or int(b.zero_point_array()) != 0 or (
+            float(a.scale_array()) != float(b.scale_array()) or a.storage != b.storage
+        ):
+            self.fail(f"operand and result must have zero point 0 and the same scale and storage "
+                      f"(stored negation), got {a} and {b}")
+
+
+@irdl_op_definition
+class L2NormalizationOp(_UnaryOp):
+    """out = x / sqrt(sum(x^2)) along the last axis; int8 result fixed at 1/128, zp 0.
+
+    TFLite recipe (int8): `d = q - in_zp`, `acc = sum(d^2)` (int32),
+    (M, s) = GetInvSqrtQuantizedMultiplierExp(acc) (as `qnn.rsqrt`),
+    `out = MBQM(d, M, s + 7)` saturated to int8; the input scale is not used.
+    """
+
+    name = "qnn.l2_normalization"
+    ATTRS: ClassVar = dict(ROUNDING_ONLY)
+    FIXED: ClassVar = {"i8": (1 / 128, 0)}
+
+    def verify_op(self):
+        super().verify_op()
+        if not shape_of(self.operands[0]):
+            self.fail("operand 0 (input) must have rank >= 1")
+
+
+def _require_zero_zps_16(op: QnnOp) -> None:
+    for what, q in (("operand 0", op.in_q(0)), ("result", op.out_q())):
+        if q.storage_width.data == 16 and int(q.zero_point_array()) != 0:
+            op.fail(f"{what} is 16-bit with zero point {int(q.zero_point_array())}; TFLite needs 0")
+
+
 # ----- pools and reductions ------------------------------------------------------------
 
 
@@ -1381,6 +1502,13 @@ QNN_OPS = [
     HardSwishOp,
     LeakyReluOp,
     EluOp,
+    GeluOp,
+    ExpOp,
+    RsqrtOp,
+    SqrtOp,
+    AbsOp,
+    NegOp,
+    L2NormalizationOp,
     AvgPool2DOp,
     MaxPool2DOp,
     MeanOp,

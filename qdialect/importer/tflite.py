@@ -122,6 +122,8 @@ _OPTIONS = {
     "MUL": "MulOptions",
     "SOFTMAX": "SoftmaxOptions",
     "LEAKY_RELU": "LeakyReluOptions",
+    "GELU": "GeluOptions",
+    "L2_NORMALIZATION": "L2NormOptions",
     "AVERAGE_POOL_2D": "Pool2DOptions",
     "MAX_POOL_2D": "Pool2DOptions",
     "MEAN": "ReducerOptions",
@@ -961,7 +963,11 @@ class _Importer:
                     if t.sparse:
                         raise self.bad(f"tensor '{t.name}' is sparse, which qdialect cannot represent")
                 if not self.fold(op):
-                    self.handlers[op.name](self, op)
+                    owner = self.float_view() if self.float_island(op) else self
+                    handler = owner.handlers.get(op.name)
+                    if handler is None:
+                        raise _Unsupported("on float tensors" if owner is not self else "on quantized tensors")
+                    handler(owner, op)
             except _Unsupported as e:
                 self.unsupported.append((op.name, str(e)))
                 self.poisoned.update(op.outputs)
@@ -973,6 +979,29 @@ class _Importer:
             results.append(self.value(i, "graph output"))
             names.append(self.tensor(i).name)
         return results, input_names, names
+
+    # ----- float islands --------------------------------------------------------------------------
+
+    def float_island(self, op: _Op) -> bool:
+        """True for an operator of a float island between quantized ops (the converter's
+        DEQUANTIZE -> NEG -> QUANTIZE of a Keras LayerNormalization): it reads a float32
+        run-time tensor and writes float32, so it runs in float as LiteRT does (`nn` ops)."""
+        if op.name in ("QUANTIZE", "DEQUANTIZE") or self.handlers is not _HANDLERS:
+            return False
+        ins = [i for i in op.inputs if i >= 0]
+        return bool(ins) and any(
+            self.tensor(i).type == "FLOAT32" and (i in self.values or not self.tensor(i).constant)
+            and self.qtype(i) is None for i in ins
+        ) and all(self.tensor(o).type == "FLOAT32" and not self.tensor(o).quantized for o in op.outputs)
+
+    def float_view(self):
+        """This importer's state seen through the float importer's handlers (same block,
+        values and constants)."""
+        from qdialect.importer.tflite_float import _FloatImporter
+
+        view = object.__new__(_FloatImporter)
+        view.__dict__ = self.__dict__
+        return view
 
     # ----- static integer folding ---------------------------------------------------------------
 
@@ -1206,6 +1235,13 @@ _UNARY = {
     "LOG_SOFTMAX": qnn.LogSoftmaxOp,
     "SOFTMAX": qnn.SoftmaxOp,
     "LEAKY_RELU": qnn.LeakyReluOp,
+    "GELU": qnn.GeluOp,
+    "EXP": qnn.ExpOp,
+    "RSQRT": qnn.RsqrtOp,
+    "SQRT": qnn.SqrtOp,
+    "ABS": qnn.AbsOp,
+    "NEG": qnn.NegOp,
+    "L2_NORMALIZATION": qnn.L2NormalizationOp,
 }
 
 
@@ -1213,10 +1249,14 @@ _UNARY = {
 def _unary(imp: _Importer, op: _Op):
     x = imp.act(op.inputs[0])
     attrs = {}
+    if op.name == "L2_NORMALIZATION" and op.options.get("FusedActivationFunction"):
+        raise imp.bad("a fused activation on L2_NORMALIZATION (TFLite's kernels refuse it)")
     if op.name == "SOFTMAX":
         attrs["beta"] = float(np.float32(op.options["Beta"]))
     if op.name == "LEAKY_RELU":
         attrs["alpha"] = float(np.float32(op.options["Alpha"]))
+    if op.name == "GELU":
+        attrs["approximate"] = bool(op.options["Approximate"])
     imp.emit(_UNARY[op.name], [x], op.outputs[:1], attrs)
 
 
@@ -1622,7 +1662,9 @@ def import_tflite(data: bytes, *, batch: int = 1, name: str = "model") -> Module
         raise TFLiteImportError(f"batch must be a positive integer, got {batch!r}")
     g = _read(data)
     _classify(g)
-    _scan_unsupported(g)
+    from qdialect.importer.tflite_float import FLOAT_HANDLERS
+
+    _scan_unsupported(g, {**FLOAT_HANDLERS, **_HANDLERS})  # float islands run the float importer's
     if batch != 1:
         dynamic = any(
             (t := g.tensors[i]).signature is not None and len(t.signature) > 0 and t.signature[0] == -1

@@ -243,6 +243,16 @@ def _unary(imp: _FloatImporter, op: _Op):
     imp.emit_nn(_UNARY[op.name], [x], op.outputs[0], attrs)
 
 
+@_handles("NEG")
+def _neg(imp: _FloatImporter, op: _Op):
+    """Float NEG as `nn.mul(x, -1.0)`: exact in IEEE arithmetic (signs of zeros included),
+    so it is TFLite's `-x` bit for bit and lowers wherever a float multiply does."""
+    x = imp.act(op.inputs[0])
+    minus_one = nn.ConstantOp(np.array(-1.0, np.float32), TensorType(Float32Type(), []))
+    imp.block.add_op(minus_one)
+    imp.emit_nn(nn.MulOp, [x, minus_one.result], op.outputs[0])
+
+
 @_handles("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1")
 def _relu(imp: _FloatImporter, op: _Op):
     x = imp.act(op.inputs[0])
@@ -416,6 +426,8 @@ def _pack(imp: _FloatImporter, op: _Op):
 
 
 FLOAT_OPERATORS = tuple(sorted(_FLOAT_HANDLERS))
+FLOAT_HANDLERS = _FLOAT_HANDLERS
+"""Operator name -> handler of the float import (also the float islands of quantized models)."""
 
 
 def import_tflite_float(data: bytes, *, batch: int = 1, name: str = "model") -> ModuleOp:

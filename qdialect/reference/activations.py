@@ -76,6 +76,13 @@ __all__ = [
     "leaky_relu",
     "prelu",
     "softmax_params",
+    "gelu",
+    "gelu_f32",
+    "exp",
+    "rsqrt",
+    "rsqrt_table_int8",
+    "sqrt",
+    "l2_normalization",
 ]
 
 # ---------------------------------------------------------------------------
@@ -685,7 +692,10 @@ def int16_lut(transform, input_scale, input_zero_point, output_scale, output_zer
     interp = rnd(((val_next * inv).astype(ft) + sample.astype(ft)).astype(ft) / ft(2))
     mid = rnd((val_mid * inv).astype(ft))
     bias = rnd((interp - mid) / 2)
+    # std::min(std::max(NaN, lo), hi) keeps a NaN (an overflowing transform gives
+    # inf - inf), and its conversion to int16 on x86 keeps the low half of 0x80000000
     lut = np.clip(sample - bias, -32768, 32767)
+    lut = np.where(np.isnan(lut), 0, lut)
     last = np.clip(rnd((transform(np.asarray([input_max], ft)).astype(ft) * inv).astype(ft)),
                    -32768, 32767)
     return np.concatenate([lut, last]).astype(np.int64)
@@ -698,7 +708,7 @@ def int16_lut_lookup(value, lut) -> np.ndarray:
     index = 256 + (value >> 7)
     offset = value & 0x7F
     base = lut[index]
-    slope = lut[index + 1] - base
+    slope = wrap_int16(lut[index + 1] - base)  # an int16 in the kernel: wraps across a saturated table
     delta = (slope * offset + 64) >> 7
     return wrap_int16(base + delta)
 
@@ -1114,3 +1124,228 @@ def prelu(
     v = np.where(d >= 0, pos, neg) + zp(out_q)
     return np.clip(v, lo, hi).astype(out_q.dtype)
 
+
+
+# ---------------------------------------------------------------------------
+# Transformer-encoder unary ops: GELU, EXP, RSQRT, SQRT (TFLite builtins)
+# ---------------------------------------------------------------------------
+#
+# None of these is taken by XNNPACK on quantized tensors: LiteRT's default
+# interpreter runs the same builtin kernel as BUILTIN_REF, so "litert" gives the
+# "tflite" numbers.  The float functions are the C library's float versions
+# (`std::erfc(float)` is erfcf, ...), called through ctypes where it loads.
+
+
+@functools.lru_cache(maxsize=None)
+def _libm_float(name: str):
+    """The C library's float function `name` (erfcf, expf, tanhf, sqrtf), or None."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        fn = getattr(lib, name)
+    except (OSError, AttributeError):
+        return None
+    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+    return fn
+
+
+def _libm_apply(name: str, fallback, x) -> np.ndarray:
+    """float32 `name(x)` element by element with the C library (tables only: at most 1539
+    calls); `fallback` in float64 rounded once where no C math library can be loaded."""
+    fn = _libm_float(name)
+    x = np.asarray(x, dtype=np.float32)
+    if fn is None:
+        return _f32(fallback, x)
+    return np.array([fn(float(v)) for v in x.ravel()], dtype=np.float32).reshape(x.shape)
+
+
+def _erfc(v):
+    import math as _m
+
+    return np.vectorize(_m.erfc, otypes=[np.float64])(v)
+
+
+_NEG_SQRT1_2 = np.float32(-0.7071067811865476)  # static_cast<float>(-M_SQRT1_2)
+_SQRT_2_OVER_PI = np.float32(1.1283791670955126 * 0.7071067811865476)  # constexpr float M_2_SQRTPI * M_SQRT1_2
+
+
+def gelu_f32(v, approximate: bool = False) -> np.ndarray:
+    """TFLite's GeluTransform / GeluTransformApproximate in float32, as the LUTs call them:
+    `0.5f * x * erfcf(x * -M_SQRT1_2)`, or
+    `0.5f * x * (1.f + tanhf(sqrt(2/pi) * (x + 0.044715f * x * x * x)))`."""
+    x = np.asarray(v, dtype=np.float32)
+    half_x = (np.float32(0.5) * x).astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        if not approximate:
+            return (half_x * _libm_apply("erfcf", _erfc, (x * _NEG_SQRT1_2).astype(np.float32))).astype(np.float32)
+        cube = (((np.float32(0.044715) * x).astype(np.float32) * x).astype(np.float32) * x).astype(np.float32)
+        inner = (_SQRT_2_OVER_PI * (x + cube).astype(np.float32)).astype(np.float32)
+        return (half_x * (np.float32(1.0) + tanhf(inner)).astype(np.float32)).astype(np.float32)
+
+
+def _exp_f32(v) -> np.ndarray:
+    return _libm_apply("expf", np.exp, v)
+
+
+def _lut_op(transform, x, x_q: QParams, out_q: QParams) -> np.ndarray:
+    """TFLite's LUTPopulate + LookupTable: 8-bit through a 256-entry table
+    (LUTPopulateInt8), int16 through the 513-entry interpolated table
+    (LUTPopulateInt16<float>)."""
+    _per_tensor(x_q, "x_q")
+    _per_tensor(out_q, "out_q")
+    if x_q.bits == 8:
+        return apply_table(x, _tflite_lut(transform, x_q, out_q, "tflite"), x_q)
+    if x_q.bits == 16 and x_q.signed:
+        with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN entries are part of the recipe
+            lut = int16_lut(transform, scale32(x_q), zp(x_q), scale32(out_q), zp(out_q), float_type=np.float32)
+        return int16_lut_lookup(x, lut).astype(out_q.dtype)
+    raise ValueError(f"no kernel for {x_q.storage} input")
+
+
+def _lut_rounding(rounding: str, op: str) -> None:
+    _check_rounding(rounding)
+    if rounding not in ("tflite", "litert", "single"):
+        raise ValueError(f"{op}: rounding '{rounding}' has no recipe (only LiteRT's table kernel is known)")
+
+
+def gelu(x, *, x_q: QParams, out_q: QParams, approximate: bool = False, rounding: str = "tflite") -> np.ndarray:
+    """Quantized GELU: TFLite's LUT (`gelu_f32` on the dequantized inputs, TfLiteRound);
+    int16 through LUTPopulateInt16<float> and LUTLookup (any zero points)."""
+    _lut_rounding(rounding, "GELU")
+    return _lut_op(lambda v: gelu_f32(v, approximate), x, x_q, out_q)
+
+
+def exp(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.ndarray:
+    """Quantized EXP: TFLite's LUT of expf (int16: zero points 0, interpolated table)."""
+    _lut_rounding(rounding, "EXP")
+    if x_q.bits == 16 and (zp(x_q) or zp(out_q)):
+        raise ValueError("int16 EXP needs zero points 0")
+    return _lut_op(_exp_f32, x, x_q, out_q)
+
+
+def _inv_sqrt_multiplier_exp(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite GetInvSqrtQuantizedMultiplierExp(v, kReverseShift) for int32 values v >= 0:
+    (multiplier, left shift), gemmlowp Newton-Raphson in Q3.28 (5 steps from 1)."""
+    v = np.asarray(values, dtype=np.int64).copy()
+    small = v <= 1
+    v = np.where(small, 2, v)
+    shift = np.full(v.shape, 11, dtype=np.int64)
+    while np.any(v >= (1 << 29)):
+        big = v >= (1 << 29)
+        v = np.where(big, v // 4, v)
+        shift = shift + big
+    pairs = (_clz32(v) - 1) // 2 - 1
+    shift = shift - pairs
+    v = v << (2 * pairs)
+    fx_input = v >> 1
+    half_input = rounding_divide_by_pot(fx_input, 1)
+    half_three = (1 << 28) + (1 << 27)
+    x = np.full(v.shape, 1 << 28, dtype=np.int64)
+    for _ in range(5):
+        x3 = _rescale(_srdhm(_srdhm(x, x), x), 9, 3)
+        x = _rescale(wrap_int32(_srdhm(half_three, x) - _srdhm(half_input, x3)), 6, 3)
+    x = _srdhm(x, 1518500250)
+    neg = shift < 0
+    x = np.where(neg, wrap_int32(x << np.where(neg, -shift, 0)), x)
+    shift = np.where(neg, 0, shift)
+    return np.where(small, INT32_MAX, x), np.where(small, 0, -shift)
+
+
+def _positive_only(x, x_q: QParams, op: str, strict_float: bool = False) -> None:
+    xi = np.asarray(x).astype(np.int64)
+    if xi.size and int(xi.min()) < zp(x_q):
+        raise ValueError(f"{op} is only defined for non-negative inputs (stored {int(xi.min())} is below "
+                         f"the zero point {zp(x_q)}; LiteRT fails the invoke)")
+
+
+def rsqrt_table_int8(x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.ndarray:
+    """The 256 outputs of int8 RSQRT (indexed by `lut_index`; entries below the input
+    zero point are LiteRT's errors and hold the type maximum here).
+
+    TFLite's RsqrtEvalQuantizedInt8: `v = x - zp_in`; v == 0 gives 127; else
+    `(M, s) = GetInvSqrtQuantizedMultiplierExp(v)`, `d = MBQM(1, M, s + 20)`,
+    `out = MBQM(d, M_out, shift_out - 20) + zp_out` with `M_out, shift_out` from
+    QuantizeMultiplier(1 / (sqrt(double(float in_s)) * out_s)), saturated."""
+    vals = _table_inputs(x_q)
+    v = vals - zp(x_q)
+    m_inv, s_inv = _inv_sqrt_multiplier_exp(np.maximum(v, 0))
+    data = mbqm(np.ones_like(v), m_inv, s_inv + 20, rounding)
+    real = 1.0 / (math.sqrt(float(scale32(x_q))) * float(scale32(out_q)))
+    m_out, s_out = qmult(real, rounding)
+    out = mbqm(data, m_out, s_out - 20, rounding) + zp(out_q)
+    lo, hi = type_bounds(out_q)
+    out = np.where(v <= 0, hi, np.clip(out, lo, hi))
+    return out.astype(out_q.dtype)
+
+
+def _rsqrt_int16_f32(out_scale: np.float32):
+    def fn(v):
+        v = np.asarray(v, dtype=np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = (np.float32(1.0) / np.sqrt(v)).astype(np.float32)
+        return np.where(v <= 0, np.float32(np.float32(32767) * out_scale), r).astype(np.float32)
+
+    return fn
+
+
+def rsqrt(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.ndarray:
+    """Quantized RSQRT (1 / sqrt(x)).  int8: TFLite's fixed-point kernel
+    (`rsqrt_table_int8`); int16 (zero points 0): LUTPopulateInt16<float> of
+    `v <= 0 ? 32767 * out_s : 1.0f / sqrtf(v)` and LUTLookup.  Inputs below the
+    input zero point are an error (LiteRT fails the invoke)."""
+    _lut_rounding(rounding, "RSQRT")
+    _per_tensor(x_q, "x_q")
+    _per_tensor(out_q, "out_q")
+    _positive_only(x, x_q, "RSQRT")
+    if x_q.bits == 8 and x_q.signed:
+        return apply_table(x, rsqrt_table_int8(x_q, out_q, rounding), x_q)
+    if x_q.bits == 16 and x_q.signed:
+        if zp(x_q) or zp(out_q):
+            raise ValueError("int16 RSQRT needs zero points 0")
+        lut = int16_lut(_rsqrt_int16_f32(scale32(out_q)), scale32(x_q), 0, scale32(out_q), 0,
+                        float_type=np.float32)
+        return int16_lut_lookup(x, lut).astype(out_q.dtype)
+    raise ValueError(f"RSQRT has no kernel for {x_q.storage} input")
+
+
+def sqrt(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.ndarray:
+    """Quantized SQRT as TFLite's SqrtEvalQuantized computes it, in float32:
+    `d = in_s * float(x - zp_in)`, `out = int(sqrtf(d) / out_s) + zp_out` (truncation
+    toward zero, not rounding), saturated; int8 and int16 (any zero points).
+    Negative inputs are an error (LiteRT fails the invoke)."""
+    _lut_rounding(rounding, "SQRT")
+    _per_tensor(x_q, "x_q")
+    _per_tensor(out_q, "out_q")
+    if not x_q.signed or x_q.bits not in (8, 16):
+        raise ValueError(f"SQRT has no kernel for {x_q.storage} input")
+    _positive_only(x, x_q, "SQRT")
+    xi = np.asarray(x).astype(np.int64)
+    d = (scale32(x_q) * (xi - zp(x_q)).astype(np.float32)).astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = (np.sqrt(d).astype(np.float32) / scale32(out_q)).astype(np.float32)
+    t = np.trunc(np.nan_to_num(y.astype(np.float64), nan=0.0, posinf=2.0**31 - 1, neginf=-(2.0**31)))
+    out = np.clip(t, -(2.0**31), 2.0**31 - 1) + zp(out_q)
+    lo, hi = type_bounds(out_q)
+    return np.clip(out, lo, hi).astype(np.int64).astype(out_q.dtype)
+
+
+def l2_normalization(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.ndarray:
+    """Quantized L2_NORMALIZATION over the last axis, int8 (output fixed at 1/128, zp 0).
+
+    TFLite's reference_integer_ops::L2Normalization (both builtin kernels call it; XNNPACK
+    does not take it): `d = x - zp_in`, `acc = sum(d * d)` in int32 (wrapping),
+    `(M, s) = GetInvSqrtQuantizedMultiplierExp(acc)`, `out = MBQM(d, M, s + 7)`, saturated;
+    the input scale is not read (the result is d / |d| whatever the scale)."""
+    _lut_rounding(rounding, "L2_NORMALIZATION")
+    _per_tensor(x_q, "x_q")
+    if x_q.bits != 8 or not x_q.signed:
+        raise ValueError(f"L2_NORMALIZATION has a quantized kernel for int8 only, got {x_q.storage}")
+    d = np.asarray(x).astype(np.int64) - zp(x_q)
+    if d.ndim == 0:
+        d = d.reshape(1)
+    acc = wrap_int32(np.sum(d * d, axis=-1, keepdims=True))
+    m, s = _inv_sqrt_multiplier_exp(np.maximum(acc, 0))
+    out = mbqm(d, m, s + 7, rounding)
+    return np.clip(out, -128, 127).astype(out_q.dtype).reshape(np.shape(x))

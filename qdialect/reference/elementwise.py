@@ -62,6 +62,8 @@ __all__ = [
     "relu6",
     "relu_n1_to_1",
     "relu_0_to_1",
+    "absolute",
+    "negate",
 ]
 
 FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1")
@@ -910,3 +912,35 @@ def relu_0_to_1(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") ->
     """min(max(x, 0), 1) with requantization (TFLite RELU_0_TO_1, see `clamp`)."""
     return _relu_x(x, x_q, out_q, 0.0, 1.0, rounding)
 
+
+
+def absolute(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.ndarray:
+    """Quantized ABS as TFLite's AbsEvalQuantized (int8; int16 with zero points 0):
+    `v = |x - zp_in|`; when the float32 scales differ, `MBQM(v, M, shift)` with
+    QuantizeMultiplier(in_s / out_s) (the ratio in float32); `+ zp_out`, saturated.
+    XNNPACK does not take quantized ABS: "litert" is the same kernel."""
+    _check_rounding(rounding)
+    _per_tensor(x_q, "x_q")
+    _per_tensor(out_q, "out_q")
+    if not x_q.signed or x_q.bits not in (8, 16):
+        raise ValueError(f"ABS has no kernel for {x_q.storage} input")
+    if x_q.bits == 16 and (zp(x_q) or zp(out_q)):
+        raise ValueError("int16 ABS needs zero points 0")
+    v = np.abs(np.asarray(x).astype(np.int64) - zp(x_q))
+    if scale32(x_q) != scale32(out_q):
+        m, s = qmult(float(np.float32(scale32(x_q) / scale32(out_q))), rounding)
+        v = mbqm(v, m, s, rounding)
+    lo, hi = type_bounds(out_q)
+    return np.clip(v + zp(out_q), lo, hi).astype(out_q.dtype)
+
+
+def negate(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.ndarray:
+    """Quantized NEG as TFLite's kernel computes it: the stored integers negated, in
+    the storage type (int8 -128 stays -128: `-x` wraps); the quantization parameters
+    are not read, so this is real negation only when both zero points are 0 and the
+    scales are equal (what `qnn.neg` verifies)."""
+    _check_rounding(rounding)
+    bits = x_q.bits
+    v = -np.asarray(x).astype(np.int64)
+    half = 1 << (bits - 1)
+    return (((v + half) & ((1 << bits) - 1)) - half).astype(out_q.dtype)

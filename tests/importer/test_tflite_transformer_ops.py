@@ -1,0 +1,171 @@
+"""The operators quantized transformer encoders need (issue 22), against LiteRT.
+
+Every case is a model built in memory with tests/tflite_writer.py, imported,
+re-parsed and run by the reference interpreter in two profiles: `tflite`
+against LiteRT's reference kernels (BUILTIN_REF) and `litert` against LiteRT's
+default interpreter (XNNPACK where it takes the op, TFLite's builtin kernels
+where it does not).  Expected integers come from LiteRT only; 8-bit unary ops
+are run on all 256 inputs, int16 ones on all 65536, over several scales and
+zero points.  Bit-exact means zero differing elements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qdialect.importer import TFLiteImportError, import_tflite
+from qdialect.interpreter import InterpreterError, run_module
+from tests.importer.test_tflite_import import body_ops, reparse
+from tests.tflite_writer import OpSpec, TensorSpec, build_model, build_single_op_model, delegate_partitions, run_tflite
+
+PROFILES = ((True, "tflite"), (False, "litert"))
+
+
+def mismatches(model: bytes, inputs: list[np.ndarray], module=None) -> dict[str, int]:
+    """Differing elements per profile (all outputs together)."""
+    module = import_tflite(model) if module is None else module
+    out = {}
+    for reference, profile in PROFILES:
+        expected = run_tflite(model, inputs, reference=reference)
+        got = run_module(module, inputs, rounding=profile)
+        bad = 0
+        for a, b in zip(got, expected):
+            a = np.asarray(a)
+            assert a.shape == b.shape
+            if np.issubdtype(b.dtype, np.floating):
+                bad += int(np.count_nonzero(a.astype(np.float32).view(np.int32) != b.view(np.int32)))
+            else:
+                bad += int(np.count_nonzero(a.astype(np.int64) != b.astype(np.int64)))
+        out[profile] = bad
+    return out
+
+
+def every_value(dtype: str, at_least: int | None = None) -> np.ndarray:
+    info = np.iinfo(np.dtype(dtype))
+    lo = info.min if at_least is None else max(info.min, at_least)
+    return np.arange(lo, int(info.max) + 1).astype(dtype)
+
+
+# (input scale, input zp, output scale, output zp) for 8-bit; int16 uses zero points 0
+SCALES_8 = [(0.05, 0, 0.05, 0), (0.02, -3, 0.1, 5), (0.0031, 7, 0.0007, -20), (1.7, -100, 0.9, 3),
+            (0.1, 20, 0.02, -128)]
+SCALES_16 = [(2.5e-4, 2.5e-4), (1e-4, 5e-4), (1.55e-5, 3.5e-6), (8.5e-3, 4.5e-3), (5e-4, 1e-4)]
+
+
+def unary_model(op: str, dtype: str, n: int, s_in, z_in, s_out, z_out, options=None) -> bytes:
+    return build_single_op_model(op, [TensorSpec((n,), dtype, s_in, z_in)], [TensorSpec((n,), dtype, s_out, z_out)],
+                                 options)
+
+
+UNARY = [("GELU", {"approximate": False}), ("GELU", {"approximate": True}), ("EXP", None), ("RSQRT", None),
+         ("SQRT", None), ("ABS", None)]
+
+
+@pytest.mark.parametrize("op,options", UNARY, ids=[f"{o}{'_approx' if (p or {}).get('approximate') else ''}"
+                                                   for o, p in UNARY])
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_unary_op_is_bit_exact_on_every_input(op, options, dtype):
+    """All 256 (65536) stored inputs, five scale choices, both profiles: 0 mismatches.
+    RSQRT / SQRT are defined from the zero point up (below it LiteRT fails the invoke)."""
+    cases = SCALES_8 if dtype == "int8" else [(a, 0, b, 0) for a, b in SCALES_16]
+    for s_in, z_in, s_out, z_out in cases:
+        xs = every_value(dtype, z_in if op in ("RSQRT", "SQRT") else None)
+        model = unary_model(op, dtype, xs.size, s_in, z_in, s_out, z_out, options)
+        module = import_tflite(model)
+        assert [o.name for o in body_ops(module)] == [f"qnn.{op.lower()}"]
+        assert mismatches(model, [xs], reparse(module)) == {"tflite": 0, "litert": 0}, (s_in, z_in, s_out, z_out)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_neg_negates_stored_integers_and_wraps_the_minimum(dtype):
+    xs = every_value(dtype)
+    for scale in (0.05, 0.0031, 1.7):
+        model = unary_model("NEG", dtype, xs.size, scale, 0, scale, 0)
+        assert mismatches(model, [xs]) == {"tflite": 0, "litert": 0}
+    (out,) = run_tflite(unary_model("NEG", dtype, 1, 0.5, 0, 0.5, 0), [xs[:1]])
+    assert int(out[0]) == int(xs[0])  # -(-128) is -128 in LiteRT's kernel
+
+
+def test_quantized_neg_with_a_zero_point_is_refused_by_name():
+    model = unary_model("NEG", "int8", 4, 0.5, 3, 0.5, 3)
+    with pytest.raises(TFLiteImportError, match=r"operator 0 \(NEG\).*zero point 0"):
+        import_tflite(model)
+
+
+def test_exp_int16_overflowing_table_wraps_as_litert():
+    """exp overflows float32 inside the table: LiteRT's table holds inf - inf = NaN (-> 0) and
+    -32768, and LUTLookup's int16 slope wraps; the interpreter follows."""
+    xs = every_value("int16")
+    model = unary_model("EXP", "int16", xs.size, 8.5e-3, 0, 4.5e-3, 0)
+    assert mismatches(model, [xs]) == {"tflite": 0, "litert": 0}
+
+
+@pytest.mark.parametrize("op", ["RSQRT", "SQRT"])
+def test_negative_input_is_a_one_line_error_as_litert_fails(op):
+    model = unary_model(op, "int8", 3, 0.05, 2, 0.05, 0)
+    xs = np.array([5, 1, 3], np.int8)  # 1 < zero point 2
+    with pytest.raises(Exception):
+        run_tflite(model, [xs])
+    with pytest.raises(InterpreterError, match=f"qnn.{op.lower()}: .*non-negative") as e:
+        run_module(import_tflite(model), [xs])
+    assert "\n" not in str(e.value)
+
+
+def test_xnnpack_takes_none_of_the_quantized_unary_ops():
+    """Why `litert` equals `tflite` for these: the default interpreter runs the builtin kernel."""
+    for op, options in UNARY + [("NEG", None)]:
+        for dtype in ("int8", "int16"):
+            assert delegate_partitions(unary_model(op, dtype, 8, 0.05, 0, 0.05, 0, options)) == 0, (op, dtype)
+
+
+# ----- float islands between quantized ops --------------------------------------------------------
+
+
+def island_model(dtype: str, n: int, s_in, z_in, s_out, z_out) -> bytes:
+    tensors = [TensorSpec((n,), dtype, s_in, z_in), TensorSpec((n,), "float32"), TensorSpec((n,), "float32"),
+               TensorSpec((n,), dtype, s_out, z_out)]
+    ops = [OpSpec("DEQUANTIZE", [0], [1]), OpSpec("NEG", [1], [2]), OpSpec("QUANTIZE", [2], [3])]
+    return build_model(ops, tensors, [0], [3])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_dequantize_neg_quantize_runs_in_float_as_litert(dtype):
+    """Keras LayerNormalization's `DEQUANTIZE -> NEG -> QUANTIZE` (int8 models): the NEG runs
+    in float (XNNPACK takes the island in the default interpreter), 0 mismatches."""
+    xs = every_value(dtype)
+    for s_in, z_in, s_out, z_out in [(0.05, 3, 0.05, 3), (0.0123, -7, 0.031, 11), (0.37, 100, 0.11, -90)]:
+        if dtype == "int16":
+            z_in = z_out = 0
+        model = island_model(dtype, xs.size, s_in, z_in, s_out, z_out)
+        module = reparse(import_tflite(model))
+        assert [o.name for o in body_ops(module)] == ["qnn.dequantize", "nn.constant", "nn.mul", "qnn.quantize"]
+        assert mismatches(model, [xs], module) == {"tflite": 0, "litert": 0}
+    assert delegate_partitions(island_model(dtype, 8, 0.05, 0, 0.05, 0)) > 0
+
+
+# ----- L2_NORMALIZATION --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(4, 16), (2, 3, 64), (1, 300), (8, 1), (2, 16384)])
+def test_l2_normalization_int8_is_bit_exact(shape):
+    """Random rows, all-zero rows (acc 0) and, at depth 16384 with extreme values, sums of
+    squares above 2^29 (the normalising loop of GetInvSqrtQuantizedMultiplierExp)."""
+    rng = np.random.default_rng(sum(shape))
+    for z_in in (0, -5, 77, -128):
+        model = build_single_op_model("L2_NORMALIZATION", [TensorSpec(shape, "int8", 0.05, z_in)],
+                                      [TensorSpec(shape, "int8", 1 / 128, 0)])
+        xs = rng.integers(-128, 128, shape).astype(np.int8)
+        if shape[-1] == 16384:
+            xs = np.where(xs >= 0, 127, -128).astype(np.int8)
+        xs.reshape(-1, shape[-1])[0] = z_in  # a row of real zeros
+        module = reparse(import_tflite(model))
+        assert [o.name for o in body_ops(module)] == ["qnn.l2_normalization"]
+        assert mismatches(model, [xs], module) == {"tflite": 0, "litert": 0}, z_in
+
+
+def test_l2_normalization_output_parameters_are_checked():
+    model = build_single_op_model("L2_NORMALIZATION", [TensorSpec((2, 4), "int8", 0.05, 0)],
+                                  [TensorSpec((2, 4), "int8", 1 / 64, 0)])
+    with pytest.raises(TFLiteImportError, match=r"L2_NORMALIZATION.*scale 0.0078125 and zero point 0"):
+        import_tflite(model)

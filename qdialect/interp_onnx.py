@@ -523,3 +523,7 @@ def evaluate(it, op, args, profile: str):
     if isinstance(op, _INTEGER) or (isinstance(op, qnn.ConcatenationOp)):
         return None  # the profile-independent integer handler
     raise NoRecipe(f"{op.name} has no recipe in the '{profile}' profile")
+
+
+# the float ops of transformer encoders (nn.div, nn.sqrt, nn.erf, nn.layer_norm) add their recipes to _NN
+from qdialect import interp_onnx_float  # noqa: E402,F401

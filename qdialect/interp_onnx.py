@@ -26,8 +26,6 @@ profile's arithmetic).
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from qdialect.dialects import nn, qnn
@@ -41,7 +39,6 @@ class NoRecipe(Exception):
     pass
 
 
-@functools.cache
 def _isa() -> str:
     return ort.detect_isa()
 

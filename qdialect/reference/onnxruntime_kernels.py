@@ -104,6 +104,8 @@ ORT_DISABLE_ALL and the default session alike, on an AVX-512 Zen4):
 
 from __future__ import annotations
 
+import functools
+import os
 from fractions import Fraction
 
 import numpy as np
@@ -145,18 +147,39 @@ __all__ = [
 F32 = np.float32
 
 
-def detect_isa() -> str:
-    """"vnni" if this CPU has AVX-512 VNNI or AVX-VNNI (MLAS then uses vpdpbusd,
-    no int16 saturation), else "avx2".  Linux only (reads /proc/cpuinfo)."""
+#: environment variable that forces the ISA the ONNX profiles model ("avx2", "vnni" or "sse"),
+#: whatever this CPU is: e.g. to compare with ORT run under `qemu-x86_64 -cpu Haswell`
+ISA_ENV = "QDIALECT_ORT_ISA"
+ISAS = ("avx2", "vnni", "sse")
+
+
+@functools.cache
+def _cpu_isa() -> str:
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("flags"):
                     flags = set(line.split(":", 1)[1].split())
-                    return "vnni" if flags & {"avx512_vnni", "avx_vnni"} else "avx2"
+                    if flags & {"avx512_vnni", "avx_vnni"}:
+                        return "vnni"
+                    return "avx2" if "avx2" in flags else "sse"
     except OSError:
         pass
     return "avx2"
+
+
+def detect_isa() -> str:
+    """Which MLAS u8 x s8 kernels ORT runs: "avx2" on an x86 CPU with AVX2 and
+    without VNNI (vpmaddubsw: pairs of products saturated to int16; AVX-512BW
+    without VNNI is read to do the same), "vnni" with AVX-512 VNNI or AVX-VNNI
+    (vpdpbusd, exact), "sse" without AVX2 (pmaddwd on widened values, exact).
+    `QDIALECT_ORT_ISA` overrides it.  Reads /proc/cpuinfo (Linux); elsewhere "avx2"."""
+    forced = os.environ.get(ISA_ENV)
+    if forced:
+        if forced not in ISAS:
+            raise ValueError(f"{ISA_ENV}={forced!r}: expected one of {', '.join(ISAS)}")
+        return forced
+    return _cpu_isa()
 
 
 def _s(q: QParams) -> np.ndarray:
@@ -225,8 +248,8 @@ def _dot(a: np.ndarray, b: np.ndarray, a_zp, b_zp, *, saturate: bool) -> np.ndar
 
 
 def _u8s8(a_q: QParams, b_q: QParams, isa: str) -> bool:
-    if isa not in ("avx2", "vnni"):
-        raise ValueError(f"isa must be 'avx2' or 'vnni', got {isa!r}")
+    if isa not in ISAS:
+        raise ValueError(f"isa must be one of {', '.join(ISAS)}, got {isa!r}")
     return isa == "avx2" and a_q.bits == 8 and not a_q.signed and b_q.bits == 8 and b_q.signed
 
 

@@ -18,7 +18,7 @@ ONNX_T = {np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.
           np.dtype(np.uint16): TensorProto.UINT16, np.dtype(np.int16): TensorProto.INT16,
           np.dtype(np.int32): TensorProto.INT32, np.dtype(np.float32): TensorProto.FLOAT}
 DT = {"u8": np.uint8, "i8": np.int8}
-ISA = R.detect_isa()  # "vnni" on AVX-512 VNNI / AVX-VNNI CPUs, else "avx2"
+ISA = R.detect_isa()  # "vnni" on AVX-512 VNNI / AVX-VNNI CPUs; QDIALECT_ORT_ISA overrides
 
 
 def run(node, inputs: dict, inits: dict, out_dtype, opset=19):

@@ -758,6 +758,13 @@ def _softmax_8bit_fixed(x, x_q, out_q, beta, rounding):
     recip, nbou = get_reciprocal(total, _ACCUM_INTEGER_BITS)
     out_bits = out_q.bits
     exponent = nbou + 31 - out_bits
+    if np.any((exponent < 0) | (exponent > 31)):
+        # TFLITE_CHECK(0 <= exponent && exponent <= 31) aborts the reference kernel: with 8-bit
+        # output, a row whose sum of exponentials (Q12.19) reaches 512 (long rows, small scales)
+        row_sum = float(total.max()) / (1 << 19)
+        raise ValueError(f"a row's sum of exponentials ({row_sum:.1f}) reaches 2^{out_bits + 1}: TFLite's "
+                         "reference SOFTMAX kernel aborts there (TFLITE_CHECK on the output exponent); "
+                         "LiteRT's default interpreter (--rounding litert) runs it")
     unsat = rounding_divide_by_pot(_srdhm(recip, exps), exponent)
     lo, hi = type_bounds(out_q)
     v = np.clip(unsat + lo, lo, hi)

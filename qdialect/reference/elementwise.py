@@ -659,6 +659,9 @@ def squared_difference(
     s1, s2, so = scale32(x1_q), scale32(x2_q), scale32(out_q)
     if rounding == "litert":
         rounding = "tflite"
+    if x1_q.bits != 8 and rounding != "half_even":
+        raise ValueError(f"{x1_q.storage} SQUARED_DIFFERENCE has no TFLite kernel (LiteRT's invoke fails: "
+                         "only float32, int32 and 8-bit)")
     if rounding == "half_even":
         diff = d1.astype(np.float32) * s1 - d2.astype(np.float32) * s2
         v = np.rint((diff * diff) / so).astype(np.int64) + zp(out_q)

@@ -169,3 +169,81 @@ def test_l2_normalization_output_parameters_are_checked():
                                   [TensorSpec((2, 4), "int8", 1 / 64, 0)])
     with pytest.raises(TFLiteImportError, match=r"L2_NORMALIZATION.*scale 0.0078125 and zero point 0"):
         import_tflite(model)
+
+
+# ----- ops that were imported already, on transformer shapes ------------------------------------
+
+
+def random_ints(shape, dtype, rng):
+    info = np.iinfo(np.dtype(dtype))
+    return rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+@pytest.mark.parametrize("adj_x,adj_y", [(False, False), (True, False), (False, True), (True, True)])
+def test_batch_matmul_of_two_activations_with_adjoint_flags(dtype, adj_x, adj_y):
+    """Attention's Q K^T and P V: both operands are run-time activations."""
+    rng = np.random.default_rng(7)
+    z = (-3, 5, 2) if dtype == "int8" else (0, 0, 0)
+    a = (2, 4, 8, 16) if adj_x else (2, 4, 16, 8)
+    b = (2, 4, 12, 8) if adj_y else (2, 4, 8, 12)
+    model = build_single_op_model(
+        "BATCH_MATMUL", [TensorSpec(a, dtype, 0.02, z[0]), TensorSpec(b, dtype, 0.03, z[1])],
+        [TensorSpec((2, 4, 16, 12), dtype, 0.05, z[2])], {"adj_x": adj_x, "adj_y": adj_y})
+    for _ in range(2):
+        assert mismatches(model, [random_ints(a, dtype, rng), random_ints(b, dtype, rng)]) == {"tflite": 0, "litert": 0}
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+@pytest.mark.parametrize("depth", [128, 1000, 4096])
+def test_softmax_on_long_rows(dtype, depth):
+    rng = np.random.default_rng(depth)
+    out = (1 / 256, -128) if dtype == "int8" else (1 / 32768, 0)
+    for scale in ((0.05, 0.5) if dtype == "int8" else (5e-4, 5e-5, 5e-6)):
+        model = build_single_op_model("SOFTMAX", [TensorSpec((4, depth), dtype, scale, -3 if dtype == "int8" else 0)],
+                                      [TensorSpec((4, depth), dtype, *out)], {"beta": 1.0})
+        assert mismatches(model, [random_ints((4, depth), dtype, rng)]) == {"tflite": 0, "litert": 0}, scale
+
+
+def test_int8_softmax_whose_row_sum_reaches_512_is_refused_as_the_reference_kernel_aborts():
+    """TFLite's reference int8 SOFTMAX aborts (TFLITE_CHECK on the output exponent) once a row's
+    sum of exponentials reaches 512: the `tflite` profile says so in one line; LiteRT's default
+    interpreter (optimized kernel, float exp table) runs it and `litert` matches it."""
+    rng = np.random.default_rng(3)
+    model = build_single_op_model("SOFTMAX", [TensorSpec((2, 1000), "int8", 0.004, -3)],
+                                  [TensorSpec((2, 1000), "int8", 1 / 256, -128)], {"beta": 1.0})
+    xs = random_ints((2, 1000), "int8", rng)
+    module = import_tflite(model)
+    with pytest.raises(InterpreterError, match=r"qnn.softmax: a row's sum of exponentials .* aborts") as e:
+        run_module(module, [xs], rounding="tflite")
+    assert "\n" not in str(e.value)
+    (expected,) = run_tflite(model, [xs], reference=False)
+    np.testing.assert_array_equal(run_module(module, [xs], rounding="litert")[0], expected)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_layer_norm_mean_over_the_last_axis(dtype):
+    rng = np.random.default_rng(11)
+    z = -3 if dtype == "int8" else 0
+    for keep in (True, False):
+        model = build_single_op_model(
+            "MEAN", [TensorSpec((2, 8, 64), dtype, 0.05, z), TensorSpec((1,), "int32", data=np.array([-1]))],
+            [TensorSpec((2, 8, 1) if keep else (2, 8), dtype, 0.03, z)], {"keep_dims": keep})
+        assert mismatches(model, [random_ints((2, 8, 64), dtype, rng)]) == {"tflite": 0, "litert": 0}
+
+
+def test_squared_difference_int8_and_int16_has_no_litert_kernel():
+    rng = np.random.default_rng(5)
+    model = build_single_op_model(
+        "SQUARED_DIFFERENCE", [TensorSpec((2, 8, 64), "int8", 0.05, -3), TensorSpec((2, 8, 1), "int8", 0.04, 4)],
+        [TensorSpec((2, 8, 64), "int8", 0.2, -100)])
+    xs = [random_ints((2, 8, 64), "int8", rng), random_ints((2, 8, 1), "int8", rng)]
+    assert mismatches(model, xs) == {"tflite": 0, "litert": 0}
+    model16 = build_single_op_model(
+        "SQUARED_DIFFERENCE", [TensorSpec((2, 8), "int16", 0.05, 0), TensorSpec((2, 8), "int16", 0.04, 0)],
+        [TensorSpec((2, 8), "int16", 0.2, 0)])
+    xs16 = [random_ints((2, 8), "int16", rng), random_ints((2, 8), "int16", rng)]
+    with pytest.raises(RuntimeError, match="SquaredDifference only supports"):
+        run_tflite(model16, xs16)
+    with pytest.raises(InterpreterError, match="qnn.squared_difference: i16 SQUARED_DIFFERENCE has no TFLite kernel"):
+        run_module(import_tflite(model16), xs16)

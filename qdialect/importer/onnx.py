@@ -2016,6 +2016,148 @@ _FLOAT_HANDLERS["ReduceMean"] = _float_reduce_mean
 _FLOAT_HANDLERS["Clip"] = _float_clip
 
 
+# ----- the float ops of quantized transformer encoders ------------------------------------
+# ORT has no integer kernel for Div, Sqrt, Pow, Erf, Gelu or LayerNormalization: between a
+# DequantizeLinear and a QuantizeLinear they run in float in both sessions (the importer reads the
+# dequantized operands, emits the float op, and the QuantizeLinear after it quantizes the result).
+
+_TRANSFORMER_BINARY = {"Div": nn.DivOp}
+_TRANSFORMER_UNARY = {"Sqrt": nn.SqrtOp, "Erf": nn.ErfOp}
+
+
+def _all_constant(imp: _Importer, node: _Node) -> bool:
+    if all(isinstance(imp.get(i, "input"), Const) for i in node.inputs if i):
+        return True
+    imp.remark("ONNX Runtime runs it in float (it has no integer kernel): rounding = onnx")
+    return False
+
+
+@_handles("Div")
+def _div(imp: _Importer, node: _Node):
+    """ONNX Div: IEEE float32 division (Eigen's, in ORT), broadcasting."""
+    if _all_constant(imp, node):
+        return _fold_node(imp, node)
+    va, vb = imp.input(node, 0, "A"), imp.input(node, 1, "B")
+    like = next((v for v in (va, vb) if isinstance(v, Act)), None)
+    like = like or next((v.src for v in (va, vb) if isinstance(v, Deq) and isinstance(v.src, Act)), None)
+    a, b = imp.float_value(va, "A", like), imp.float_value(vb, "B", like)
+    av, bv, nhwc = _broadcast_pair(imp, a, b)
+    shape = _broadcast(imp, qnn.shape_of(av), qnn.shape_of(bv))
+    return [Act(_float_op(imp, _TRANSFORMER_BINARY[node.op_type], [av, bv], shape), nhwc)]
+
+
+@_handles("Sqrt", "Erf")
+def _float_elementwise(imp: _Importer, node: _Node):
+    """ONNX Sqrt (IEEE) and Erf (MLAS's erf), in float."""
+    if _all_constant(imp, node):
+        return _fold_node(imp, node)
+    x = imp.float_value(imp.input(node, 0, "X"), "X")
+    return [Act(_float_op(imp, _TRANSFORMER_UNARY[node.op_type], [x.value], qnn.shape_of(x.value)), x.nhwc)]
+
+
+def _scalar_constant(imp: _Importer, v, role: str) -> float:
+    """The value of a constant scalar operand (a float constant, or a dequantized one)."""
+    if isinstance(v, Deq) and isinstance(v.src, Const):
+        from qdialect.reference import onnxruntime_kernels as ort
+
+        arr = ort.dequantize_linear(v.src.array, x_q=v.qtype.qparams())
+    elif isinstance(v, Const):
+        arr = np.asarray(v.array)
+    else:
+        raise _Unsupported(f"a {role} computed at run time")
+    if arr.size != 1:
+        raise _Unsupported(f"a {role} with {arr.size} elements (a scalar is supported)")
+    return float(arr.reshape(-1)[0])
+
+
+@_handles("Pow")
+def _pow(imp: _Importer, node: _Node):
+    """ONNX Pow with a constant exponent 2 or 3: ORT computes `x * x` / `x * x * x` (its
+    special cases of std::pow), written here as multiplications."""
+    if _all_constant(imp, node):
+        return _fold_node(imp, node)
+    e = _scalar_constant(imp, imp.input(node, 1, "Y"), "exponent")
+    if e not in (2.0, 3.0):
+        raise _Unsupported(f"exponent {e!r} (ORT's std::pow is modelled for exponents 2 and 3)")
+    x = imp.float_value(imp.input(node, 0, "X"), "X")
+    shape = qnn.shape_of(x.value)
+    y = _float_op(imp, nn.MulOp, [x.value, x.value], shape)
+    if e == 3.0:
+        y = _float_op(imp, nn.MulOp, [y, x.value], shape)
+    return [Act(y, x.nhwc)]
+
+
+_GELU_TANH_B = 0.7978845608028654  # sqrt(2 / pi), as ORT's Gelu kernel spells it
+_GELU_TANH_C = 0.035677408136300125  # 0.044715 * sqrt(2 / pi)
+
+
+@_handles("Gelu")
+def _gelu(imp: _Importer, node: _Node):
+    """com.microsoft Gelu and ONNX Gelu-20 as ORT's kernel computes them (`tensor/gelu.cc`):
+    `t = x * f32(M_SQRT1_2)`, `e = erf(t)` (MLAS), `y = (0.5 * x) * (e + 1)`; with
+    approximate = "tanh": `t = x * ((C * x) * x + B)`, `e = tanh(t)` (MLAS)."""
+    if node.domain not in ("com.microsoft",) and imp.g.opset < 20:
+        raise _Unsupported("ai.onnx Gelu before opset 20")
+    _all_constant(imp, node)
+    approximate = node.attrs.get("approximate", "none")
+    approximate = approximate.decode() if isinstance(approximate, bytes) else approximate
+    if approximate not in ("none", "tanh"):
+        raise imp.bad(f"approximate is '{approximate}', expected 'none' or 'tanh'")
+    x = imp.float_value(imp.input(node, 0, "X"), "X")
+    shape = qnn.shape_of(x.value)
+    rank = len(shape)
+    if approximate == "none":
+        t = _float_op(imp, nn.MulOp, [x.value, _float_scalar(imp, float(np.float32(np.sqrt(0.5))), rank)], shape)
+        e = _float_op(imp, nn.ErfOp, [t], shape)
+    else:
+        c = _float_op(imp, nn.MulOp, [_float_scalar(imp, float(np.float32(_GELU_TANH_C)), rank), x.value], shape)
+        c = _float_op(imp, nn.MulOp, [c, x.value], shape)
+        c = _float_op(imp, nn.AddOp, [c, _float_scalar(imp, float(np.float32(_GELU_TANH_B)), rank)], shape)
+        t = _float_op(imp, nn.MulOp, [x.value, c], shape)
+        e = _float_op(imp, nn.TanhOp, [t], shape)
+    e1 = _float_op(imp, nn.AddOp, [e, _float_scalar(imp, 1.0, rank)], shape)
+    half = _float_op(imp, nn.MulOp, [_float_scalar(imp, 0.5, rank), x.value], shape)
+    return [Act(_float_op(imp, nn.MulOp, [half, e1], shape), x.nhwc)]
+
+
+_LAYER_NORM_MIN_ROW = 8  # shorter rows take ORT's scalar path, not modelled
+
+
+@_handles("LayerNormalization")
+def _layer_norm(imp: _Importer, node: _Node):
+    """ONNX LayerNormalization (float32) as ORT's AVX2 MLAS kernel computes it, over the axes
+    from `axis` on in ONNX order."""
+    if any(o for o in node.outputs[1:]) and any(imp.g.consumers.get(o) for o in node.outputs[1:] if o):
+        raise _Unsupported("the Mean / InvStdDev outputs")
+    if int(node.attrs.get("stash_type", 1)) != 1:
+        raise _Unsupported(f"stash_type {node.attrs.get('stash_type')}")
+    _all_constant(imp, node)
+    x = imp.float_value(imp.input(node, 0, "X"), "X")
+    xv = imp.logical(x)
+    shape = list(qnn.shape_of(xv))
+    axis = _axis(imp, int(node.attrs.get("axis", -1)), len(shape))
+    row = math.prod(shape[axis:])
+    if row < _LAYER_NORM_MIN_ROW:
+        raise _Unsupported(f"normalizing {row} elements (ORT's kernel for rows under "
+                           f"{_LAYER_NORM_MIN_ROW} is not modelled)")
+    operands = [xv]
+    for k, role in ((1, "Scale"), (2, "B")):
+        v = imp.input(node, k, role, optional=(k == 2))
+        if v is None:
+            continue
+        if not isinstance(v, Const) and not (isinstance(v, Deq) and isinstance(v.src, Const)):
+            raise _Unsupported(f"a {role} computed at run time")
+        c = imp.float_value(v, role)
+        if math.prod(qnn.shape_of(c.value)) != row:
+            raise imp.bad(f"{role} has {math.prod(qnn.shape_of(c.value))} elements, the normalized axes {row}")
+        if list(qnn.shape_of(c.value)) != shape[axis:]:
+            c = Act(imp.add(nn.ReshapeOp([c.value], TensorType(Float32Type(), shape[axis:]),
+                                         {"qnn.rounding": "onnx"})).results[0])
+        operands.append(c.value)
+    eps = float(np.float32(node.attrs.get("epsilon", 1e-5)))
+    return [Act(_float_op(imp, nn.LayerNormOp, operands, shape, {"axis": axis, "epsilon": eps}))]
+
+
 # ======================================================================================
 # Shape arithmetic folded at import
 # ======================================================================================

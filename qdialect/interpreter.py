@@ -518,7 +518,8 @@ def _move(ref_name, **static):
 
     def handler(it, op, args):
         extra = {}
-        for key in ("perm", "block_size", "axis", "batch_dims", "paddings", "pad_value", "begin", "end", "strides"):
+        for key in ("perm", "block_size", "axis", "batch_dims", "paddings", "pad_value", "begin", "end", "strides",
+                    "multiples"):
             if key in op.ATTRS:
                 value = op.attr(key, None)
                 if value is not None:
@@ -556,6 +557,23 @@ def _slice(it, op, args):
 _HANDLERS[qnn.SpaceToDepthOp] = _move("space_to_depth")
 _HANDLERS[qnn.DepthToSpaceOp] = _move("depth_to_space")
 _HANDLERS[qnn.GatherOp] = _move("gather")
+_HANDLERS[qnn.TileOp] = _move("tile")
+_HANDLERS[qnn.GatherNdOp] = _move("gather_nd")
+
+
+@handles(qnn.MirrorPadOp)
+def _mirror_pad(it, op, args):
+    return _call(
+        _reference("movement", "mirror_pad"), args[0], x_q=_qp(op.operands[0]), out_q=_qp(op.results[0]),
+        paddings=_pairs(op.attr("paddings")), mode=op.attr("mode"),
+    )
+
+
+@handles(qnn.ArgMaxOp, qnn.ArgMinOp)
+def _arg_extreme(it, op, args):
+    name = "arg_max" if isinstance(op, qnn.ArgMaxOp) else "arg_min"
+    return _call(_reference("pooling", name), args[0], axis=op.attr("axis"),
+                 output_dtype=Interpreter._dtype(op.results[0]))
 
 
 @handles(qnn.ConcatenationOp)

@@ -1367,6 +1367,118 @@ class DepthToSpaceOp(_MoveOp):
         self.require_result_shape([n, h * b, w * b, c // (b * b)])
 
 
+@irdl_op_definition
+class TileOp(_MoveOp):
+    """The input repeated `multiples[d]` times along each dimension d (TFLite TILE; stored
+    integers copied, operand and result share parameters).  TFLite BROADCAST_TO is
+    `qnn.reshape` to the target rank (leading 1s) followed by this op."""
+
+    name = "qnn.tile"
+    ATTRS: ClassVar = {"multiples": (INTS, None)}
+    REQUIRED: ClassVar = ("multiples",)
+
+    def verify_shape(self):
+        s = shape_of(self.operands[0])
+        m = self.attr("multiples")
+        if len(m) != len(s) or min(m, default=1) < 0:
+            self.fail(f"multiples {m} must be one non-negative integer per dimension of {list(s)}")
+        self.require_result_shape([d * k for d, k in zip(s, m)])
+
+
+@irdl_op_definition
+class MirrorPadOp(_MoveOp):
+    """Pad by mirroring (TFLite MIRROR_PAD): `mode = "reflect"` does not repeat the edge
+    element (numpy `reflect`), `"symmetric"` does (numpy `symmetric`).  `paddings` holds
+    [before_0, after_0, before_1, after_1, ...], each at most the dimension size minus 1
+    (reflect) or the size (symmetric); stored integers are copied."""
+
+    name = "qnn.mirror_pad"
+    ATTRS: ClassVar = {"paddings": (INTS, None), "mode": (STR, ("reflect", "symmetric"))}
+    REQUIRED: ClassVar = ("paddings", "mode")
+
+    def verify_shape(self):
+        s = shape_of(self.operands[0])
+        p = self.attr("paddings")
+        if len(p) != 2 * len(s):
+            self.fail(f"paddings {p} must be 2 ints per dim of {list(s)}")
+        offset = 1 if self.attr("mode") == "reflect" else 0
+        for d, n in enumerate(s):
+            a, b = p[2 * d], p[2 * d + 1]
+            if min(a, b) < 0 or max(a, b) > n - offset:
+                self.fail(f"paddings {[a, b]} of dimension {d} (size {n}) must be in [0, {n - offset}] "
+                          f"in {self.attr('mode')} mode")
+        self.require_result_shape([d + p[2 * i] + p[2 * i + 1] for i, d in enumerate(s)])
+
+
+@irdl_op_definition
+class GatherNdOp(QnnOp):
+    """`result[i...] = params[indices[i..., 0], ..., indices[i..., k-1]]` with k =
+    indices.shape[-1] (TFLite GATHER_ND): result shape indices.shape[:-1] + params.shape[k:].
+    Stored integers are copied (params and result share parameters); an index outside its
+    dimension is a run-time error (LiteRT's invoke fails)."""
+
+    name = "qnn.gather_nd"
+    OPERAND_NAMES: ClassVar = ("params", "indices")
+    N_OPERANDS: ClassVar = 2
+    QUANTIZED_OPERANDS: ClassVar = (0,)
+
+    def verify_op(self):
+        self.require_same_params(0)
+        s = shape_of(self.operands[0])
+        idx = shape_of(self.operands[1])
+        t = self.operands[1].type
+        if not (isinstance(t, TensorType) and isinstance(t.element_type, IntegerType)):
+            self.fail(f"operand 1 (indices) type {t} must be an integer tensor")
+        if len(idx) < 1 or idx[-1] > len(s):
+            self.fail(f"operand 1 (indices) shape {list(idx)} must have rank >= 1 and a last dimension "
+                      f"of at most the params rank {len(s)}")
+        self.require_result_shape([*idx[:-1], *s[idx[-1]:]])
+
+
+class _ArgOp(QnnOp):
+    ATTRS: ClassVar = {"axis": (INT, None)}
+    REQUIRED: ClassVar = ("axis",)
+
+    def verify_semantics(self):
+        if len(self.operands) != 1 or len(self.results) != 1:
+            self.fail("expects one operand and one result")
+        for name, attr in self.attributes.items():
+            if name not in self.ATTRS:
+                self.fail(f"unknown attribute '{name}'")
+        if "axis" not in self.attributes:
+            self.fail("missing attribute 'axis'")
+        q = qtype(self.operands[0])
+        if q is None:
+            self.fail(f"operand 0 (input) type {self.operands[0].type} is not quantized")
+        for p in quantized_tensor_problems(self.operands[0].type):
+            self.fail(f"operand 0 (input): {p}")
+        s = shape_of(self.operands[0])
+        axis = self.attr("axis")
+        if not -len(s) <= axis < len(s):
+            self.fail(f"axis {axis} is out of range for rank {len(s)}")
+        t = self.results[0].type
+        if not (isinstance(t, TensorType) and isinstance(t.element_type, IntegerType)
+                and t.element_type.width.data in (32, 64)):
+            self.fail(f"result type {t} must be an i32 or i64 tensor")
+        axis %= len(s)
+        self.require_result_shape([d for k, d in enumerate(s) if k != axis])
+
+
+@irdl_op_definition
+class ArgMaxOp(_ArgOp):
+    """Index (i32 / i64) of the largest element along `axis`, the first of equal ones (TFLite
+    ARG_MAX compares stored integers: the scale is positive, so stored order is real order)."""
+
+    name = "qnn.arg_max"
+
+
+@irdl_op_definition
+class ArgMinOp(_ArgOp):
+    """Index (i32 / i64) of the smallest element along `axis`, the first of equal ones."""
+
+    name = "qnn.arg_min"
+
+
 # ----- graph edges -------------------------------------------------------------------------
 
 
@@ -1526,6 +1638,11 @@ QNN_OPS = [
     ResizeNearestNeighborOp,
     SpaceToDepthOp,
     DepthToSpaceOp,
+    TileOp,
+    MirrorPadOp,
+    GatherNdOp,
+    ArgMaxOp,
+    ArgMinOp,
     QuantizeOp,
     DequantizeOp,
     SimulatedQuantizeOp,

@@ -124,6 +124,7 @@ _OPTIONS = {
     "LEAKY_RELU": "LeakyReluOptions",
     "GELU": "GeluOptions",
     "L2_NORMALIZATION": "L2NormOptions",
+    "MIRROR_PAD": "MirrorPadOptions",
     "AVERAGE_POOL_2D": "Pool2DOptions",
     "MAX_POOL_2D": "Pool2DOptions",
     "MEAN": "ReducerOptions",
@@ -144,6 +145,8 @@ _OPTIONS = {
     "DEPTH_TO_SPACE": "DepthToSpaceOptions",
     "PACK": "PackOptions",
     "UNPACK": "UnpackOptions",
+    "ARG_MAX": "ArgMaxOptions",
+    "ARG_MIN": "ArgMinOptions",
     "SHAPE": "ShapeOptions",
 }
 
@@ -179,6 +182,8 @@ _ARITY = {
     "SLICE": (3, 3), "STRIDED_SLICE": (3, 4), "SPLIT": (2, 2), "SPLIT_V": (3, 3), "CONCATENATION": (1, None),
     "GATHER": (2, 2), "RESIZE_BILINEAR": (2, 2), "RESIZE_NEAREST_NEIGHBOR": (2, 2), "PACK": (1, None),
     "RANGE": (3, 3), "FILL": (2, 2),
+    "TILE": (2, 2), "BROADCAST_TO": (2, 2), "MIRROR_PAD": (2, 2), "GATHER_ND": (2, 2), "ARG_MAX": (2, 2),
+    "ARG_MIN": (2, 2),
 }
 _MULTI_OUT = {"SPLIT", "SPLIT_V", "UNPACK"}
 
@@ -1592,6 +1597,77 @@ def _gather(imp: _Importer, op: _Op):
             raise imp.bad(f"batch_dims {batch_dims} does not fit axis {axis % rank} and indices rank {idx_rank}")
         attrs["batch_dims"] = b
     imp.emit(qnn.GatherOp, [x, idx], op.outputs[:1], attrs)
+
+
+@_handles("TILE")
+def _tile(imp: _Importer, op: _Op):
+    x = imp.act(op.inputs[0])
+    rank = len(qnn.shape_of(x))
+    multiples = imp.static_ints(op.inputs[1], "multiples").reshape(-1).tolist()
+    if len(multiples) != rank or min(multiples, default=1) < 0:
+        raise imp.bad(f"multiples {multiples} must be one non-negative integer per dimension of rank {rank}")
+    imp.emit(qnn.TileOp, [x], op.outputs[:1], {"multiples": multiples})
+
+
+@_handles("BROADCAST_TO")
+def _broadcast_to(imp: _Importer, op: _Op):
+    """BROADCAST_TO = qnn.reshape to the target rank (leading 1s) + qnn.tile."""
+    x = imp.act(op.inputs[0])
+    s = list(qnn.shape_of(x))
+    target = imp.static_ints(op.inputs[1], "shape").reshape(-1).tolist()
+    if len(target) < len(s) or min(target, default=1) < 0:
+        raise imp.bad(f"cannot broadcast shape {s} to {target}")
+    padded = [1] * (len(target) - len(s)) + s
+    multiples = []
+    for d, (a, b) in enumerate(zip(padded, target)):
+        if a != b and a != 1:
+            raise imp.bad(f"cannot broadcast shape {s} to {target} (dimension {d}: {a} to {b})")
+        multiples.append(b if a == 1 else 1)
+    if padded != s:
+        r = qnn.ReshapeOp([x], [TensorType(qnn.qtype(x), padded)], {})
+        imp.block.add_op(r)
+        x = r.results[0]
+    imp.emit(qnn.TileOp, [x], op.outputs[:1], {"multiples": multiples})
+
+
+@_handles("MIRROR_PAD")
+def _mirror_pad(imp: _Importer, op: _Op):
+    x = imp.act(op.inputs[0])
+    rank = len(qnn.shape_of(x))
+    p = imp.static_ints(op.inputs[1], "paddings")
+    if p.shape != (rank, 2):
+        raise imp.bad(f"paddings must have shape [{rank}, 2], got {list(p.shape)}")
+    mode = {tflite.MirrorPadMode.REFLECT: "reflect", tflite.MirrorPadMode.SYMMETRIC: "symmetric"}.get(op.options["Mode"])
+    if mode is None:
+        raise imp.bad(f"unknown mirror pad mode {op.options['Mode']}")
+    imp.emit(qnn.MirrorPadOp, [x], op.outputs[:1], {"paddings": p.reshape(-1).tolist(), "mode": mode})
+
+
+@_handles("GATHER_ND")
+def _gather_nd(imp: _Importer, op: _Op):
+    x = imp.act(op.inputs[0], "params")
+    i = op.inputs[1]
+    t = imp.tensor(i) if i >= 0 else None
+    if t is None or t.type not in ("INT32", "INT64", "INT16"):
+        raise imp.bad(f"indices must be an integer tensor, got {t.type if t else 'nothing'}")
+    imp.emit(qnn.GatherNdOp, [x, imp.value(i, "indices")], op.outputs[:1])
+
+
+@_handles("ARG_MAX", "ARG_MIN")
+def _arg_extreme(imp: _Importer, op: _Op):
+    x = imp.act(op.inputs[0])
+    rank = len(qnn.shape_of(x))
+    axis = imp.static_scalar(op.inputs[1], "axis")
+    if not -rank <= axis < rank:
+        raise imp.bad(f"axis {axis} is out of range for rank {rank}")
+    out = op.outputs[0]
+    if imp.tensor(out).type not in ("INT32", "INT64"):
+        raise imp.bad(f"output '{imp.tensor(out).name}' is {imp.tensor(out).type}; ARG_MAX / ARG_MIN give int32 or int64")
+    if qnn.qtype(x).storage_width.data != 8:
+        raise imp.bad(f"{qnn.qtype(x).storage} input: LiteRT's kernel takes 8-bit, int32, float32 and bool only "
+                      "(its prepare fails)")
+    cls = qnn.ArgMaxOp if op.name == "ARG_MAX" else qnn.ArgMinOp
+    imp.emit(cls, [x], [out], {"axis": axis % rank}, [imp.result_type(out, quantized=False)])
 
 
 @_handles("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")

@@ -41,6 +41,9 @@ __all__ = [
     "space_to_depth",
     "depth_to_space",
     "concatenation",
+    "tile",
+    "mirror_pad",
+    "gather_nd",
 ]
 
 
@@ -685,3 +688,65 @@ def concatenation(
         parts.append(v)
     ax = int(axis) % parts[0].ndim
     return _finish(np.concatenate(parts, axis=ax), out_q, act_min, act_max)
+
+
+# ---------------------------------------------------------------------------
+# transformer-encoder movement: tile, mirror_pad, gather_nd
+# ---------------------------------------------------------------------------
+
+
+def tile(x, *, x_q: QParams, out_q: QParams, multiples: Sequence[int], rounding: str = "tflite"):
+    """TFLite TILE: the input repeated `multiples[d]` times along each dimension d (stored
+    integers copied; TFLite's kernel does not rescale).  BROADCAST_TO imports as a reshape to
+    the target rank and this op."""
+    m = [int(k) for k in multiples]
+    if len(m) != np.ndim(x) or min(m, default=1) < 0:
+        raise ValueError(f"tile multiples {m} must be one non-negative integer per dimension of {list(np.shape(x))}")
+    return move(x, lambda v: np.tile(v, m), x_q=x_q, out_q=out_q, rounding=rounding)
+
+
+MIRROR_PAD_MODES = {"reflect": 1, "symmetric": 0}
+"""MIRROR_PAD mode -> TFLite's offset: REFLECT does not repeat the edge, SYMMETRIC does."""
+
+
+def mirror_pad(x, *, x_q: QParams, out_q: QParams, paddings, mode: str = "reflect", rounding: str = "tflite"):
+    """TFLite MIRROR_PAD: `paddings` [(before, after)] per dimension, each at most the size
+    minus the mode's offset (REFLECT 1, SYMMETRIC 0; LiteRT refuses more); stored integers
+    copied as numpy's `reflect` / `symmetric` padding."""
+    if mode not in MIRROR_PAD_MODES:
+        raise ValueError(f"mirror_pad mode {mode!r} is not one of {', '.join(MIRROR_PAD_MODES)}")
+    pads = [(int(a), int(b)) for a, b in paddings]
+    shape = np.shape(x)
+    if len(pads) != len(shape):
+        raise ValueError(f"mirror_pad paddings {pads} must have one pair per dimension of {list(shape)}")
+    for d, ((a, b), n) in enumerate(zip(pads, shape)):
+        if min(a, b) < 0 or max(a, b) > n - MIRROR_PAD_MODES[mode]:
+            raise ValueError(f"mirror_pad paddings {[a, b]} of dimension {d} (size {n}) must be in "
+                             f"[0, {n - MIRROR_PAD_MODES[mode]}] in {mode} mode")
+    return move(x, lambda v: np.pad(v, pads, mode=mode), x_q=x_q, out_q=out_q, rounding=rounding)
+
+
+def gather_nd(params, indices, *, x_q: QParams, out_q: QParams, rounding: str = "tflite"):
+    """TFLite GATHER_ND: `out[i...] = params[indices[i..., :]]`, shape
+    indices.shape[:-1] + params.shape[indices.shape[-1]:] (stored integers copied).  An index
+    outside its dimension (negative included) is an error, as LiteRT's invoke fails."""
+    idx = np.asarray(indices).astype(np.int64)
+    p = np.asarray(params)
+    if idx.ndim < 1:
+        raise ValueError("gather_nd indices must have rank >= 1")
+    nd = idx.shape[-1]
+    if nd > p.ndim:
+        raise ValueError(f"gather_nd indices address {nd} dimensions of a rank-{p.ndim} params")
+    flat = idx.reshape(-1, nd)
+    for j in range(nd):
+        col = flat[:, j]
+        if col.size and (col.min() < 0 or col.max() >= p.shape[j]):
+            bad = int(col[(col < 0) | (col >= p.shape[j])][0])
+            raise ValueError(f"gather_nd index {bad} is out of range for dimension {j} of size {p.shape[j]} "
+                             "(LiteRT's invoke fails)")
+    out_shape = idx.shape[:-1] + p.shape[nd:]
+
+    def fn(v):
+        return v[tuple(flat[:, j] for j in range(nd))].reshape(out_shape)
+
+    return move(p, fn, x_q=x_q, out_q=out_q, rounding=rounding)

@@ -39,7 +39,7 @@ from .linear import (
 )
 from .rescale import quantize_multiplier
 
-__all__ = ["avg_pool2d", "max_pool2d", "mean", "sum", "reduce_max", "reduce_min"]
+__all__ = ["avg_pool2d", "max_pool2d", "mean", "sum", "reduce_max", "reduce_min", "arg_max", "arg_min"]
 
 
 def _same_params(a: QParams, b: QParams) -> bool:
@@ -325,3 +325,24 @@ def reduce_min(
 ) -> np.ndarray:
     """Minimum of the stored values over `axes` (see reduce_max)."""
     return _reduce_extreme(x, x_q, out_q, axes, keep_dims, act_min, act_max, rounding, np.min)
+
+
+def arg_max(x: np.ndarray, *, axis: int, output_dtype=np.int32, x_q: QParams | None = None, **_) -> np.ndarray:
+    """TFLite ARG_MAX on stored integers: the first index of the largest value along `axis`
+    (the scale is positive, so stored order is real order; the kernel's `std::greater`
+    keeps the first of equal maxima).  An empty axis is an error, as in LiteRT."""
+    return _arg_extreme(np.asarray(x), axis, output_dtype, np.argmax)
+
+
+def arg_min(x: np.ndarray, *, axis: int, output_dtype=np.int32, x_q: QParams | None = None, **_) -> np.ndarray:
+    """TFLite ARG_MIN: the first index of the smallest stored value along `axis`."""
+    return _arg_extreme(np.asarray(x), axis, output_dtype, np.argmin)
+
+
+def _arg_extreme(x: np.ndarray, axis: int, output_dtype, fn) -> np.ndarray:
+    if x.ndim == 0:
+        raise ValueError("arg_max / arg_min needs an input of rank >= 1")
+    ax = int(axis) % x.ndim
+    if x.shape[ax] == 0:
+        raise ValueError(f"cannot take arg_max / arg_min over the empty axis {ax}")
+    return fn(x.astype(np.int64), axis=ax).astype(output_dtype)

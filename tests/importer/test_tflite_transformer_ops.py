@@ -247,3 +247,130 @@ def test_squared_difference_int8_and_int16_has_no_litert_kernel():
         run_tflite(model16, xs16)
     with pytest.raises(InterpreterError, match="qnn.squared_difference: i16 SQUARED_DIFFERENCE has no TFLite kernel"):
         run_module(import_tflite(model16), xs16)
+
+
+# ----- data movement and index ops -------------------------------------------------------------
+
+
+def one_op(op, inputs, outputs, options=None, version=1) -> bytes:
+    """A one-operator model with an explicit operator version (BROADCAST_TO has no version 1)."""
+    tensors = list(inputs) + list(outputs)
+    outs = [len(inputs) + k for k in range(len(outputs))]
+    return build_model([OpSpec(op, list(range(len(inputs))), outs, options, version)], tensors,
+                       [k for k, t in enumerate(inputs) if t.data is None], outs)
+
+
+def const(values, dtype="int32"):
+    arr = np.asarray(values)
+    return TensorSpec(arr.shape, dtype, data=arr)
+
+
+def movement_cases(dtype):
+    z = -3 if dtype == "int8" else 0
+
+    def q(shape):
+        return TensorSpec(shape, dtype, 0.05, z)
+
+    reflect = [[0, 0], [2, 1], [1, 2]]
+    symmetric = [[1, 0], [4, 0], [3, 3]]
+    idx = [[[0, 1], [1, 3]], [[1, 0], [0, 2]]]
+    return {
+        "tile": (one_op("TILE", [q((2, 1, 3)), const([2, 4, 1])], [q((4, 4, 3))]), [(2, 1, 3)], "qnn.tile"),
+        "broadcast_to": (one_op("BROADCAST_TO", [q((1, 3)), const([2, 4, 3])], [q((2, 4, 3))], version=2),
+                         [(1, 3)], "qnn.tile"),
+        "mirror_pad_reflect": (one_op("MIRROR_PAD", [q((2, 4, 3)), const(reflect)], [q((2, 7, 6))], {"mode": "REFLECT"}),
+                               [(2, 4, 3)], "qnn.mirror_pad"),
+        "mirror_pad_symmetric": (one_op("MIRROR_PAD", [q((2, 4, 3)), const(symmetric)], [q((3, 8, 9))],
+                                        {"mode": "SYMMETRIC"}), [(2, 4, 3)], "qnn.mirror_pad"),
+        "gather_nd_const": (one_op("GATHER_ND", [q((2, 4, 5)), const(idx)], [q((2, 2, 5))]), [(2, 4, 5)],
+                            "qnn.gather_nd"),
+    }
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+@pytest.mark.parametrize("case", ["tile", "broadcast_to", "mirror_pad_reflect", "mirror_pad_symmetric",
+                                  "gather_nd_const"])
+def test_movement_op_is_bit_exact(dtype, case):
+    model, shapes, op_name = movement_cases(dtype)[case]
+    module = reparse(import_tflite(model))
+    assert op_name in [o.name for o in body_ops(module)]
+    rng = np.random.default_rng(len(case))
+    assert mismatches(model, [random_ints(s, dtype, rng) for s in shapes], module) == {"tflite": 0, "litert": 0}
+    assert delegate_partitions(model) == 0
+
+
+def gather_nd_runtime(dtype="int8"):
+    return one_op("GATHER_ND", [TensorSpec((2, 4, 5), dtype, 0.05, 0), TensorSpec((3, 3), "int32")],
+                  [TensorSpec((3,), dtype, 0.05, 0)])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_gather_nd_with_run_time_indices(dtype):
+    rng = np.random.default_rng(2)
+    indices = np.array([[0, 1, 2], [1, 3, 4], [0, 0, 0]], np.int32)
+    assert mismatches(gather_nd_runtime(dtype), [random_ints((2, 4, 5), dtype, rng), indices]) == {
+        "tflite": 0, "litert": 0}
+
+
+@pytest.mark.parametrize("bad", [[1, 4, 4], [0, -1, 0]])
+def test_gather_nd_index_out_of_range_fails_in_one_line_as_litert_fails(bad):
+    rng = np.random.default_rng(4)
+    params = random_ints((2, 4, 5), "int8", rng)
+    indices = np.array([[0, 1, 2], bad, [0, 0, 0]], np.int32)
+    model = gather_nd_runtime()
+    with pytest.raises(RuntimeError, match="gather_nd"):
+        run_tflite(model, [params, indices])
+    with pytest.raises(InterpreterError, match=r"qnn.gather_nd: gather_nd index -?\d+ is out of range for dimension 1") as e:
+        run_module(import_tflite(model), [params, indices])
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
+@pytest.mark.parametrize("out_type", ["int32", "int64"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_arg_max_min_first_index_of_ties(op, out_type, axis):
+    rng = np.random.default_rng(9)
+    x = random_ints((3, 7, 5), "int8", rng)
+    x[0, :, 0] = 5  # ties: the first index wins
+    x[:, 2, 1] = 127
+    shape = [d for k, d in enumerate((3, 7, 5)) if k != axis % 3]
+    model = build_single_op_model(op, [TensorSpec((3, 7, 5), "int8", 0.05, -3), const([axis])],
+                                  [TensorSpec(tuple(shape), out_type)], {"output_type": out_type.upper()})
+    module = reparse(import_tflite(model))
+    assert [o.name for o in body_ops(module)][-1] == f"qnn.{op.lower()}"
+    assert mismatches(model, [x], module) == {"tflite": 0, "litert": 0}
+
+
+def test_arg_max_int16_is_refused_as_litert_has_no_kernel():
+    model = build_single_op_model("ARG_MAX", [TensorSpec((3, 7), "int16", 0.05, 0), const([1])],
+                                  [TensorSpec((3,), "int32")], {"output_type": "INT32"})
+    with pytest.raises(RuntimeError, match="ARG_MAX"):
+        run_tflite(model, [np.zeros((3, 7), np.int16)])
+    with pytest.raises(TFLiteImportError, match=r"operator 0 \(ARG_MAX\).*i16 input"):
+        import_tflite(model)
+
+
+@pytest.mark.parametrize("mode,pads", [("REFLECT", [[0, 0], [4, 0]]), ("SYMMETRIC", [[0, 0], [0, 5]])])
+def test_mirror_pad_wider_than_the_input_is_refused_by_name(mode, pads):
+    """LiteRT refuses paddings above size - offset (REFLECT 1, SYMMETRIC 0); so does the import."""
+    out = (2, 4 + sum(pads[1]))
+    model = one_op("MIRROR_PAD", [TensorSpec((2, 4), "int8", 0.05, 0), const(pads)], [TensorSpec(out, "int8", 0.05, 0)],
+                   {"mode": mode})
+    with pytest.raises((RuntimeError, ValueError), match="MirrorPad paddings must be no greater"):
+        run_tflite(model, [np.zeros((2, 4), np.int8)])
+    with pytest.raises(TFLiteImportError, match=r"operator 0 \(MIRROR_PAD\).*qnn.mirror_pad: paddings .* of dimension 1"):
+        import_tflite(model)
+
+
+def test_broadcast_to_that_does_not_broadcast_is_refused_by_name():
+    model = one_op("BROADCAST_TO", [TensorSpec((2, 3), "int8", 0.05, 0), const([4, 3])],
+                   [TensorSpec((4, 3), "int8", 0.05, 0)], version=2)
+    with pytest.raises(TFLiteImportError, match=r"operator 0 \(BROADCAST_TO\).*cannot broadcast shape \[2, 3\] to \[4, 3\]"):
+        import_tflite(model)
+
+
+def test_tile_with_other_output_parameters_is_refused_by_name():
+    """TFLite's TILE copies stored bytes: different output parameters would change the values."""
+    model = one_op("TILE", [TensorSpec((2, 3), "int8", 0.05, 0), const([2, 1])], [TensorSpec((4, 3), "int8", 0.1, 0)])
+    with pytest.raises(TFLiteImportError, match=r"operator 0 \(TILE\).*same quantization parameters"):
+        import_tflite(model)

@@ -4,7 +4,8 @@ Registered into `interp_onnx`'s float-island table (`nn` ops marked
 `qnn.rounding = "onnx"`): Div and Sqrt are IEEE float32 operations; Erf and
 LayerNormalization are ONNX Runtime's own kernels
 (`qdialect.reference.onnxruntime_float`: MLAS's erf, MLAS's AVX2 layer norm).
-ORT's com.microsoft Gelu is imported as `x * M_SQRT1_2 -> erf -> + 1 ->
+ReduceMean over leading axes takes ORT's RK path (`reduce_mean_rk_f32`)
+before the KR path `interp_onnx` models.  ORT's com.microsoft Gelu is imported as `x * M_SQRT1_2 -> erf -> + 1 ->
 * (0.5 * x)`, so it needs no recipe of its own.
 """
 
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from qdialect.dialects import nn
-from qdialect.interp_onnx import _nn_recipe
+from qdialect.dialects import nn, qnn
+from qdialect.interp_onnx import _FLOAT, _NN, _nn_recipe, _operands_f32, _requant
 from qdialect.reference import onnxruntime_float as orf
 
 F32 = np.float32
@@ -45,3 +46,21 @@ def _nn_layer_norm(op, args):
     bias = args[2] if len(args) > 2 else None
     with np.errstate(all="ignore"):
         return orf.layer_norm(x, args[1], bias, op.attr("axis"), F32(op.attr("epsilon")))
+
+
+# ReduceMean over leading axes (the tokens of [1, tokens, dim]): ORT's RK fast path, before the
+# KR path the ONNX profiles' recipes model
+def _with_rk_mean(base, quantized: bool):
+    def recipe(op, args):
+        x = _operands_f32(op, args)[0] if quantized else np.asarray(args[0], F32)
+        axes = tuple(a % x.ndim for a in op.attr("axes"))
+        y = orf.reduce_mean_rk_f32(x, axes, bool(op.attr("keep_dims", False)))
+        if y is None:
+            return base(op, args)
+        return _requant(op, y) if quantized else y
+
+    return recipe
+
+
+_FLOAT[qnn.MeanOp] = _with_rk_mean(_FLOAT[qnn.MeanOp], quantized=True)
+_NN[nn.MeanOp] = _with_rk_mean(_NN[nn.MeanOp], quantized=False)

@@ -825,7 +825,7 @@ class _Poison:
 
 _POISON = _Poison()
 _INTEGER_OPS = {"MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Pad", "Slice", "Split",
-                "Resize"}
+                "Resize", "Gather"}
 _ACTIVATION_FUSERS = {"Conv", "Gemm", "MatMul", "Add", "Mul", "Sub", "AveragePool", "GlobalAveragePool",
                       "ConvTranspose"}
 
@@ -1769,6 +1769,36 @@ def _slice(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None)
     y = Act(imp.emit(qnn.SliceOp, [x.value], TensorType(x.value.type.element_type, out),
                      {"begin": begin, "end": end, "strides": stride}), x.nhwc)
     return [_requantize_to(imp, y, out_qs[0] if out_qs else None, rounding)]
+
+
+@_handles("Gather", qdq=True)
+def _gather(imp: _Importer, node: _Node, out_qs=None, rounding="onnx", acts=None):
+    """ONNX Gather with constant indices that pick one position (a scalar index: the axis goes)
+    or a run of consecutive positions along `axis`: a slice, data movement."""
+    x = _movement_input(imp, node, out_qs)
+    if x is None:
+        return _fold_or_float(imp, node)
+    iv = imp.input(node, 1, "indices")
+    if not isinstance(iv, Const):
+        raise _Unsupported("indices computed at run time")
+    idx = np.asarray(imp.ints(iv, "indices"), np.int64).reshape(np.shape(iv.array))
+    shape = list(x.logical_shape)
+    rank = len(shape)
+    axis = _axis(imp, int(node.attrs.get("axis", 0)), rank)
+    flat = [int(i) + shape[axis] if i < 0 else int(i) for i in idx.reshape(-1)]
+    if any(not 0 <= i < shape[axis] for i in flat):
+        raise imp.bad(f"an index in {idx.reshape(-1).tolist()} is outside axis {axis} of size {shape[axis]}")
+    if idx.ndim > 1 or not flat or flat != list(range(flat[0], flat[0] + len(flat))):
+        raise _Unsupported("indices that are not one position or a run of consecutive positions")
+    xv = imp.logical(x)
+    el = xv.type.element_type
+    begin, end = [0] * rank, list(shape)
+    begin[axis], end[axis] = flat[0], flat[0] + len(flat)
+    sliced = [e - b for b, e in zip(begin, end)]
+    y = imp.emit(qnn.SliceOp, [xv], TensorType(el, sliced), {"begin": begin, "end": end, "strides": [1] * rank})
+    if idx.ndim == 0:
+        y = imp.emit(qnn.ReshapeOp, [y], TensorType(el, sliced[:axis] + sliced[axis + 1:]))
+    return [_requantize_to(imp, Act(y), out_qs[0] if out_qs else None, rounding)]
 
 
 @_handles("Split", qdq=True)

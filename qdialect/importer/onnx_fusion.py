@@ -24,7 +24,7 @@ The rules, for 8-bit activations (16-bit activations fuse nothing but data movem
   stay int8.  Conv / MatMul / Gemm have no int8 activation kernels on x86:
   a group with an int8 activation stays float.  The other groups need one
   storage type for all their activations (int8 QLinearAdd exists).
-- Data movement (Reshape, Transpose, MaxPool, Slice, ...) with equal parameters
+- Data movement (Reshape, Transpose, MaxPool, Slice, Gather, ...) with equal parameters
   in and out runs on the integers; with different parameters it is float (a
   DQ -> Q requantize in float), as is every DQ -> Q with different parameters.
 """
@@ -44,7 +44,7 @@ def _dq_type(imp, name: str):
 
 
 MOVEMENT_OPS = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Slice", "Split", "MaxPool", "Resize", "Pad",
-                "Relu", "Clip"}
+                "Relu", "Clip", "Gather"}
 
 
 def fused(imp, node, out_qs) -> bool | str:

@@ -18,12 +18,20 @@ against one-node models (`tests/importer/test_onnx_transformer.py`):
 - **Gelu** (`tensor/gelu.cc`, com.microsoft and ONNX-20, approximation
   "none"): `t = x * f32(M_SQRT1_2)`, `e = MlasComputeErf(t)`,
   `y = 0.5f * x * (e + 1.0f)` (three float32 roundings, no FMA).  `gelu`.
-- **LayerNormalization** (`nn/layer_norm_impl.cc`, `ComputeJob` for float):
-  per row of the trailing axes, in order, `mean += x`, `mean_square += x * x`
-  (each product rounded, then added: a float32 serial sum, no FMA);
-  `mean = mean / n`; `d = sqrt(mean_square / n - mean * mean + epsilon)`;
-  `y = (x - mean) / d * scale + bias`, every step a float32 rounding.
-  `layer_norm`.
+- **LayerNormalization** (float32, ORT 1.32 on x86-64 with AVX2: MLAS's
+  `MlasLayerNormKernelAvx2`, one row of the axes from `axis` on at a time):
+  the mean from a float64 sum in four lanes (blocks of 4; lanes reduced
+  `(0 + 2) + (1 + 3)`; the tail in order), `f32(sum / n)`; the centred
+  squares `d = x - mean` accumulated with FMA in eight float32 lanes
+  (reduced `k + (k + 4)`, then `(0 + 2, 1 + 3)`, then `0 + 1`); the tail in
+  order, as GCC compiled it (the first four of a tail of four or more as
+  rounded products, a fold-left vector reduction, the rest with FMA);
+  `inv = 1 / sqrt(var / n + eps)`; `y = fma((x - mean) * inv, scale, bias)`.
+  Rows shorter than 8 take another (scalar) path, not modelled: the importer
+  refuses them.  `layer_norm`.  (The sources' scalar `ComputeJob` is not what
+  1.32 runs: it differs on about 40 % of the outputs.)
+- **ReduceMean** over leading axes (`FastReduceRK`): the first row, the
+  others added in order, `/ f32(count)`.  `reduce_mean_rk_f32`.
 """
 
 from __future__ import annotations
@@ -107,7 +115,7 @@ def layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: 
         dsum = dsum + rows[:, i].astype(np.float64)
     mean = (dsum / np.float64(n)).astype(F32)
     # pass 2: centred squares in eight float32 lanes with FMA, reduced (k + k+4), (0+2, 1+3), 0+1;
-    # the tail in order with FMA (the file is built with FMA3: GCC contracts `var += d * d`)
+    # the tail in order (measured: blocks of four as rounded products, then FMA)
     n8 = n - n % 8
     var = np.zeros((m, 8), F32)
     for i in range(0, n8, 8):
@@ -116,9 +124,10 @@ def layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: 
     r = (var[:, :4] + var[:, 4:]).astype(F32)
     r = (r[:, :2] + r[:, 2:]).astype(F32)
     total = (r[:, 0] + r[:, 1]).astype(F32)
+    folded = n8 + (n - n8) // 4 * 4  # GCC's vectorized fold-left part of the tail: products rounded
     for i in range(n8, n):
         d = (rows[:, i] - mean).astype(F32)
-        total = fma_f32(d, d, total)
+        total = (total + (d * d).astype(F32)).astype(F32) if i < folded else fma_f32(d, d, total)
     inv = (F32(1) / np.sqrt(((total / F32(n)).astype(F32) + F32(epsilon)).astype(F32))).astype(F32)
     # normalise: ((x - mean) * inv) * scale + bias, the last step one FMA
     y = ((rows - mean[:, None]).astype(F32) * inv[:, None]).astype(F32)
@@ -128,3 +137,26 @@ def layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, axis: 
     else:
         y = fma_f32(y, g, np.asarray(bias, F32).reshape(n))
     return y.reshape(x.shape)
+
+
+def reduce_mean_rk_f32(x: np.ndarray, axes, keepdims: bool) -> np.ndarray | None:
+    """ORT's float ReduceMean when, size-1 axes aside, the reduced axes lead and the kept ones
+    trail (`ReduceAggregatorMean::FastReduceRK`: the first row copied, the others added in
+    order in float32, then `/ f32(count)`), e.g. [1, tokens, dim] over the tokens; None for
+    another pattern."""
+    x = np.asarray(x, F32)
+    nd = x.ndim
+    axes = sorted({int(a) % nd for a in axes})
+    kept = [i for i in range(nd) if i not in axes and x.shape[i] != 1]
+    reduced = [i for i in axes if x.shape[i] != 1]
+    if not kept or not reduced or max(reduced) > min(kept):
+        return None
+    r = int(np.prod([x.shape[i] for i in reduced], dtype=np.int64))
+    rows = np.ascontiguousarray(x).reshape(r, -1)
+    acc = rows[0].copy()
+    for k in range(1, r):
+        acc = (acc + rows[k]).astype(F32)
+    y = (acc / F32(r)).astype(F32)
+    shape = [1 if i in axes else x.shape[i] for i in range(nd)] if keepdims else \
+        [x.shape[i] for i in range(nd) if i not in axes]
+    return y.reshape(shape)

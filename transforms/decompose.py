@@ -11,6 +11,8 @@ and the signature is converted.  What rewrites into what:
 |---|---|
 | qnn.conv2d / depthwise_conv2d / fully_connected | qint.conv2d / depthwise_conv2d / fully_connected (zero points explicit, accumulator of the `acc` width) -> qint.bias_add -> qint.rescale (per-channel multiplier) |
 | ... with `bias = "output"` | rescale(acc) and rescale(bias) to i64, qint.bias_add, qint.rescale mode none (zero point, clamp) |
+| qnn.batch_matmul | linalg.transpose for adj_x / adj_y -> qint.batch_matmul (both zero points, i32; i64 for 16-bit) -> qint.rescale (multiplier of f32(a_s * b_s) / out_s; `litert`, int8 with rhs zero point 0: XNNPACK's float32 scale) |
+| qnn.squared_difference (int8) | qint.rescale (`<< 7`, s_i / 2max) x2 -> qint.sub -> qint.mul (the square, i32) -> qint.rescale |
 | qnn.add / sub | qint.rescale (left_shift 20 / 15, per-input multiplier) x2 -> qint.add / sub (i32) -> qint.rescale; `litert` where XNNPACK takes the scales: one qint.scaled_add (XNNPACK's single-rounding fused add) |
 | qnn.mul | qint.mul (zero points, i32) -> qint.rescale |
 | qnn.requantize / clamp | qint.rescale |
@@ -458,6 +460,39 @@ def decompose_fully_connected(e: Emitter, op: qnn.FullyConnectedOp) -> SSAValue:
     return e.reshape(out, qint.shape_of(op.results[0]))
 
 
+def _swap_last_two(e: Emitter, x: SSAValue) -> SSAValue:
+    """x with its last two dimensions swapped (linalg.transpose: `qnn-lower-to-linalg` reads a
+    batch matmul's transposed operand through its indexing map instead)."""
+    shape = qint.shape_of(x)
+    r = len(shape)
+    t = int_tensor([*shape[:-2], shape[-1], shape[-2]], qint.int_width(x))
+    init = e.add(tensor.EmptyOp([], t))
+    return e.add(linalg.TransposeOp(x, init, qnn.ints_attr([*range(r - 2), r - 1, r - 2]), t))
+
+
+def decompose_batch_matmul(e: Emitter, op: qnn.BatchMatmulOp) -> SSAValue:
+    """reference_ops::BatchMatMul: exact sums of (a - a_zp) (b - b_zp) (int32; int64 for 16-bit
+    operands), the multiplier of float32(a_s * b_s) / out_s; `litert`: XNNPACK's float32 scale
+    for int8 with a zero rhs zero point (the delegate refuses others)."""
+    a_v, b_v = op.operands
+    a_q, b_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
+    _signed(a_q, b_q, out_q, what="qnn.batch_matmul")
+    _per_tensor(a_q, "qnn.batch_matmul")
+    _per_tensor(b_q, "qnn.batch_matmul")
+    a, b = e.storage(a_v), e.storage(b_v)
+    if op.attr("adj_x", False):
+        a = _swap_last_two(e, a)
+    if op.attr("adj_y", False):
+        b = _swap_last_two(e, b)
+    shape = qint.shape_of(op.results[0])
+    reals = linear._conv_reals(a_q, linear._f32(b_q).reshape(1), out_q, float_product=True)
+    attrs = dict(lhs_zp=int(a_q.zero_point), rhs_zp=int(b_q.zero_point))
+    xnn = linear._xnn_takes(a_q) and int(b_q.zero_point) == 0
+    return _accumulating(
+        e, op, lambda width: e.qint(qint.BatchMatmulOp, [a, b], int_tensor(shape, width), **attrs),
+        channels=1, reals=reals, float_ref=False, xnn=xnn, bias=None, x_q=a_q, out_q=out_q)
+
+
 # ----- elementwise -----------------------------------------------------------------------------
 
 
@@ -488,6 +523,34 @@ def decompose_add_sub(e: Emitter, op) -> SSAValue:
     raw = e.qint(qint.SubOp if subtract else qint.AddOp, [sa, sb], int_tensor(qint.shape_of(op.results[0]), 32))
     bounds = clamp_bounds(ew._finish, out_q, k["act_min"], k["act_max"])
     return e.rescale(raw, out_q.bits, integer_spec(real_out, rounding), output_zp=ew.zp(out_q), bounds=bounds)
+
+
+def decompose_squared_difference(e: Emitter, op: qnn.SquaredDifferenceOp) -> SSAValue:
+    """TFLite's int8 SQUARED_DIFFERENCE: both inputs `<< 7` rescaled by s_i / (2 max(s1, s2)),
+    the difference squared in int32, rescaled by (2 max)^2 / (2^14 s_out).  XNNPACK does not
+    take it: `litert` is `tflite`."""
+    a_v, b_v = op.operands
+    x1_q, x2_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
+    for q in (x1_q, x2_q, out_q):
+        _per_tensor(q, op.name)
+    _signed(x1_q, x2_q, out_q, what=op.name)
+    if x1_q.bits != 8 or x2_q.bits != 8:
+        raise Unsupported(f"{op.name} on {x1_q.storage} (LiteRT's kernel takes int8 only)")
+    k = knobs(op)
+    rounding = "tflite" if k["rounding"] == "litert" else k["rounding"]
+    if rounding == "half_even":
+        raise Unsupported(f"{op.name} with rounding 'half_even' (one float product of both inputs)")
+    s1, s2, so = ew.scale32(x1_q), ew.scale32(x2_q), ew.scale32(out_q)
+    twice_max = 2.0 * float(max(s1, s2))
+    real_out = (twice_max * twice_max) / float(np.float32(np.float32(1 << 14) * so))
+    a, b = e.storage(a_v), e.storage(b_v)
+    sa = e.rescale(a, 32, integer_spec(float(s1) / twice_max, rounding), input_zp=ew.zp(x1_q), left_shift=7)
+    sb = e.rescale(b, 32, integer_spec(float(s2) / twice_max, rounding), input_zp=ew.zp(x2_q), left_shift=7)
+    shape = qint.shape_of(op.results[0])
+    raw = e.qint(qint.SubOp, [sa, sb], int_tensor(shape, 32))
+    square = e.qint(qint.MulOp, [raw, raw], int_tensor(shape, 32))
+    bounds = clamp_bounds(ew._finish, out_q, k["act_min"], k["act_max"])
+    return e.rescale(square, out_q.bits, integer_spec(real_out, rounding), output_zp=ew.zp(out_q), bounds=bounds)
 
 
 def _xnnpack_add(e: Emitter, op, subtract: bool, x1_q: QParams, x2_q: QParams, out_q: QParams, k) -> SSAValue:
@@ -913,9 +976,11 @@ DECOMPOSITIONS = {
     qnn.Conv2DOp: decompose_conv2d,
     qnn.DepthwiseConv2DOp: decompose_depthwise,
     qnn.FullyConnectedOp: decompose_fully_connected,
+    qnn.BatchMatmulOp: decompose_batch_matmul,
     qnn.AddOp: decompose_add_sub,
     qnn.SubOp: decompose_add_sub,
     qnn.MulOp: decompose_mul,
+    qnn.SquaredDifferenceOp: decompose_squared_difference,
     qnn.MaximumOp: decompose_extremum,
     qnn.MinimumOp: decompose_extremum,
     qnn.RequantizeOp: decompose_requantize,

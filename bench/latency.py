@@ -261,6 +261,21 @@ def mismatches(a: list[np.ndarray], b: list[np.ndarray]) -> int:
     return sum(int(np.count_nonzero(x.astype(np.int64) != y.reshape(x.shape).astype(np.int64))) for x, y in zip(a, b))
 
 
+def attention_models() -> dict[str, Path]:
+    """The attention blocks (tests/tvm_bridge/attention_block.py), written to a temporary directory."""
+    import tempfile
+
+    from tests.tvm_bridge.attention_block import attention_block
+
+    folder = Path(tempfile.mkdtemp(prefix="qd_attention_"))
+    out = {}
+    for storage, label in (("int8", "attention_s64"), ("int16", "attention_s64_16x8")):
+        path = folder / f"{label}.tflite"
+        path.write_bytes(attention_block(seq=64, dim=64, heads=4, storage=storage, layer_norm=True))
+        out[label] = path
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=None, help="comma-separated zoo names (default: all quantized)")
@@ -270,6 +285,10 @@ def main(argv=None) -> int:
     p.add_argument("--target", default=None, help="TVM target (default: host CPU)")
     p.add_argument("--onnx-models", default=ONNX_DEFAULT, help="comma-separated models/onnx names ('' for none)")
     p.add_argument("--onnx-only", action="store_true", help="only the ONNX rows")
+    p.add_argument("--attention", action="store_true",
+                   help="also the attention blocks of tests/tvm_bridge/attention_block.py (int8 and 16x8, "
+                        "sequence 64, model width 64, 4 heads, with the layer norm's pieces)")
+    p.add_argument("--attention-only", action="store_true", help="only the attention block rows")
     args = p.parse_args(argv)
     if args.onnx_only:
         set_tvm_threads(1)
@@ -281,11 +300,13 @@ def main(argv=None) -> int:
     names = args.models.split(",") if args.models else sorted(
         q.stem for q in ZOO.glob("*.tflite") if not q.stem.endswith("_float")
     )
+    paths = {} if args.attention_only else {name: ZOO / f"{name}.tflite" for name in names}
+    if args.attention or args.attention_only:
+        paths.update(attention_models())
     have_ours = importlib.util.find_spec("transforms.pipelines") is not None
     set_tvm_threads(1)
     rows = []
-    for name in names:
-        path = ZOO / f"{name}.tflite"
+    for name, path in paths.items():
         buf = path.read_bytes()
         module = load_module(path, 1)
         _, in_values, _ = _entry_signature(module)
@@ -338,7 +359,7 @@ def main(argv=None) -> int:
         print("  " + "; ".join(parts))
     if not have_ours:
         print("(our TVM build: n/a — the lowering pipeline transforms.pipelines is not built yet)")
-    onnx_names = [n for n in args.onnx_models.split(",") if n]
+    onnx_names = [] if args.attention_only else [n for n in args.onnx_models.split(",") if n]
     if onnx_names and importlib.util.find_spec("onnxruntime") is not None:
         print()
         set_tvm_threads(1)

@@ -165,6 +165,7 @@ class TensorSpec:
     quantized_dimension: int = 0
     data: np.ndarray | None = None
     name: str = ""
+    signature: tuple[int, ...] | None = None  # shape_signature (-1: sized by LiteRT at allocation)
 
 
 @dataclass
@@ -345,8 +346,11 @@ def build_model(
         name = b.CreateString(t.name or f"t{i}")
         shape = _scalar_vector(b, [int(d) for d in t.shape], "int32")
         quant = _build_quant(b, t)
+        signature = None if t.signature is None else _scalar_vector(b, [int(d) for d in t.signature], "int32")
         ten_mod.TensorStart(b)
         ten_mod.TensorAddShape(b, shape)
+        if signature is not None:
+            ten_mod.TensorAddShapeSignature(b, signature)
         ten_mod.TensorAddType(b, _DTYPES[t.dtype][0])
         ten_mod.TensorAddBuffer(b, tensor_buffer[i])
         ten_mod.TensorAddName(b, name)

@@ -614,6 +614,7 @@ class _Importer:
         self.static: dict[int, np.ndarray] = {}
         self.consts: dict[int, SSAValue] = {}
         self.shapes: dict[int, tuple[int, ...]] = {}
+        self.computed: set[int] = set()  # tensors whose shape an operator computed (not the file's)
         self.qtypes: dict[int, UniformQuantizedType | None] = {}
         self.poisoned: set[int] = set()
         self.unsupported: list[tuple[str, str | None]] = []
@@ -736,6 +737,7 @@ class _Importer:
         if shape is not None:
             self.check_declared(i, shape)
             self.shapes[i] = tuple(int(d) for d in shape)
+            self.computed.add(i)
         else:
             shape = self.shape(i)
         return TensorType(q if q is not None else _element_type(t), list(shape))
@@ -744,7 +746,7 @@ class _Importer:
         declared = self.shape(i)
         if tuple(declared) != tuple(int(d) for d in shape):
             sig = self.tensor(i).signature
-            if self.batch != 1 and sig is not None and -1 in sig:
+            if sig is not None and -1 in sig:
                 return  # a signature's -1 may stand for more than the batch (flattened): trust the op
             raise self.bad(
                 f"computes shape {[int(d) for d in shape]} for '{self.tensor(i).name}', "
@@ -844,9 +846,18 @@ class _Importer:
 
     # ----- emitting ---------------------------------------------------------------------------
 
+    def dynamic(self, i: int) -> bool:
+        """True when the tensor's shape signature has a -1 the file's shape only stands in for
+        (LiteRT sizes it at allocation; the converter's Tensordot spelling of Dense on 3-D inputs)."""
+        sig = self.tensor(i).signature
+        return sig is not None and -1 in sig and i not in self.computed
+
     def emit(self, cls, operands, outs: list[int], attrs: dict | None = None, types=None):
         if types is None:
-            types = [self.result_type(o) for o in outs]
+            inferred = None
+            if len(outs) == 1 and self.dynamic(outs[0]):
+                inferred = _inferred_shape(cls, operands, attrs or {}, len(self.tensor(outs[0]).shape))
+            types = [self.result_type(o, inferred) for o in outs]
         try:
             op = cls(list(operands), list(types), attrs or {})
             op.verify()
@@ -1045,6 +1056,40 @@ class _Importer:
                 raise self.bad(f"folded value overflows {self.tensor(o).type.lower()}")
             self.static[o] = v.astype(np.int64)
         return True
+
+
+def _inferred_shape(cls, operands, attrs: dict, declared_rank: int) -> list[int] | None:
+    """The result shape of a qnn op from its operands, for outputs whose shape the file leaves
+    dynamic (None: keep the declared shape)."""
+    shapes = [list(qnn.shape_of(v)) for v in operands]
+    if issubclass(cls, (qnn._UnaryOp, qnn.QuantizeOp, qnn.DequantizeOp)):
+        return shapes[0]
+    if issubclass(cls, qnn._BinaryOp):
+        try:
+            return qnn.broadcast_shape(shapes[0], shapes[1])
+        except ValueError:
+            return None
+    if cls is qnn.FullyConnectedOp:
+        x, (o, k) = shapes[0], shapes[1]
+        if declared_rank == len(x) and len(x) > 2:
+            return x[:-1] + [o]
+        return [math.prod(x) // k if k else 0, o]
+    if cls is qnn.BatchMatmulOp:
+        a, b = shapes
+        m = a[-1] if attrs.get("adj_x") else a[-2]
+        n = b[-2] if attrs.get("adj_y") else b[-1]
+        try:
+            return qnn.broadcast_shape(a[:-2], b[:-2]) + [m, n]
+        except ValueError:
+            return None
+    if cls is qnn.TransposeOp:
+        return [shapes[0][p] for p in attrs["perm"]] if sorted(attrs["perm"]) == list(range(len(shapes[0]))) else None
+    if issubclass(cls, qnn._ReduceOp):
+        s = shapes[0]
+        axes = {a % len(s) for a in attrs["axes"]} if s else set()
+        keep = attrs.get("keep_dims", False)
+        return [1 if k in axes else d for k, d in enumerate(s)] if keep else [d for k, d in enumerate(s) if k not in axes]
+    return None
 
 
 # ----- static folding of integer shape arithmetic ---------------------------------------------
@@ -1711,7 +1756,12 @@ def _dequantize(imp: _Importer, op: _Op):
     t = imp.tensor(out)
     if t.type != "FLOAT32":
         raise _Unsupported(f"dequantize to {t.type.lower()}")
-    imp.emit(qnn.DequantizeOp, [x], [out], types=[TensorType(Float32Type(), list(imp.shape(out)))])
+    shape = list(qnn.shape_of(x)) if imp.dynamic(out) else list(imp.shape(out))
+    if imp.dynamic(out):
+        imp.check_declared(out, shape)
+        imp.shapes[out] = tuple(shape)
+        imp.computed.add(out)
+    imp.emit(qnn.DequantizeOp, [x], [out], types=[TensorType(Float32Type(), shape)])
 
 
 # Ops listed as supported (shape-only ones only on values known at import).

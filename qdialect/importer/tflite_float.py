@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, Module
 from xdsl.ir import Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from qdialect.dialects import nn
+from qdialect.dialects import nn, qnn
 from qdialect.diagnostics import verify_module
 from qdialect.importer.tflite import (
     _ACT_REAL,
@@ -117,9 +117,16 @@ class _FloatImporter(_Importer):
         t = self.tensor(out)
         if t.type != "FLOAT32":
             raise self.bad(f"output tensor '{t.name}' is {t.type.lower()}; the float import reads float32 tensors")
+        if shape is None and self.dynamic(out) and cls in _ELEMENTWISE_SHAPED:
+            try:  # a float island's elementwise op on a tensor the file leaves dynamic
+                shape = qnn.broadcast_shape(*[list(v.type.get_shape()) for v in operands[:2]]) if len(
+                    operands) > 1 else list(operands[0].type.get_shape())
+            except ValueError:
+                shape = None
         if shape is not None:
             self.check_declared(out, shape)
             self.shapes[out] = tuple(int(d) for d in shape)
+            self.computed.add(out)
         rtype = TensorType(Float32Type(), list(self.shape(out)))
         try:
             op = cls(list(operands), rtype, attrs or {})
@@ -144,6 +151,11 @@ class _FloatImporter(_Importer):
 
 
 _FLOAT_HANDLERS: dict = {}
+
+_ELEMENTWISE_SHAPED = (nn.AddOp, nn.SubOp, nn.MulOp, nn.SquaredDifferenceOp, nn.MaximumOp, nn.MinimumOp,
+                       nn.LogisticOp, nn.TanhOp, nn.ReluOp, nn.ClipOp, nn.HardSwishOp, nn.LeakyReluOp, nn.EluOp,
+                       nn.SoftmaxOp, nn.LogSoftmaxOp)
+"""nn ops whose result shape is their operands' (broadcast) shape."""
 
 
 def _handles(*names):

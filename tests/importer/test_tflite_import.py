@@ -665,12 +665,12 @@ def _model_with_custom_codes(ops: list[tuple[str, str | None]]) -> bytes:
 def test_unsupported_operators_are_listed_at_once_with_counts():
     model = _model_with_custom_codes([
         ("CUSTOM", "TFLite_Detection_PostProcess"), ("RELU", None), ("LSTM", None),
-        ("CUSTOM", "TFLite_Detection_PostProcess"), ("ARG_MAX", None), ("LSTM", None),
+        ("CUSTOM", "TFLite_Detection_PostProcess"), ("TOPK_V2", None), ("LSTM", None),
     ])
     with pytest.raises(TFLiteImportError) as e:
         import_tflite(model)
     assert str(e.value) == (
-        "unsupported operators: CUSTOM x2 (TFLite_Detection_PostProcess), LSTM x2, ARG_MAX x1"
+        "unsupported operators: CUSTOM x2 (TFLite_Detection_PostProcess), LSTM x2, TOPK_V2 x1"
     )
 
 

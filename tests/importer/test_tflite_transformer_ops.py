@@ -374,3 +374,37 @@ def test_tile_with_other_output_parameters_is_refused_by_name():
     model = one_op("TILE", [TensorSpec((2, 3), "int8", 0.05, 0), const([2, 1])], [TensorSpec((4, 3), "int8", 0.1, 0)])
     with pytest.raises(TFLiteImportError, match=r"operator 0 \(TILE\).*same quantization parameters"):
         import_tflite(model)
+
+
+# ----- the converter's Tensordot: shapes the file leaves dynamic ---------------------------------------
+
+
+def test_tensordot_reshape_and_fully_connected_with_dynamic_shapes():
+    """TF 2.21 spells Dense on a [1, S, D] input as SHAPE -> GATHER -> REDUCE_PROD -> PACK ->
+    RESHAPE -> FULLY_CONNECTED -> RESHAPE whose intermediate tensors carry a placeholder
+    shape ([1, 1]) and a -1 shape signature; LiteRT sizes them at allocation, the import
+    computes them from the folded shape arithmetic and the operands."""
+    rng = np.random.default_rng(1)
+    x = TensorSpec((1, 16, 32), "int8", 0.05, -3, signature=(-1, 16, 32))
+    shape = TensorSpec((3,), "int32", signature=(3,))
+    gather_idx = const([0, 1])
+    prod_axis = const([0])
+    rows = TensorSpec((), "int32")
+    gathered = TensorSpec((2,), "int32")
+    feat = const(np.array(32, np.int32))
+    stacked = TensorSpec((2,), "int32")
+    flat = TensorSpec((1, 1), "int8", 0.05, -3, signature=(-1, -1))
+    w = TensorSpec((64, 32), "int8", 0.01, 0, data=rng.integers(-127, 128, (64, 32)))
+    b = TensorSpec((64,), "int32", float(np.float32(0.05) * np.float32(0.01)), 0, data=rng.integers(-500, 500, 64))
+    fc = TensorSpec((1, 64), "int8", 0.1, 4, signature=(-1, 64))
+    out_shape = const([1, 16, 64])
+    y = TensorSpec((1, 16, 64), "int8", 0.1, 4)
+    tensors = [x, shape, gather_idx, gathered, prod_axis, rows, feat, stacked, flat, w, b, fc, out_shape, y]
+    ops = [OpSpec("SHAPE", [0], [1], {"out_type": 2}), OpSpec("GATHER", [1, 2], [3]),
+           OpSpec("REDUCE_PROD", [3, 4], [5]), OpSpec("PACK", [5, 6], [7], {"values_count": 2}),
+           OpSpec("RESHAPE", [0, 7], [8]), OpSpec("FULLY_CONNECTED", [8, 9, 10], [11]),
+           OpSpec("RESHAPE", [11, 12], [13])]
+    model = build_model(ops, tensors, [0], [13])
+    module = reparse(import_tflite(model))
+    assert "qnn.fully_connected" in [o.name for o in body_ops(module)]
+    assert mismatches(model, [random_ints((1, 16, 32), "int8", rng)], module) == {"tflite": 0, "litert": 0}

@@ -809,7 +809,7 @@ def _agreement(q, f):
     """max |q - f| relative to max |f|, and arg-max agreement."""
     rel = float(np.max(np.abs(q - f)) / max(np.max(np.abs(f)), 1e-12))
     agree = int(np.sum(np.argmax(q, -1) == np.argmax(f, -1)))
-    return f"{rel:.3f}; argmax {agree}/{len(f)}"
+    return f"{rel:.2g}; argmax {agree}/{len(f)}"
 
 
 def verify(out: Path) -> int:

@@ -28,7 +28,7 @@ import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the l
 from qdialect import cyclic_gc, trusted
 from qdialect.dialects import quant
 from qdialect.dialects.qnn import ConstantOp, QnnOp
-from qdialect.dialects.quant import quantized_tensor_problems
+from qdialect.dialects.quant import mlir_tensor_problems
 from qdialect.lexer import FastMLIRLexer
 
 
@@ -289,7 +289,15 @@ class LocatingParser(Parser):
         return trusted.tensor_type(element, [int(d) for d in dims.split(b"x" if isinstance(dims, bytes) else "x")[:-1]])
 
     def parse_optional_type(self):
-        return self._bracketed(_BRACKETED_TYPE, super().parse_optional_type)
+        start = self._current_token.span
+        try:
+            return self._bracketed(_BRACKETED_TYPE, super().parse_optional_type)
+        except ParseError as e:
+            # xDSL says an unknown `!dialect.name` is not registered at the token after it (the
+            # next line, or the end of the input): say it at the type, as mlir-opt does
+            if e.msg.endswith("is not registered") and e.span.start > start.start:
+                raise ParseError(start, e.msg) from None
+            raise
 
     def parse_optional_attribute(self):
         content = self.lexer.input.content
@@ -312,6 +320,28 @@ class LocatingParser(Parser):
                 return [(token.span, 1)]
         return super()._parse_op_result_list()
 
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """xDSL's, but a text without operations (empty, or only alias definitions) is an empty
+        module, as for mlir-opt."""
+        if not allow_implicit_module:
+            return super().parse_module(allow_implicit_module)
+        ops: list[Operation] = []
+        while self._current_token.kind != MLIRTokenKind.EOF:
+            if self._current_token.kind in (MLIRTokenKind.HASH_IDENT, MLIRTokenKind.EXCLAMATION_IDENT):
+                self._parse_alias_def()
+            elif self._current_token.kind == MLIRTokenKind.FILE_METADATA_BEGIN:
+                self._parse_file_metadata_dictionary()
+            elif (op := self.parse_optional_operation()) is not None:
+                ops.append(op)
+            else:
+                self.raise_error("Could not parse entire input!")
+        if self.forward_ssa_references:
+            names = ", ".join("%" + name for name in self.forward_ssa_references)
+            self.raise_error(f"values used but not defined: [{names}]")
+        if len(ops) == 1 and isinstance(ops[0], ModuleOp):
+            return ops[0]
+        return ModuleOp(ops)
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span
         try:
@@ -329,9 +359,12 @@ class LocatingParser(Parser):
 @cyclic_gc.paused()
 def parse_module(
     ctx: Context, text: str | bytes, name: str = "<input>", *, verify: bool = True,
-    line_offset: int = 0,
+    line_offset: int = 0, located: list[tuple[Operation, Span]] | None = None,
 ) -> ModuleOp:
-    """Parse MLIR text into a module and (by default) verify it with locations."""
+    """Parse MLIR text into a module and (by default) verify it with locations.
+
+    `located`, when given, receives each parsed op with its source span (the span's
+    `line_offset` set): what `locate` needs to place a pass's error on an op."""
     parser = LocatingParser(ctx, text, name)
     try:
         try:
@@ -347,6 +380,11 @@ def parse_module(
         if line_offset:
             e.span = Span(e.span.start, e.span.end, e.span.input, line_offset)
         raise
+    if located is not None:
+        for op in module.walk():
+            span = parser.op_spans.get(id(op))
+            if span is not None:
+                located.append((op, Span(span.start, span.end, span.input, line_offset)))
     if verify:
         verify_module(module, parser.op_spans, line_offset)
     return module
@@ -454,11 +492,11 @@ def _signature(op: Operation) -> tuple | None:
 
 def _check_value_type(op: Operation, t, what: str, problems_of: dict[int, list] | None = None) -> None:
     if problems_of is None:
-        problems = quantized_tensor_problems(t)
+        problems = mlir_tensor_problems(t)
     else:
         problems = problems_of.get(id(t))
         if problems is None:
-            problems = problems_of[id(t)] = quantized_tensor_problems(t)
+            problems = problems_of[id(t)] = mlir_tensor_problems(t)
     if problems:
         raise VerifyException(f"{op.name}: {what}: {problems[0]}")
 
@@ -469,6 +507,31 @@ def _first_reason(text: str, op: Operation) -> str:
     if not msg.startswith(op.name) and not msg.startswith("!") and not msg.startswith("'"):
         msg = f"{op.name}: {msg}"
     return " ".join(msg.split())
+
+
+# an op's name in a message (not a type's `!quant.uniform`, a symbol's `@f.g` or a value's
+# `%a.b`), and the `%name` of its result when one follows
+_OP_NAME = re.compile(r"(?<![\w.$%@!#])([A-Za-z_][\w$]*\.[\w.$]*[\w$])(?: %([\w$.-]+))?")
+
+
+def locate(message: str, module: ModuleOp, located: list[tuple[Operation, Span]]) -> Span | None:
+    """Where the op that `message` (a pass's error) names was parsed: the first op name in the
+    message that an op of `module` with a span in `located` has (the op whose result is the
+    `%name` after it, when one does), or None.  Passes report refusals by op name; this puts
+    the report on the op's line, as mlir-opt puts an op's diagnostic at the op's location."""
+    spans = {id(op): span for op, span in located}  # (`located` keeps the ops alive: ids are theirs)
+    by_name: dict[str, list[Operation]] = {}
+    for op in module.walk():
+        if id(op) in spans:
+            by_name.setdefault(op.name, []).append(op)
+    for m in _OP_NAME.finditer(message):
+        ops = by_name.get(m.group(1))
+        if not ops:
+            continue
+        if m.group(2) is not None:
+            ops = [op for op in ops if any(r.name_hint == m.group(2) for r in op.results)] or ops
+        return spans[id(ops[0])]
+    return None
 
 
 def one_line(error: BaseException, source: str) -> str:
@@ -490,6 +553,7 @@ __all__ = [
     "DiagnosticException",
     "LocatedVerifyError",
     "LocatingParser",
+    "locate",
     "one_line",
     "parse_module",
     "verify_module",

@@ -3,14 +3,24 @@
     qd-opt [FILE] [-p PASS,PASS{opt=v}] [-o OUT] [--split-input-file]
            [--verify-diagnostics] [--print-op-generic]
 
-Bad input never shows a Python traceback: a parse error prints
-`FILE:LINE:COL: error: MESSAGE`, a verifier error `FILE: error: MESSAGE`, both
-on one line of stderr, and the exit status is 2 (as for `qd-import` and
-`qd-run`; `mlir-opt` uses 1).  A usage error is one line and exit status 2
-too.  A bug in qdialect (an exception no diagnostic covers) is one line
-`qd-opt: internal error: ...` and exit status 3.  With
-`--verify-diagnostics` the diagnostics go to stdout (one per split chunk) and
-the exit status is 0, for FileCheck tests of invalid input.
+Bad input never shows a Python traceback: a diagnostic is one line of stderr,
+`FILE:LINE:COL: error: MESSAGE` (a parse error at its place, a verifier error
+at its op, a pass's refusal at the op it names; `FILE: error: MESSAGE` when no
+place is known), and the exit status is 2 (as for `qd-import` and `qd-run`;
+`mlir-opt` uses 1).  A usage error is one line and exit status 2 too.  A bug
+in qdialect (an exception no diagnostic covers) is one line
+`qd-opt: internal error: ...` and exit status 3.
+
+As in mlir-opt 22, `--split-input-file` runs each chunk of the input between
+`// -----` lines on its own: every chunk's diagnostics are reported (line
+numbers are the file's), the outputs are separated by `// -----` lines (a
+chunk that failed prints nothing), and the status is that of the worst chunk.
+`--verify-diagnostics` checks the diagnostics against the input's
+`// expected-error {{...}}` (`-note`, `-warning`, `-remark`; `@+N`, `@-N`,
+`@above`, `@below`, `@unknown`; `expected-error-re`) comments with MLIR's
+rules (`qdialect.expected_diagnostics`): every expected diagnostic produced
+and no other is exit status 0; otherwise each unexpected diagnostic and each
+one not produced is a line on stderr in mlir-opt's words, and the status is 1.
 """
 
 from __future__ import annotations
@@ -19,20 +29,37 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO
+from io import BytesIO
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, PassFailedException
+from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from qdialect.diagnostics import one_line, parse_module, verify_module
+from qdialect.diagnostics import LocatedVerifyError, locate, one_line, parse_module, verify_module
+from qdialect.expected_diagnostics import Diagnostic, check, format_diagnostic, parse_expectations
 
+EXIT_VERIFY_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL_ERROR = 3
 
 
+def _one_line_message(error: BaseException) -> str:
+    lines = [ln for ln in str(error).strip().splitlines() if ln.strip()]
+    return " ".join((lines[0] if lines else type(error).__name__).split())
+
+
+def _at(span: Span | None, message: str) -> Diagnostic:
+    if span is None:
+        return Diagnostic("error", message)
+    loc = span.get_location()
+    return Diagnostic("error", message, loc.line, loc.col)
+
+
 class QdOptMain(xDSLOptMain):
-    """xDSL's driver with one-line diagnostics and qdialect's extra type checks."""
+    """xDSL's driver with one-line located diagnostics, mlir-opt's `--split-input-file` and
+    `--verify-diagnostics`, and qdialect's extra type checks."""
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
@@ -44,50 +71,84 @@ class QdOptMain(xDSLOptMain):
 
         arg_parser.error = error
 
-    def parse_chunk(
-        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
-    ) -> ModuleOp | None:
+    def parse_chunk(self, chunk, file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        return self._parse(chunk.read(), file_extension, start_offset, None)
+
+    def _parse(self, text: bytes, file_extension: str, line_offset: int,
+               located: list[tuple[Operation, Span]] | None) -> ModuleOp | None:
         if file_extension != "mlir" or self.args.no_implicit_module:
-            module = super().parse_chunk(chunk, file_extension, start_offset)
+            module = super().parse_chunk(BytesIO(text), file_extension, line_offset)
             if module is not None and not self.args.disable_verify:
                 verify_module(module)
             return module
-        return parse_module(
-            self.ctx,
-            chunk.read(),
-            self.get_input_name(),
-            verify=not self.args.disable_verify,
-            line_offset=start_offset,
-        )
+        return parse_module(self.ctx, text, self.get_input_name(), verify=not self.args.disable_verify,
+                            line_offset=line_offset, located=located)
+
+    def _run_chunk(self, text: bytes, file_extension: str, line_offset: int) -> tuple[str | None, list[Diagnostic]]:
+        """The printed result of one chunk (None when it failed) and the diagnostics it produced.
+        An exception that is no diagnostic (a bug) propagates."""
+        located: list[tuple[Operation, Span]] = []
+        module = None
+        try:
+            module = self._parse(text, file_extension, line_offset, located)
+            if module is None:
+                return None, []
+            self.apply_passes(module)
+            return self.output_resulting_program(module), []
+        except ParseError as e:
+            if line_offset and not e.span.line_offset:
+                e.span = Span(e.span.start, e.span.end, e.span.input, line_offset)
+            return None, [_at(e.span, " ".join(str(e.msg).split()))]
+        except LocatedVerifyError as e:
+            return None, [_at(e.span, e.message)]
+        except DiagnosticException as e:  # a pass's refusal (or xDSL's verifier between passes)
+            message = _one_line_message(e)
+            return None, [_at(None if module is None else locate(message, module, located), message)]
+        except UnicodeDecodeError:
+            raise  # (a ValueError) the input is not text: main's one line
+        except (ValueError, KeyError) as e:  # bad input a pass found without a diagnostic
+            return None, [Diagnostic("error", " ".join(str(e).split()))]
 
     def run(self) -> int:
         chunks, file_extension = self.prepare_input()
         output = self.prepare_output()
-        failed = False
+        source = self.get_input_name()
+        verify = self.args.verify_diagnostics
+        status = 0
         try:
-            for i, (chunk, offset) in enumerate(chunks):
+            for i, (chunk, line_offset) in enumerate(chunks):
+                try:
+                    text = chunk.read()
+                finally:
+                    chunk.close()
                 if i > 0:
                     output.write("// -----\n")
                 try:
-                    module = self.parse_chunk(chunk, file_extension, offset)
-                    if module is not None:
-                        self.apply_passes(module)
-                        output.write(self.output_resulting_program(module))
-                except (ParseError, DiagnosticException) as e:
-                    line = one_line(e, self.get_input_name())
-                    if self.args.verify_diagnostics:
-                        output.write(line + "\n")
-                    else:
-                        print(line, file=sys.stderr)
-                        failed = True
-                        break
-                finally:
-                    chunk.close()
+                    printed, diagnostics = self._run_chunk(text, file_extension, line_offset)
+                except (KeyboardInterrupt, BrokenPipeError, UnicodeDecodeError):
+                    raise
+                except Exception as e:  # a bug: one line, and the next chunk still runs
+                    print(f"qd-opt: internal error: {type(e).__name__}: {' '.join(str(e).split())}", file=sys.stderr)
+                    status = EXIT_INTERNAL_ERROR
+                    continue
+                if verify:
+                    expectations = parse_expectations(text.decode("utf-8", "replace"), line_offset + 1)
+                    failures = check(diagnostics, expectations)
+                    if failures:
+                        status = max(status, EXIT_VERIFY_FAILED)
+                else:
+                    failures = diagnostics
+                    if failures:
+                        status = max(status, EXIT_BAD_INPUT)
+                for d in failures:
+                    print(format_diagnostic(d, source), file=sys.stderr)
+                if printed is not None:
+                    output.write(printed)
                 output.flush()
         finally:
             if output is not sys.stdout:
                 output.close()
-        return EXIT_BAD_INPUT if failed else 0
+        return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

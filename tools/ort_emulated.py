@@ -136,7 +136,8 @@ def _ours(path: Path, profile: str, samples: int, tvm: bool):
     compiled = compile_module(module)
     outs = []
     for x in inputs:
-        outs.append([o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
+        # (copies: the arrays TVM returns may share memory it frees with the compiled module)
+        outs.append([np.array(o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o)
                      for o, d in zip(compiled(*x), out_dtypes)])
     return inputs, interp, outs
 

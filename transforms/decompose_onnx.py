@@ -40,7 +40,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from xdsl.dialects import tensor
+from xdsl.dialects import arith, tensor
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
 from qdialect.dialects import qint, qnn
@@ -112,17 +113,122 @@ def _accumulate(e: Emitter, op, cls, x_v, w_v, bias_v, channels: int, out_shape,
     x_q, w_q, out_q = qp(x_v), qp(w_v), qp(op.results[0])
     if op.attr("rounding") == "onnx":
         return _float_accumulate(e, op, "depthwise" if isinstance(op, qnn.DepthwiseConv2DOp) else "conv")
-    from qdialect.interp_onnx import _isa
-
-    if _isa() == "avx2" and not x_q.signed and w_q.signed and not isinstance(op, qnn.DepthwiseConv2DOp):
-        raise Unsupported(f"{op.name} with uint8 x int8 on an AVX2 CPU without VNNI (ORT's vpmaddubsw "
-                          "saturates pairs of products to int16; the interpreter models it)")
     k = knobs(op)
     if k["bias_mode"] != "accumulator" or k["acc"] not in (None, "i32"):
         raise Unsupported(f"{op.name} with bias / acc knobs other than ORT's")
+    if _pairs_saturate(x_q, w_q) and cls is qint.Conv2DOp:
+        acc = _saturated_conv(e, op, x_v, w_v)
+        return _saturated_finish(e, op, acc, bias_v, x_q, w_q, out_q, channels)
     x, x_zp = _signed_activation(e, x_v, x_q)
     w, w_zp = _signed_weights(e, w_v, w_q)
     acc = e.qint(cls, [x, w], int_tensor(acc_shape or out_shape, 32), input_zp=x_zp, weight_zp=w_zp, **attrs)
+    if bias_v is not None:
+        acc = e.qint(qint.BiasAddOp, [acc, e.storage(bias_v)], acc.type)
+    spec = float_spec(_ort_scale(x_q, w_q, out_q, channels))
+    return e.rescale(acc, out_q.bits, spec, output_zp=_zp(out_q), bounds=_bounds(op, out_q))
+
+
+def _pairs_saturate(x_q: QParams, w_q: QParams) -> bool:
+    """Whether ORT's dot product of these types saturates pairs of products to int16 on the
+    CPU the ONNX profiles model (`onnxruntime_kernels.detect_isa`, `QDIALECT_ORT_ISA`):
+    uint8 x int8 with MLAS's AVX2 kernels (vpmaddubsw)."""
+    from qdialect.reference.onnxruntime_kernels import detect_isa
+
+    return (detect_isa() == "avx2" and x_q.bits == 8 and not x_q.signed and w_q.bits == 8 and w_q.signed)
+
+
+def _weight_zps(w_q: QParams, channels: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(w_q.zero_point, np.int64).reshape(-1), (channels,)).copy()
+
+
+def _pair_saturated_sum(e: Emitter, cols: SSAValue, w: np.ndarray, x_zp: int, w_zp: np.ndarray) -> SSAValue:
+    """MLAS's AVX2 uint8 x int8 dot products (`vpmaddubsw`, then `vpmaddwd` by ones into int32)
+    of `cols` [..., K] (raw uint8 storage, K in MLAS's packed order) with the constant raw int8
+    weights `w` [O, K]: per output, the sum over pairs p of `sat16(a[2p] w[2p] + a[2p+1] w[2p+1])`
+    (K zero-padded to even), minus `w_zp[o] * sum(a)`, in int32 -> [..., O].  The rest of ORT's
+    zero-point correction is constant (`_saturated_finish`)."""
+    from transforms.lower_to_linalg import Lowering, amap, dim
+
+    shape = list(qint.shape_of(cols))
+    lead, k = shape[:-1], shape[-1]
+    o = w.shape[0]
+    if k % 2:
+        zero = e.constant(np.zeros(lead + [1], np.int64), 8)
+        cols = e.add(tensor.ConcatOp([cols, zero], len(shape) - 1, int_tensor(lead + [k + 1], 8)))
+        w = np.concatenate([w, np.zeros((o, 1), w.dtype)], axis=1)
+    p = (k + 1) // 2
+    r = len(shape)
+
+    def half(j):  # a[..., j::2]
+        return e.add(tensor.ExtractSliceOp(cols, [0] * (r - 1) + [j], lead + [p], [1] * (r - 1) + [2],
+                                           int_tensor(lead + [p], 8)))
+
+    a0, a1 = half(0), half(1)
+    w0, w1 = e.constant(w[:, 0::2].astype(np.int64), 8), e.constant(w[:, 1::2].astype(np.int64), 8)
+    low = Lowering()
+    inputs = [w0, w1, a0, a1]
+    wmap = amap(r + 1, [dim(r - 1), dim(r)])
+    amap_ = amap(r + 1, [dim(i) for i in range(r - 1)] + [dim(r)])
+    maps = [wmap, wmap, amap_, amap_]
+    uniform = len(set(w_zp.tolist())) == 1
+    if not uniform:
+        inputs.append(e.constant(w_zp, 32))
+        maps.append(amap(r + 1, [dim(r - 1)]))
+
+    def body(s, b0, b1, x0, x1, *rest):
+        acc = rest[-1]
+        # uint8 as `sext & 255`, not `zext`: TVM 0.27 bounds cast<uint8>(an int8) to [0, 127] and
+        # then drops the int16 clamp as a no-op
+        mask = s.const(255, acc.type)
+        u0, u1 = (s.emit(arith.AndIOp(s.ext(v, 32), mask)) for v in (x0, x1))
+        pair = s.emit(arith.AddiOp(s.emit(arith.MuliOp(u0, s.ext(b0, 32))), s.emit(arith.MuliOp(u1, s.ext(b1, 32)))))
+        term = s.clamp(pair, -32768, 32767)
+        zp = rest[0] if not uniform else int(w_zp[0])
+        if isinstance(zp, SSAValue) or zp:
+            zpv = zp if isinstance(zp, SSAValue) else s.const(zp, acc.type)
+            term = s.emit(arith.SubiOp(term, s.emit(arith.MuliOp(zpv, s.emit(arith.AddiOp(u0, u1))))))
+        return s.emit(arith.AddiOp(acc, term))
+
+    acc = low.generic(inputs, maps, int_tensor(lead + [o], 32), amap(r + 1, [dim(i) for i in range(r)]), body,
+                      iterators=["parallel"] * r + ["reduction"], init=0)
+    e.ops.extend(low.ops)
+    return acc
+
+
+def _saturated_conv(e: Emitter, op, x_v, w_v) -> SSAValue:
+    """The convolution's patches in MLAS's K order, (ky, kx, c) (measured: pairs cross taps),
+    through `_pair_saturated_sum`."""
+    n, oh, ow, oc = qint.shape_of(op.results[0])
+    cin = qint.shape_of(x_v)[3]
+    w = _const_array(w_v, "weights")  # OHWI
+    _, kh, kw, _ = w.shape
+    sh, sw = op.attr("strides", [1, 1])
+    dh, dw = op.attr("dilations", [1, 1])
+    x = _padded(e, x_v, tuple(op.attr("padding", [0, 0, 0, 0])))
+    el = x.type.element_type
+    taps = []
+    for ky in range(kh):
+        for kx in range(kw):
+            shape = qint.shape_of(x)
+            if (ky, kx, sh, sw) == (0, 0, 1, 1) and tuple(shape[1:3]) == (oh, ow):
+                taps.append(x)
+            else:
+                taps.append(e.add(tensor.ExtractSliceOp(x, [0, ky * dh, kx * dw, 0], [n, oh, ow, cin],
+                                                        [1, sh, sw, 1], TensorType(el, [n, oh, ow, cin]))))
+    cols = taps[0] if len(taps) == 1 else e.add(tensor.ConcatOp(taps, 3, TensorType(el, [n, oh, ow, kh * kw * cin])))
+    return _pair_saturated_sum(e, cols, w.reshape(oc, -1), _zp(qp(x_v)), _weight_zps(qp(w_v), oc))
+
+
+def _saturated_finish(e: Emitter, op, acc, bias_v, x_q, w_q, out_q, channels: int) -> SSAValue:
+    """ORT's constant part of the zero-point correction, `K x_zp w_zp[o] - x_zp sum(w[o])`, the
+    bias, then ORT's requantization."""
+    w = _const_array(op.operands[1], "weights")
+    w = w.reshape(w.shape[0], -1)
+    x_zp = _zp(x_q)
+    k = w.shape[1]
+    corr = k * x_zp * _weight_zps(w_q, channels) - x_zp * w.astype(np.int64).sum(axis=1)
+    if corr.any():
+        acc = e.qint(qint.BiasAddOp, [acc, e.constant(corr, 32)], acc.type)
     if bias_v is not None:
         acc = e.qint(qint.BiasAddOp, [acc, e.storage(bias_v)], acc.type)
     spec = float_spec(_ort_scale(x_q, w_q, out_q, channels))
@@ -156,11 +262,11 @@ def decompose_fully_connected(e: Emitter, op) -> SSAValue:
     x_q, w_q, out_q = qp(xv), qp(wv), qp(op.results[0])
     if op.attr("rounding") == "onnx":
         return _float_accumulate(e, op, "fc")
-    from qdialect.interp_onnx import _isa
-
-    if _isa() == "avx2" and not x_q.signed and w_q.signed:
-        raise Unsupported(f"{op.name} with uint8 x int8 on an AVX2 CPU without VNNI (ORT's vpmaddubsw "
-                          "saturates pairs of products to int16; the interpreter models it)")
+    if _pairs_saturate(x_q, w_q):
+        w = _const_array(wv, "weights")
+        acc = _pair_saturated_sum(e, e.reshape(e.storage(xv), (rows, k)), w, _zp(x_q), _weight_zps(w_q, o))
+        out = _saturated_finish(e, op, acc, bv, x_q, w_q, out_q, o)
+        return e.reshape(out, qint.shape_of(op.results[0]))
     x, x_zp = _signed_activation(e, xv, x_q)
     x = e.reshape(x, (rows, k))
     w, w_zp = _signed_weights(e, wv, w_q)
@@ -178,11 +284,9 @@ def decompose_batch_matmul(e: Emitter, op) -> SSAValue:
     if op.attr("rounding") != "onnxruntime":
         raise Unsupported(f"{op.name} with rounding 'onnx' (ORT's float MatMul rounds its partial sums in its "
                           "own order; the interpreter runs it)")
-    from qdialect.interp_onnx import _isa
-
-    if _isa() == "avx2" and not a_q.signed and b_q.signed:
-        raise Unsupported(f"{op.name} with uint8 x int8 on an AVX2 CPU without VNNI (ORT's vpmaddubsw "
-                          "saturates pairs of products to int16; the interpreter models it)")
+    if _pairs_saturate(a_q, b_q):
+        raise Unsupported(f"{op.name} of a uint8 and an int8 activation on an AVX2 CPU without VNNI (ORT's "
+                          "vpmaddubsw saturates pairs of products to int16; the interpreter models it)")
     if a_q.bits != 8 or b_q.bits != 8:
         raise Unsupported(f"{op.name} on {a_q.storage} x {b_q.storage}")
     a, a_zp = _signed_activation(e, a_v, a_q)

@@ -1169,9 +1169,7 @@ def _libm_apply(name: str, fallback, x) -> np.ndarray:
 
 
 def _erfc(v):
-    import math as _m
-
-    return np.vectorize(_m.erfc, otypes=[np.float64])(v)
+    return np.vectorize(math.erfc, otypes=[np.float64])(v)
 
 
 _NEG_SQRT1_2 = np.float32(-0.7071067811865476)  # static_cast<float>(-M_SQRT1_2)
@@ -1260,7 +1258,7 @@ def _inv_sqrt_multiplier_exp(values: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.where(small, INT32_MAX, x), np.where(small, 0, -shift)
 
 
-def _positive_only(x, x_q: QParams, op: str, strict_float: bool = False) -> None:
+def _positive_only(x, x_q: QParams, op: str) -> None:
     xi = np.asarray(x).astype(np.int64)
     if xi.size and int(xi.min()) < zp(x_q):
         raise ValueError(f"{op} is only defined for non-negative inputs (stored {int(xi.min())} is below "

@@ -11,6 +11,8 @@ zero points.  Bit-exact means zero differing elements.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -408,3 +410,28 @@ def test_tensordot_reshape_and_fully_connected_with_dynamic_shapes():
     module = reparse(import_tflite(model))
     assert "qnn.fully_connected" in [o.name for o in body_ops(module)]
     assert mismatches(model, [random_ints((1, 16, 32), "int8", rng)], module) == {"tflite": 0, "litert": 0}
+
+
+# ----- whole encoders: the transformer zoo (tools/gen_transformer_zoo.py, TF 2.21) ------------------
+
+TRANSFORMERS = sorted(p for p in (Path(__file__).resolve().parents[2] / "models" / "transformers").glob("*.tflite")
+                      if not p.stem.endswith("_float"))
+
+
+def test_the_transformer_zoo_is_there():
+    assert len(TRANSFORMERS) >= 6, TRANSFORMERS
+
+
+@pytest.mark.parametrize("path", TRANSFORMERS, ids=[p.stem for p in TRANSFORMERS])
+def test_transformer_encoder_is_bit_exact_in_both_profiles(path):
+    """int8 encoders carry the converter's float islands (DEQUANTIZE -> NEG -> QUANTIZE of each
+    Keras LayerNormalization), RSQRT, GELU, two-activation BATCH_MATMUL and SOFTMAX; 16x8 ones
+    the same in int16 (no NEG: the converter has no 16x8 NEG)."""
+    from tests.importer.test_tflite_import import random_inputs
+
+    model = path.read_bytes()
+    module = import_tflite(model)
+    names = {o.name for o in body_ops(module)}
+    assert {"qnn.rsqrt", "qnn.gelu", "qnn.batch_matmul", "qnn.softmax"} <= names
+    for seed in (0, 1):
+        assert mismatches(model, random_inputs(model, seed), module) == {"tflite": 0, "litert": 0}, seed

@@ -1,0 +1,149 @@
+"""The `onnxruntime` profile on an x86 CPU without VNNI, against ORT run on one.
+
+ORT / MLAS multiplies uint8 activations by int8 weights with `vpmaddubsw` on a
+CPU with AVX2 and no VNNI: each pair of adjacent raw products is saturated to
+int16 before the int32 sum.  `qemu-x86_64 -cpu Haswell` runs this venv's ORT as
+such a CPU (tools/ort_emulated.py), so ORT's integers on that path are the
+reference here, on any x86-64 machine.  Ours run with the ISA forced to the
+AVX2 model (`QDIALECT_ORT_ISA=avx2`): the interpreter, and the TVM build, whose
+lowering writes the same saturation into the integer IR.  Each must give zero
+differing elements; and the exact (VNNI) model must differ from emulated ORT,
+or the test would not be testing the saturation.
+
+Skipped only where `qemu-x86_64` is not installed (Debian package qemu-user;
+.ci/run installs it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from qdialect.importer.onnx import import_onnx_file
+from qdialect.interpreter import Interpreter, run_module
+from qdialect.qparams import QParams
+from qdialect.reference import onnxruntime_kernels as R
+from tests.onnx_helpers import differing, inputs_for, model
+from transforms.pipelines import lower_to_l3
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import ort_emulated  # noqa: E402 - ORT under qemu, beside the zoo generators
+
+needs_qemu = pytest.mark.skipif(shutil.which("qemu-x86_64") is None,
+                                reason="qemu-x86_64 is not installed (Debian package qemu-user): "
+                                       "no CPU without VNNI to run ONNX Runtime on")
+
+# uint8 x int8 convolutions (3 input channels: pairs cross taps; stride 2 with asymmetric padding;
+# grouped), QGemm / QLinearMatMul with constant weights; QDQ and QOperator spellings
+MODELS = ["cnn_qdq_u8", "op_conv_s2_asym_qop_u8", "op_conv_grouped_qdq_u8", "mlp_qop_u8"]
+SAMPLES = 2
+
+
+def _tvm(module):
+    from tvm_bridge.compile import compile_module
+
+    out_dtypes = [Interpreter._dtype(v) for v in Interpreter(module).entry().get_return_op().operands]
+    lower_to_l3(module)
+    compiled = compile_module(module)
+
+    def run(inputs):
+        return [np.array(o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o)
+                for o, d in zip(compiled(*inputs), out_dtypes)]
+
+    return run
+
+
+def _total(ours, theirs) -> int:
+    return sum(sum(differing(a, b)) for a, b in zip(ours, theirs))
+
+
+@needs_qemu
+def test_zoo_models_match_onnxruntime_without_vnni(monkeypatch):
+    jobs, ours = [], {}
+    for name in MODELS:
+        path = model(name)
+        exact = import_onnx_file(path)
+        samples = [inputs_for(exact, seed) for seed in range(SAMPLES)]
+        monkeypatch.setenv("QDIALECT_ORT_ISA", "vnni")
+        vnni = [run_module(exact, x) for x in samples]
+        monkeypatch.setenv("QDIALECT_ORT_ISA", "avx2")
+        module = import_onnx_file(path)
+        interp = [run_module(module, x) for x in samples]
+        tvm = _tvm(module)
+        ours[name] = (vnni, interp, [tvm(x) for x in samples])
+        jobs.extend((str(path), False, x) for x in samples)
+    emulated = iter(ort_emulated.run_emulated(jobs))
+    saturated = 0
+    for name in MODELS:
+        vnni, interp, tvm = ours[name]
+        theirs = [next(emulated) for _ in range(SAMPLES)]
+        assert _total(interp, theirs) == 0, f"{name}: interpreter (avx2) vs ORT on Haswell"
+        assert _total(tvm, theirs) == 0, f"{name}: TVM (avx2) vs ORT on Haswell"
+        saturated += _total(vnni, theirs)
+    assert saturated > 0  # the exact dot products do not reproduce ORT on this CPU
+
+
+def _qlinear_conv_model(path: Path, w: np.ndarray, x_zp: int, w_zp: int, y_scale: float) -> None:
+    """QLinearConv, uint8 x int8, 3 x 3, pads 1, 3 input channels (K = 27: odd, pairs cross taps)."""
+    o, c = w.shape[0], w.shape[1]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"],
+                            pads=[1, 1, 1, 1])
+    inits = [numpy_helper.from_array(np.float32(0.02), "xs"), numpy_helper.from_array(np.uint8(x_zp), "xz"),
+             numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.float32(0.01), "ws"),
+             numpy_helper.from_array(np.int8(w_zp), "wz"), numpy_helper.from_array(np.float32(y_scale), "ys"),
+             numpy_helper.from_array(np.uint8(128), "yz")]
+    graph = helper.make_graph([node], "sat", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, c, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, o, 6, 6])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    onnx.save(m, str(path))
+
+
+@needs_qemu
+def test_crafted_saturation(tmp_path, monkeypatch):
+    """Activations near 255 times weights near +-127: most pair sums leave int16.  Emulated ORT,
+    the reference kernel, the interpreter and TVM agree in the AVX2 model; the exact sums differ.
+    A CPU without AVX2 (-cpu SandyBridge: MLAS's SSE kernels widen to int16) is exact."""
+    rng = np.random.default_rng(0)
+    w = np.where(rng.random((8, 3, 3, 3)) < 0.5, rng.integers(100, 128, (8, 3, 3, 3)),
+                 rng.integers(-128, -100, (8, 3, 3, 3))).astype(np.int8)
+    x = rng.integers(200, 256, (1, 3, 6, 6)).astype(np.uint8)
+    cases = [(0, 0, 2.0), (7, -3, 1.0)]  # (x zero point, w zero point, y scale)
+    paths, jobs = [], []
+    for i, (x_zp, w_zp, y_scale) in enumerate(cases):
+        path = tmp_path / f"sat{i}.onnx"
+        _qlinear_conv_model(path, w, x_zp, w_zp, y_scale)
+        paths.append(path)
+        jobs.append((str(path), False, [x]))
+    haswell = ort_emulated.run_emulated(jobs)
+    sandy = ort_emulated.run_emulated(jobs, cpu="SandyBridge")
+    for path, (x_zp, w_zp, y_scale), (theirs,), (exact_cpu,) in zip(paths, cases, haswell, sandy):
+        x_q = QParams.make(np.float32(0.02), x_zp, storage="u8")
+        w_q = QParams.make(np.float32(0.01), w_zp, storage="i8")
+        y_q = QParams.make(np.float32(y_scale), 128, storage="u8")
+        args = dict(x_q=x_q, w_q=w_q, out_q=y_q, padding=((1, 1), (1, 1)))
+        x_nhwc, w_ohwi = x.transpose(0, 2, 3, 1), w.transpose(0, 2, 3, 1)
+        saturated = R.qlinear_conv(x_nhwc, w_ohwi, None, isa="avx2", **args).transpose(0, 3, 1, 2)
+        exact = R.qlinear_conv(x_nhwc, w_ohwi, None, isa="vnni", **args).transpose(0, 3, 1, 2)
+        assert np.count_nonzero(saturated != exact) > saturated.size // 4
+        assert np.count_nonzero(theirs != saturated) == 0
+        assert np.count_nonzero(exact_cpu != exact) == 0
+        monkeypatch.setenv("QDIALECT_ORT_ISA", "avx2")
+        module = import_onnx_file(path)
+        assert np.count_nonzero(run_module(module, [x])[0] != theirs) == 0
+        assert np.count_nonzero(_tvm(module)([x])[0] != theirs) == 0
+        monkeypatch.delenv("QDIALECT_ORT_ISA")
+
+
+def test_isa_override(monkeypatch):
+    monkeypatch.setenv("QDIALECT_ORT_ISA", "avx2")
+    assert R.detect_isa() == "avx2"
+    monkeypatch.setenv("QDIALECT_ORT_ISA", "avx512")
+    with pytest.raises(ValueError, match="QDIALECT_ORT_ISA"):
+        R.detect_isa()

@@ -13,8 +13,8 @@ The kinds are `error`, `warning`, `note` and `remark`.  A diagnostic matches an
 expectation of its kind on its line whose text it contains (or whose regular
 expression it matches).  One expectation may match several diagnostics; a
 diagnostic that matches none, and an expectation that no diagnostic matched, are
-failures, reported as mlir-opt 22 words them (`unexpected error: ...`,
-`expected error "..." was not produced`).  These are the rules of MLIR's
+failures, reported as mlir-opt 22 words and orders them (`unexpected error: ...`,
+then `expected error "..." was not produced`, after the whole input has run).  These are the rules of MLIR's
 `SourceMgrDiagnosticVerifierHandler` (mlir/lib/IR/Diagnostics.cpp).
 """
 
@@ -117,13 +117,33 @@ def parse_expectations(text: str, first_line: int = 1) -> list[Expectation]:
     return expectations
 
 
-def check(diagnostics: list[Diagnostic], expectations: list[Expectation]) -> list[Diagnostic]:
-    """The failures of a run: each diagnostic no expectation accounts for, then each expectation
-    no diagnostic matched (and each malformed one), as error diagnostics in mlir-opt's words."""
-    failures: list[Diagnostic] = []
+@dataclass
+class Report:
+    """The failures of a run, in the three groups mlir-opt 22 prints in this order: malformed
+    expectations, diagnostics no expectation accounts for, expectations no diagnostic matched."""
+
+    malformed: list[Diagnostic] = field(default_factory=list)
+    unexpected: list[Diagnostic] = field(default_factory=list)
+    not_produced: list[Diagnostic] = field(default_factory=list)
+
+    def extend(self, other: "Report") -> None:
+        """Add the failures of another chunk of the same input."""
+        self.malformed += other.malformed
+        self.unexpected += other.unexpected
+        self.not_produced += other.not_produced
+
+    @property
+    def failures(self) -> list[Diagnostic]:
+        """Every failure, as error diagnostics in mlir-opt's order and words."""
+        return [*self.malformed, *self.unexpected, *self.not_produced]
+
+
+def check(diagnostics: list[Diagnostic], expectations: list[Expectation]) -> Report:
+    """Match the diagnostics a run produced against the expectations of its input."""
+    report = Report()
     for e in expectations:
         if e.problem is not None:
-            failures.append(Diagnostic("error", e.problem, e.comment_line, e.comment_col))
+            report.malformed.append(Diagnostic("error", e.problem, e.comment_line, e.comment_col))
     for d in diagnostics:
         near_miss = None
         for e in expectations:
@@ -134,16 +154,16 @@ def check(diagnostics: list[Diagnostic], expectations: list[Expectation]) -> lis
                 near_miss = near_miss or e
         else:
             if near_miss is not None:
-                failures.append(Diagnostic(
+                report.unexpected.append(Diagnostic(
                     "error", f"'{d.kind}' diagnostic emitted when expecting a '{near_miss.kind}'",
                     near_miss.comment_line, near_miss.comment_col))
             else:
-                failures.append(Diagnostic("error", f"unexpected {d.kind}: {d.message}", d.line, d.col))
+                report.unexpected.append(Diagnostic("error", f"unexpected {d.kind}: {d.message}", d.line, d.col))
     for e in expectations:
         if e.problem is None and not e.matched:
-            failures.append(Diagnostic("error", f'expected {e.kind} "{e.text}" was not produced',
-                                       e.comment_line, e.comment_col))
-    return failures
+            report.not_produced.append(Diagnostic("error", f'expected {e.kind} "{e.text}" was not produced',
+                                                  e.comment_line, e.comment_col))
+    return report
 
 
 def format_diagnostic(d: Diagnostic, source: str) -> str:
@@ -154,4 +174,4 @@ def format_diagnostic(d: Diagnostic, source: str) -> str:
     return f"{source}:{d.line}:{d.col or 1}: {d.kind}: {message}"
 
 
-__all__ = ["Diagnostic", "Expectation", "check", "format_diagnostic", "parse_expectations"]
+__all__ = ["Diagnostic", "Expectation", "Report", "check", "format_diagnostic", "parse_expectations"]

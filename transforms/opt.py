@@ -38,7 +38,7 @@ from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qdialect.diagnostics import LocatedVerifyError, locate, one_line, parse_module, verify_module
-from qdialect.expected_diagnostics import Diagnostic, check, format_diagnostic, parse_expectations
+from qdialect.expected_diagnostics import Diagnostic, Report, check, format_diagnostic, parse_expectations
 
 EXIT_VERIFY_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -115,6 +115,7 @@ class QdOptMain(xDSLOptMain):
         source = self.get_input_name()
         verify = self.args.verify_diagnostics
         status = 0
+        report = Report()  # --verify-diagnostics: every chunk's failures, printed at the end
         try:
             for i, (chunk, line_offset) in enumerate(chunks):
                 try:
@@ -132,22 +133,23 @@ class QdOptMain(xDSLOptMain):
                     status = EXIT_INTERNAL_ERROR
                     continue
                 if verify:
-                    expectations = parse_expectations(text.decode("utf-8", "replace"), line_offset + 1)
-                    failures = check(diagnostics, expectations)
-                    if failures:
-                        status = max(status, EXIT_VERIFY_FAILED)
+                    report.extend(check(diagnostics, parse_expectations(text.decode("utf-8", "replace"),
+                                                                        line_offset + 1)))
                 else:
-                    failures = diagnostics
-                    if failures:
+                    for d in diagnostics:
+                        print(format_diagnostic(d, source), file=sys.stderr)
+                    if diagnostics:
                         status = max(status, EXIT_BAD_INPUT)
-                for d in failures:
-                    print(format_diagnostic(d, source), file=sys.stderr)
                 if printed is not None:
                     output.write(printed)
                 output.flush()
         finally:
             if output is not sys.stdout:
                 output.close()
+        for d in report.failures:
+            print(format_diagnostic(d, source), file=sys.stderr)
+        if report.failures:
+            status = max(status, EXIT_VERIFY_FAILED)
         return status
 
 

@@ -1131,6 +1131,7 @@ class QnnDecomposePass(ModulePass):
         import transforms.float_edges  # noqa: F401 - registers quant.qcast / dcast and float qnn.quantize
         import transforms.float_reductions  # noqa: F401 - ORT's float softmax / average pool / ReduceMean
         import transforms.float_islands  # noqa: F401 - registers ONNX float islands (nn ops) and 16-bit float binary ops
+        import transforms.float_transformer  # noqa: F401 - ORT's float Div / Sqrt / Erf / LayerNorm / RK ReduceMean
 
         failures: list[str] = []
         # = PatternRewriteWalker(GreedyRewritePatternApplier([DecomposeQnnOp(failures),

@@ -2150,9 +2150,6 @@ def _gelu(imp: _Importer, node: _Node):
     return [Act(_float_op(imp, nn.MulOp, [half, e1], shape), x.nhwc)]
 
 
-_LAYER_NORM_MIN_ROW = 8  # shorter rows take ORT's scalar path, not modelled
-
-
 @_handles("LayerNormalization")
 def _layer_norm(imp: _Importer, node: _Node):
     """ONNX LayerNormalization (float32) as ORT's AVX2 MLAS kernel computes it, over the axes
@@ -2167,9 +2164,11 @@ def _layer_norm(imp: _Importer, node: _Node):
     shape = list(qnn.shape_of(xv))
     axis = _axis(imp, int(node.attrs.get("axis", -1)), len(shape))
     row = math.prod(shape[axis:])
-    if row < _LAYER_NORM_MIN_ROW:
+    from qdialect.reference.onnxruntime_float import LAYER_NORM_MIN_ROW
+
+    if row < LAYER_NORM_MIN_ROW:
         raise _Unsupported(f"normalizing {row} elements (ORT's kernel for rows under "
-                           f"{_LAYER_NORM_MIN_ROW} is not modelled)")
+                           f"{LAYER_NORM_MIN_ROW} is not modelled)")
     operands = [xv]
     for k, role in ((1, "Scale"), (2, "B")):
         v = imp.input(node, k, role, optional=(k == 2))

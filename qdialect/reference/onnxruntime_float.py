@@ -56,6 +56,7 @@ _EXP_LOG2_LO = F32(-1.42860677e-6)
 _EXP_P = [F32(v) for v in (1.38319808e-3, 8.37550033e-3, 4.16689515e-2, 1.66664466e-1, 4.99999851e-1, 1.0, 1.0)]
 _EXP_C = F32(1.25829120e+7)
 M_SQRT1_2 = F32(0.70710678118654752440)
+LAYER_NORM_MIN_ROW = 8  # shorter rows take ORT's scalar path, not modelled
 
 
 def mlas_erf(x: np.ndarray) -> np.ndarray:

@@ -1,0 +1,262 @@
+"""The float ops of quantized transformer encoders (ONNX), lowered to L3 bit for bit, for `qnn-decompose`.
+
+What ONNX Runtime computes in float between the quantized ops of an encoder, as
+`qdialect.interp_onnx_float` / `qdialect.reference.onnxruntime_float` compute it,
+written with upstream func / arith / linalg / tensor / math.fma ops only:
+
+| op (float32 island, `qnn.rounding = "onnx"`) | L3 |
+| --- | --- |
+| nn.div | one `arith.divf` per element, numpy broadcasting maps |
+| nn.sqrt | IEEE square root from arith alone: Newton's iteration in float64 from an exponent-halving estimate, rounded to float32, then corrected to the nearest float32 by comparing the input with the squares of the two neighbouring midpoints (25-bit midpoints: their squares are exact in float64) |
+| nn.erf | MLAS's FMA3 erf kernel: the small and big polynomials as `math.fma` chains, MLAS's exp with `2^r` built in the exponent field, the sign or-ed back |
+| nn.layer_norm | MLAS's AVX2 LayerNorm, one row per loop iteration, the row's values unrolled in the body: the four float64 lanes of the mean, `(0 + 2) + (1 + 3)`, the tail in order; eight float32 FMA lanes of centred squares, their reduction tree and the tail (rounded products for GCC's fold-left blocks of four, FMA for the rest); `1 / sqrt(var / n + eps)`; then `fma((x - mean) * inv, scale, bias)` per element |
+| nn.mean / qnn.mean (`onnx`) over leading axes | ORT's `FastReduceRK`: an in-order `math.fma(x, 1.0, acc)` chain over the reduced rows from -0.0, `/ f32(rows)`; other axis patterns go to `float_reductions` |
+
+Products an add could follow sit behind `decompose_onnx.no_contract`, so LLVM
+cannot contract them into fused multiply-adds MLAS does not do.  Registered into
+`transforms.decompose.DECOMPOSITIONS` / `decompose_onnx.FLOAT_LOWERINGS` on import.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import IntegerType, TensorType, f32, f64
+from xdsl.ir import SSAValue
+
+import transforms.float_islands  # noqa: F401 - registered first: the wrappers below delegate to it
+import transforms.float_reductions as float_reductions
+from qdialect.dialects import nn, qint, qnn
+from qdialect.reference import onnxruntime_float as orf
+from transforms import decompose, decompose_onnx
+from transforms.decompose import Emitter, Unsupported
+from transforms.float_islands import _check, _elementwise, _shape
+from transforms.lower_to_linalg import Lowering, Scalar, amap, dim, identity
+
+F32 = np.float32
+I32, I64 = IntegerType(32), IntegerType(64)
+MAX_UNROLLED_ROW = 1024  # layer norm rows are spelled out value by value in one body
+_no_contract = decompose_onnx.no_contract
+
+
+def _k(s: Scalar, value: float, t=f32) -> SSAValue:
+    return s.const(float(F32(value)) if t == f32 else float(value), t)
+
+
+def _fma(s: Scalar, a, b, c) -> SSAValue:
+    return s.emit(mathd.FmaOp(a, b, c))
+
+
+def _bits(s: Scalar, v: SSAValue) -> SSAValue:
+    return s.emit(arith.BitcastOp(v, I32))
+
+
+def _f32_of_bits(s: Scalar, b: SSAValue) -> SSAValue:
+    return s.emit(arith.BitcastOp(b, f32))
+
+
+# ----- scalar kernels -----------------------------------------------------------------------------
+
+
+def ieee_sqrt(s: Scalar, x: SSAValue) -> SSAValue:
+    """The correctly rounded float32 square root of `x`, from arith alone."""
+    xd = s.emit(arith.ExtFOp(x, f64))
+    estimate = s.emit(arith.BitcastOp(s.add(s.emit(arith.ShRSIOp(s.emit(arith.BitcastOp(xd, I64)), s.const(1))),
+                                            0x1FF8000000000000), f64))
+    g, half = estimate, s.const(0.5, f64)
+    for _ in range(6):  # quadratic convergence from a few per cent: float64 precision after four
+        g = _no_contract_f64(s, s.emit(arith.MulfOp(s.emit(arith.AddfOp(g, s.emit(arith.DivfOp(xd, g)))), half)))
+    y = s.emit(arith.TruncFOp(g, f32))
+    yb = _bits(s, y)
+    up, down = _f32_of_bits(s, s.add(yb, s.const(1, I32))), _f32_of_bits(s, s.sub(yb, s.const(1, I32)))
+    yd = s.emit(arith.ExtFOp(y, f64))
+
+    def mid_square(other):
+        m = s.emit(arith.MulfOp(s.emit(arith.AddfOp(yd, s.emit(arith.ExtFOp(other, f64)))), half))
+        return s.emit(arith.MulfOp(m, m))
+
+    y = s.emit(arith.SelectOp(s.emit(arith.CmpfOp(xd, mid_square(up), "ogt")), up, y))
+    y = s.emit(arith.SelectOp(s.emit(arith.CmpfOp(xd, mid_square(down), "olt")), down, y))
+    zero = s.const(0.0, f32)
+    special = s.emit(arith.OrIOp(s.emit(arith.CmpfOp(x, zero, "oeq")),  # +-0, +inf and NaN are their own root
+                                 s.emit(arith.OrIOp(s.emit(arith.CmpfOp(x, s.const(math.inf, f32), "oeq")),
+                                                    s.emit(arith.CmpfOp(x, x, "uno"))))))
+    nan = s.const(math.nan, f32)
+    y = s.emit(arith.SelectOp(s.emit(arith.CmpfOp(x, zero, "olt")), nan, y))
+    return s.emit(arith.SelectOp(special, x, y))
+
+
+def _no_contract_f64(s: Scalar, v: SSAValue) -> SSAValue:
+    return v  # Newton's steps are corrected exactly afterwards: a contraction there cannot show
+
+
+def mlas_erf(s: Scalar, x: SSAValue) -> SSAValue:
+    """`orf.mlas_erf` of one float32 (MlasErfKernelFma3)."""
+    xb = _bits(s, x)
+    sign = s.band(xb, s.const(-0x80000000, I32))
+    a = _f32_of_bits(s, s.band(xb, s.const(0x7FFFFFFF, I32)))
+    upper = _k(s, orf._ERF_UPPER_ABS)
+    a = s.emit(arith.SelectOp(s.emit(arith.CmpfOp(a, upper, "olt")), a, upper))  # vminps(a, upper)
+    sq = s.emit(arith.MulfOp(a, a))
+    small = _k(s, orf._ERF_SMALL[0])
+    for p in orf._ERF_SMALL[1:]:
+        small = _fma(s, small, sq, _k(s, p))
+    small = _fma(s, small, a, a)
+    zero = s.const(0.0, f32)
+    big = s.emit(arith.CmpfOp(_k(s, orf._ERF_SPLIT), a, "ole"))
+    small = s.emit(arith.SelectOp(big, zero, small))
+    ab = s.emit(arith.SelectOp(big, a, zero))
+    r = _k(s, orf._ERF_BIG[0])
+    for p in orf._ERF_BIG[1:]:
+        r = _fma(s, r, ab, _k(s, p))
+    r = s.emit(arith.NegfOp(_fma(s, r, ab, ab)))
+    lower = _k(s, orf._EXP_LOWER)
+    r = s.emit(arith.SelectOp(s.emit(arith.CmpfOp(r, lower, "ogt")), r, lower))  # vmaxps(r, lower)
+    c = _k(s, orf._EXP_C)
+    vr = s.emit(arith.SubfOp(_fma(s, _k(s, orf._EXP_LOG2_RECIPROCAL), r, c), c))
+    f = _fma(s, vr, _k(s, orf._EXP_LOG2_HI), r)
+    f = _fma(s, vr, _k(s, orf._EXP_LOG2_LO), f)
+    y = _k(s, orf._EXP_P[0])
+    for p in orf._EXP_P[1:]:
+        y = _fma(s, y, f, _k(s, p))
+    i = s.emit(arith.FPToSIOp(vr, I32))
+    pow2 = _f32_of_bits(s, s.shl(s.add(i, s.const(127, I32)), s.const(23, I32)))
+    y = s.emit(arith.SubfOp(s.const(1.0, f32), _no_contract(s, s.emit(arith.MulfOp(y, pow2)))))
+    return _f32_of_bits(s, s.emit(arith.OrIOp(s.emit(arith.OrIOp(_bits(s, y), _bits(s, small))), sign)))
+
+
+# ----- elementwise ops ------------------------------------------------------------------------------
+
+
+def lower_div(e: Emitter, op) -> SSAValue:
+    _check(op)
+    return _elementwise(e, op, lambda s, a, b, _o: s.emit(arith.DivfOp(a, b)))
+
+
+def lower_sqrt(e: Emitter, op) -> SSAValue:
+    _check(op)
+    return _elementwise(e, op, lambda s, a, _o: ieee_sqrt(s, a))
+
+
+def lower_erf(e: Emitter, op) -> SSAValue:
+    _check(op)
+    return _elementwise(e, op, lambda s, a, _o: mlas_erf(s, a))
+
+
+# ----- layer normalization --------------------------------------------------------------------------
+
+
+def _row_mean(s: Scalar, xs: list[SSAValue]) -> SSAValue:
+    """Pass 1 of MlasLayerNormKernelAvx2: the float64 four-lane sum, the tail, / n."""
+    n = len(xs)
+    n4 = n - n % 4
+    lanes = [s.const(0.0, f64)] * 4
+    for i in range(n4):
+        lanes[i % 4] = s.emit(arith.AddfOp(lanes[i % 4], s.emit(arith.ExtFOp(xs[i], f64))))
+    total = s.emit(arith.AddfOp(s.emit(arith.AddfOp(lanes[0], lanes[2])), s.emit(arith.AddfOp(lanes[1], lanes[3]))))
+    for i in range(n4, n):
+        total = s.emit(arith.AddfOp(total, s.emit(arith.ExtFOp(xs[i], f64))))
+    return s.emit(arith.TruncFOp(s.emit(arith.DivfOp(total, s.const(float(n), f64))), f32))
+
+
+def _row_inv_std(s: Scalar, xs: list[SSAValue], mean: SSAValue, eps: float) -> SSAValue:
+    """Pass 2: eight FMA lanes of centred squares, their tree, the tail; 1 / sqrt(var / n + eps)."""
+    n = len(xs)
+    n8 = n - n % 8
+    lanes = [s.const(0.0, f32)] * 8
+    for i in range(n8):
+        d = s.emit(arith.SubfOp(xs[i], mean))
+        lanes[i % 8] = _fma(s, d, d, lanes[i % 8])
+    r = [s.emit(arith.AddfOp(lanes[k], lanes[k + 4])) for k in range(4)]
+    total = s.emit(arith.AddfOp(s.emit(arith.AddfOp(r[0], r[2])), s.emit(arith.AddfOp(r[1], r[3]))))
+    folded = n8 + (n - n8) // 4 * 4
+    for i in range(n8, n):
+        d = s.emit(arith.SubfOp(xs[i], mean))
+        if i < folded:
+            total = s.emit(arith.AddfOp(total, _no_contract(s, s.emit(arith.MulfOp(d, d)))))
+        else:
+            total = _fma(s, d, d, total)
+    var = s.emit(arith.AddfOp(s.emit(arith.DivfOp(total, s.const(float(F32(n)), f32))), _k(s, eps)))
+    return s.emit(arith.DivfOp(s.const(1.0, f32), ieee_sqrt(s, var)))
+
+
+def lower_layer_norm(e: Emitter, op) -> SSAValue:
+    _check(op)
+    shape = _shape(op.operands[0])
+    axis = op.attr("axis") % len(shape)
+    n = math.prod(shape[axis:])
+    rows = math.prod(shape[:axis])
+    if n > MAX_UNROLLED_ROW:
+        raise Unsupported(f"nn.layer_norm over {n} values (rows are unrolled up to {MAX_UNROLLED_ROW})")
+    if n < orf.LAYER_NORM_MIN_ROW:
+        raise Unsupported(f"nn.layer_norm over {n} values (ORT's kernel for short rows is not modelled)")
+    eps = float(F32(op.attr("epsilon")))
+    low = Lowering()
+    x = low.reshape(op.operands[0], (rows, n))
+    columns = [amap(1, [dim(0), i]) for i in range(n)]
+    row = TensorType(f32, [rows])
+    mean = low.generic([x] * n, columns, row, identity(1), lambda s, *a: _row_mean(s, list(a[:n])))
+    inv = low.generic([x] * n + [mean], columns + [identity(1)], row, identity(1),
+                      lambda s, *a: _row_inv_std(s, list(a[:n]), a[n], eps))
+    params = [low.reshape(v, (n,)) for v in op.operands[1:]]
+    per_row, per_col = amap(2, [dim(0)]), amap(2, [dim(1)])
+
+    def body(s, xv, m, iv, g, *rest):
+        t = s.emit(arith.MulfOp(s.emit(arith.SubfOp(xv, m)), iv))
+        if len(rest) == 2:  # bias, then the output argument
+            return _fma(s, t, g, rest[0])
+        return s.emit(arith.MulfOp(t, g))
+
+    y = low.generic([x, mean, inv, *params], [identity(2), per_row, per_row] + [per_col] * len(params),
+                    TensorType(f32, [rows, n]), identity(2), body)
+    y = low.reshape(y, shape)
+    e.ops.extend(low.ops)
+    return y
+
+
+# ----- ReduceMean over leading axes -----------------------------------------------------------------
+
+
+def _rk_shape(op) -> tuple[int, int] | None:
+    """(reduced rows, kept columns) when the reduced axes lead (size-1 axes aside), else None."""
+    shape = list(qint.shape_of(op.operands[0]))
+    nd = len(shape)
+    axes = sorted({int(a) % nd for a in op.attr("axes")}) if nd else []
+    kept = [i for i in range(nd) if i not in axes and shape[i] != 1]
+    reduced = [i for i in axes if shape[i] != 1]
+    if not kept or not reduced or max(reduced) > min(kept):
+        return None
+    return math.prod(shape[i] for i in reduced), math.prod(shape[i] for i in kept)
+
+
+def _with_rk_mean(kr_lowering):
+    def lower(e: Emitter, op) -> SSAValue:
+        rk = _rk_shape(op)
+        if rk is None:
+            return kr_lowering(e, op)
+        float_reductions._check(op)
+        rows, cols = rk
+        low = Lowering()
+        x = low.reshape(float_reductions._input(e, low, op), (rows, cols))
+        total = float_reductions._fma_sum(low, x, amap(2, [dim(1), dim(0)]), [cols], 1, 1, -0.0)
+        finish = float_reductions._finish(op)
+        y = low.generic([total], [identity(1)], float_reductions._out_type(op, [cols]), identity(1),
+                        lambda s, t, _o: finish(s, s.emit(arith.DivfOp(t, s.const(float(F32(rows)), f32)))))
+        return float_reductions._done(e, low, y, list(qint.shape_of(op.results[0])))
+
+    return lower
+
+
+# ----- registration ---------------------------------------------------------------------------------
+
+decompose.DECOMPOSITIONS.update({
+    nn.DivOp: lower_div,
+    nn.SqrtOp: lower_sqrt,
+    nn.ErfOp: lower_erf,
+    nn.LayerNormOp: lower_layer_norm,
+    nn.MeanOp: _with_rk_mean(decompose.DECOMPOSITIONS[nn.MeanOp]),
+})
+decompose_onnx.FLOAT_LOWERINGS[qnn.MeanOp] = _with_rk_mean(decompose_onnx.FLOAT_LOWERINGS[qnn.MeanOp])

@@ -10,7 +10,8 @@ profile's arithmetic).
   QLinearMatMul, QLinearAdd / QLinearMul, lookup tables, QLinearAveragePool,
   QLinearGlobalAveragePool, QLinearConcat, QLinearSoftmax).  The u8 x s8 dot
   products follow the CPU this runs on (`detect_isa`: vpmaddubsw's int16
-  saturation on AVX2 without VNNI).
+  saturation on AVX2 without VNNI; `QDIALECT_ORT_ISA=avx2|vnni|sse` picks
+  another CPU's, e.g. to compare with ORT under `qemu-x86_64 -cpu Haswell`).
 - `onnx`: the ONNX specification's QDQ meaning, what ORT computes for a
   group it does not fuse (and with all graph optimizations off):
   DequantizeLinear (`f32(q - zp) * s`), the float op in float32,

@@ -6,6 +6,7 @@ that compute the same integers:
 | op (profile) | L2 |
 | --- | --- |
 | conv2d / depthwise_conv2d / fully_connected (`onnxruntime`: QLinearConv, QGemm, QLinearMatMul) | qint accumulation (exact) -> qint.rescale `float_even` with ORT's float32 scale `f32(f32(x_s * w_s[c]) / y_s)`, clamp |
+| conv2d / fully_connected, uint8 x int8 on AVX2 without VNNI (`onnxruntime`) | L3: the patches in (ky, kx, c) order, their even and odd K halves (strided slices), one reduction generic summing `sat16(a0 w0 + a1 w1) - w_zp (a0 + a1)` in int32; the constant zero-point correction and bias (qint.bias_add), the same rescale |
 | conv2d / depthwise_conv2d / fully_connected (`onnx`: ORT's float Conv / Gemm) | L3 directly: activations dequantized in the kernel, MLAS's fused multiply-add chains in K order (math.fma, in-order loops in TVM), its K blocks and path choice, the one-filter-per-group kernel's rounded products in groups of 4, bias, QuantizeLinear |
 | batch_matmul (`onnxruntime`: QLinearMatMul of two activations) | qint.batch_matmul -> rescale with `f32(f32(a_s * b_s) / y_s)` |
 | mean over H, W (`onnxruntime`: QLinearGlobalAveragePool) | qint.reduce_sum -> rescale `float_even`, scale `f32(x_s / f32(y_s * f32(N)))` |
@@ -30,9 +31,13 @@ lowered by `transforms.float_reductions` and `transforms.float_islands`,
 registered in `FLOAT_LOWERINGS` / `decompose.DECOMPOSITIONS`; a recipe here
 that refuses an op falls back to them.
 
+Which dot products saturate is the modelled CPU's (`onnxruntime_kernels.detect_isa`: this host,
+or `QDIALECT_ORT_ISA`); the TVM build runs on the host, so the lowered IR carries the
+saturation itself and forcing `avx2` on a VNNI machine reproduces ORT on an AVX2 one.
+
 Not lowered (the interpreter runs them, by name): ORT's float MatMul of two
-activations, ReduceMean over non-trailing axes, and the AVX2-without-VNNI
-int16 saturation of ORT's uint8 x int8 dot products.
+activations, ReduceMean over non-trailing axes, and a QLinearMatMul of a uint8
+and an int8 activation on AVX2 without VNNI.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Bit-exact numpy references of ONNX Runtime 1.32's CPU integer kernels (MLAS).
 
-Targets the default CPU execution provider on x86-64 with AVX2 (no AVX-512, no
-AVX-VNNI / AVX-VNNI-INT8), e.g. AMD Zen2/Zen3, Intel Haswell..Comet Lake.
+Targets the default CPU execution provider on x86-64: the integer kernels on
+any x86-64 CPU (the `isa` argument: AVX2 without VNNI saturates uint8 x int8
+pairs, see below), the float kernels as measured on an AVX-512 CPU (Zen 4).
 Layouts are the project's: NHWC activations, conv weights OHWI (O = groups*Og,
 I = C/groups), Gemm weights [out, in], int32 bias.  Parameters are `QParams`;
 every scale is first rounded to float32 (what an .onnx file stores).
@@ -35,13 +36,21 @@ Per-op recipes (a = raw stored value, zp its zero point, s its float32 scale):
   even length, and `acc = sum_pairs sat16(a0*b0 + a1*b1) - b_zp*sum(a) -
   a_zp*sum(b) + K*a_zp*b_zp (+ bias)`.  It bites only when a pair exceeds
   32767, e.g. a = 255, 255 with b = 127, 127 (not with 7-bit "reduce_range"
-  weights).  Depthwise convolutions (1 in and 1 out channel per group) use
-  vpmaddwd on widened values and are exact.  Int8 activations (S8S8, S8U8)
-  use MLAS's portable C++ kernel on AVX2 and uint8 x uint8 uses
-  vpmaddwd: both exact.  CPUs with AVX-512 VNNI or AVX-VNNI
-  (Ice Lake, Alder Lake, Zen4+) use vpdpbusd (no int16 step); pass
-  isa="vnni" (= exact) for them.  AVX-512BW without VNNI (Skylake-X) has
-  the same saturation as AVX2.
+  weights).  Measured with ORT 1.32 under `qemu-x86_64 -cpu Haswell`
+  (tools/ort_emulated.py): the pairs are adjacent in that flattened order
+  and cross taps (3 or 5 input channels: per-tap channel padding gives
+  hundreds of differences, the flat pairing none), for QLinearConv with
+  symmetric and asymmetric weights, grouped convolutions, QGemm,
+  QLinearMatMul and MatMulInteger; padded taps pair their raw x_zp.
+  Depthwise convolutions (1 in and 1 out channel per group) use vpmaddwd on
+  widened values and are exact.  Int8 activations (S8S8, S8U8) use MLAS's
+  portable C++ kernel on AVX2 and uint8 x uint8 uses vpmaddwd: both exact.
+  CPUs with AVX-512 VNNI or AVX-VNNI (Ice Lake, Alder Lake, Zen4+) use
+  vpdpbusd (no int16 step): isa="vnni" (= exact).  Without AVX2 (SSE4.1
+  kernels, measured under `-cpu SandyBridge` / `Nehalem`) the sums are exact
+  too: isa="sse".  AVX-512BW without VNNI (Skylake-X) is read to saturate as
+  AVX2 does (not measured: qemu 7.2 has no AVX-512).  `detect_isa` picks the
+  host's; `QDIALECT_ORT_ISA` overrides it.
 - qlinear_add (qladd_avx2.cpp, MlasQLinearAddKernelAvx2Helper; the kernel on
   every AVX2 CPU, AVX-512 / VNNI included): raw values, zero points folded
   into a float32 constant, FMA: `rA = f32(a_s/y_s)`, `rB = f32(b_s/y_s)`,

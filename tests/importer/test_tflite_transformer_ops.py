@@ -435,3 +435,80 @@ def test_transformer_encoder_is_bit_exact_in_both_profiles(path):
     assert {"qnn.rsqrt", "qnn.gelu", "qnn.batch_matmul", "qnn.softmax"} <= names
     for seed in (0, 1):
         assert mismatches(model, random_inputs(model, seed), module) == {"tflite": 0, "litert": 0}, seed
+
+
+# ----- fuzzing the new operators' parameters against LiteRT ---------------------------------------------
+
+
+def _fuzz_case(data) -> tuple[bytes, list[np.ndarray]]:
+    """A one-operator model of a new operator with drawn (often bad) parameters and inputs."""
+    from hypothesis import strategies as st
+
+    dtype = data.draw(st.sampled_from(["int8", "int16"]))
+    z = data.draw(st.integers(-128, 127)) if dtype == "int8" else 0
+    rank = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x = random_ints(shape, dtype, rng)
+    q = TensorSpec(shape, dtype, 0.05, z)
+    op = data.draw(st.sampled_from(["TILE", "BROADCAST_TO", "MIRROR_PAD", "GATHER_ND", "ARG_MAX", "RSQRT", "SQRT"]))
+    if op == "TILE":
+        m = data.draw(st.lists(st.integers(0, 3), min_size=rank, max_size=rank))
+        out = tuple(d * k for d, k in zip(shape, m))
+        return one_op("TILE", [q, const(m)], [TensorSpec(out, dtype, 0.05, z)]), [x]
+    if op == "BROADCAST_TO":
+        target = data.draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank + 1))
+        return one_op("BROADCAST_TO", [q, const(target)], [TensorSpec(tuple(target), dtype, 0.05, z)], version=2), [x]
+    if op == "MIRROR_PAD":
+        mode = data.draw(st.sampled_from(["REFLECT", "SYMMETRIC"]))
+        pads = [data.draw(st.lists(st.integers(0, 5), min_size=2, max_size=2)) for _ in shape]
+        out = tuple(d + a + b for d, (a, b) in zip(shape, pads))
+        return one_op("MIRROR_PAD", [q, const(pads)], [TensorSpec(out, dtype, 0.05, z)], {"mode": mode}), [x]
+    if op == "GATHER_ND":
+        nd = data.draw(st.integers(1, rank))
+        n = data.draw(st.integers(1, 3))
+        idx = np.array([[data.draw(st.integers(-1, d)) for d in shape[:nd]] for _ in range(n)], np.int32)
+        out = (n, *shape[nd:])
+        return one_op("GATHER_ND", [q, TensorSpec(idx.shape, "int32")], [TensorSpec(out, dtype, 0.05, z)]), [x, idx]
+    if op == "ARG_MAX":
+        axis = data.draw(st.integers(-rank, rank - 1))
+        out = tuple(d for k, d in enumerate(shape) if k != axis % rank)
+        return one_op("ARG_MAX", [q, const([axis])], [TensorSpec(out, "int32")], {"output_type": "INT32"}), [x]
+    return one_op(op, [q], [TensorSpec(shape, dtype, 0.03, z)]), [x]
+
+
+def test_fuzzed_parameters_match_litert_or_fail_in_one_line():
+    """Drawn parameters, many of them bad (out-of-range indices, paddings wider than the input,
+    shapes that do not broadcast, inputs below RSQRT's zero point, int16 ARG_MAX): where LiteRT
+    runs the model the interpreter gives its integers; where LiteRT refuses or fails, qdialect
+    refuses with a one-line TFLiteImportError or InterpreterError, never a traceback.  LiteRT
+    runs in a child process (it aborts on some bad models)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tvm_bridge.run_cli import BadInput, litert_run
+
+    outcomes = {"ran": 0, "refused": 0}
+
+    @settings(max_examples=40, deadline=None, database=None)
+    @given(st.data())
+    def run(data):
+        model, xs = _fuzz_case(data)
+        try:
+            (expected,) = litert_run(model, [xs], reference=True)
+        except BadInput:
+            expected = None
+        try:
+            got = run_module(import_tflite(model), xs)
+        except (TFLiteImportError, InterpreterError) as e:
+            assert "\n" not in str(e) and str(e), e
+            assert expected is None, f"LiteRT runs it, qdialect refuses: {e}"
+            outcomes["refused"] += 1
+            return
+        assert expected is not None, "LiteRT refuses it, qdialect runs it"
+        for a, b in zip(got, expected):
+            np.testing.assert_array_equal(np.asarray(a).astype(np.int64), b.astype(np.int64))
+        outcomes["ran"] += 1
+
+    run()
+    assert outcomes["ran"] and outcomes["refused"], outcomes

@@ -370,12 +370,13 @@ def build_keras(keras, cfg, batch_size, layernorm="keras"):
         x = L.LayerNormalization(epsilon=LN_EPS, name="final_ln")(x)
         x = ops.mean(x, axis=1)
         x = L.Dense(cfg["classes"], name="head")(x)
-    x = L.Softmax(name="softmax")(x)
+    x = L.Softmax(name="probs")(x)
     return keras.Model(x_in, x, name=cfg["kind"])
 
 
-def train_and_export(tf, keras, name, cfg, out: Path, spellings) -> dict:
-    """Train briefly, write the TFLite models, npz data and weights, then ONNX."""
+def train_and_export(tf, keras, name, cfg, out: Path) -> dict:
+    """Train briefly, write the TFLite models and the npz data and weights."""
+    keras.backend.clear_session()  # fresh auto names: each model's bytes independent of --only
     keras.utils.set_random_seed(cfg["seed"])
     model = build_keras(keras, cfg, None)
     xtr, ytr = samples(cfg, cfg["seed"] + 1, N_TRAIN)
@@ -407,7 +408,11 @@ def train_and_export(tf, keras, name, cfg, out: Path, spellings) -> dict:
             "test_accuracy": acc, "files": files}
 
 
-def generate(out: Path, configs: dict, spellings: dict, heldout: bool = False) -> int:
+def generate(out: Path, configs: dict, spellings: dict, heldout: bool = False,
+             all_configs: dict | None = None) -> int:
+    """Train and export `configs` into out; all_configs (default: configs) orders
+    the manifest when --only regenerates some of a directory's models."""
+    all_configs = all_configs or configs
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     import tensorflow as tf
@@ -417,11 +422,17 @@ def generate(out: Path, configs: dict, spellings: dict, heldout: bool = False) -
     import keras
 
     out.mkdir(parents=True, exist_ok=True)
-    records = [train_and_export(tf, keras, name, cfg, out, spellings)
+    records = [train_and_export(tf, keras, name, cfg, out)
                for name, cfg in configs.items()]
+    path = out / "manifest.json"
+    if path.exists():  # --only: keep the other models' records
+        done = {r["name"] for r in records}
+        old = [r for r in json.loads(path.read_text())["models"]
+               if r["name"] not in done and r["name"] in all_configs]
+        records = sorted(old + records, key=lambda r: list(all_configs).index(r["name"]))
     manifest = {"tensorflow": tf.__version__, "keras": keras.__version__,
                 "heldout": heldout, "models": records}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     build_onnx_all(out, configs, spellings)
     return 0
 
@@ -820,6 +831,7 @@ def verify(out: Path) -> int:
     manifest = json.loads((out / "manifest.json").read_text())
     bad = 0
     tfl_rows, tfl_hist, onnx_rows, onnx_hist = [], [], [], []
+    onnx_failures = 0
     for name in configs:
         held = np.load(out / f"{name}_heldout.npz")["input_0"]
         fpath = out / f"{name}_float.tflite"
@@ -853,7 +865,8 @@ def verify(out: Path) -> int:
                     scale = Interpreter(model_path=str(path)).get_output_details()[0][
                         "quantization"][0]
                     diff = np.rint(np.abs(d - r) / scale).astype(np.int64)
-                    cells.append(f"{int(np.count_nonzero(diff))}/{diff.size}, max {int(diff.max())} LSB")
+                    cells.append(f"{int(np.count_nonzero(diff))}/{diff.size}, "
+                                 f"max {int(diff.max())} LSB")
                 else:
                     cells.append(f"max {float(np.max(np.abs(d - r))):.2g}")
                 cells.append(_agreement(r, fref) if suffix != "_float" else "-")
@@ -862,8 +875,8 @@ def verify(out: Path) -> int:
             tfl_rows.append(f"| `{path.name}` | {len(buf):,} B | " + " | ".join(cells) + " |")
             print("   ", tfl_rows[-1])
     for path in sorted((out / "onnx").glob("*.onnx")):
-        base = path.stem.rsplit("_", 2)[0] if "_q" in path.stem else path.stem.removesuffix("_float")
-        name = next(n for n in sorted(configs, key=len, reverse=True) if base.startswith(n))
+        name = next(n for n in sorted(configs, key=len, reverse=True)
+                    if path.stem.startswith(n + "_"))
         held = np.load(out / f"{name}_heldout.npz")["input_0"]
         fref, _ = _litert_run(out / f"{name}_float.tflite", held, ref=True)
         m = onnx.load_model(path)
@@ -880,15 +893,19 @@ def verify(out: Path) -> int:
             except Exception as e:  # noqa: BLE001
                 status.append(f"FAILED ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
                 bad += 1
+                onnx_failures += 1
         is_float = path.stem.endswith("_float")
         float_ops = "-" if is_float else (_fmt_hist(_onnx_float_ops(m)) or "none")
         opt = _fmt_hist(_ort_optimized_histogram(path)) if not is_float else "-"
         cmp = "-"
         if len(outs) == 2:
             dd = float(np.max(np.abs(outs["default"] - outs["ORT_DISABLE_ALL"])))
-            cmp = f"default vs DISABLE_ALL max {dd:.2g}; vs float .tflite {_agreement(outs['default'], fref)}"
-        print(f"{path.name}: {_fmt_hist(hist)}\n    float ops: {float_ops}\n    ORT runs: {opt}\n    {cmp}")
-        onnx_rows.append(f"| `{path.name}` | {path.stat().st_size:,} B | {' / '.join(status)} | {cmp} |")
+            cmp = (f"default vs DISABLE_ALL max {dd:.2g}; "
+                   f"vs float .tflite {_agreement(outs['default'], fref)}")
+        print(f"{path.name}: {_fmt_hist(hist)}\n    left in float: {float_ops}\n"
+              f"    ORT runs: {opt}\n    {cmp}")
+        onnx_rows.append(f"| `{path.name}` | {path.stat().st_size:,} B | {' / '.join(status)} | "
+                         f"{cmp} |")
         onnx_hist.append(f"| `{path.name}` | {_fmt_hist(hist)} | {float_ops} | {opt} |")
 
     trained = [f"| `{r['name']}` | {r['parameters']:,} | {r['config']['epochs']} | "
@@ -897,9 +914,11 @@ def verify(out: Path) -> int:
                + " |" for r in manifest["models"]]
     block = [
         GEN_BEGIN,
-        f"Generated by `tools/gen_transformer_zoo.py --verify` with ai-edge-litert {litert_version},",
-        f"onnx {onnx.__version__}, onnxruntime {ort.__version__}, numpy {np.__version__}; models",
-        f"trained and converted with TensorFlow {manifest['tensorflow']} (Keras {manifest['keras']}).",
+        "Generated by `tools/gen_transformer_zoo.py --verify` with ai-edge-litert "
+        f"{litert_version},",
+        f"onnx {onnx.__version__}, onnxruntime {ort.__version__}, numpy {np.__version__}; "
+        "models trained and converted with",
+        f"TensorFlow {manifest['tensorflow']} (Keras {manifest['keras']}).",
         "",
         "### Trained models",
         "",
@@ -943,7 +962,8 @@ def verify(out: Path) -> int:
         "",
         f"### ONNX: onnxruntime runs on the {N_HELDOUT} held-out samples",
         "",
-        "Both session settings load and run every file. Outputs are probabilities;",
+        ("Both session settings load and run every file." if not onnx_failures else
+         f"{onnx_failures} session(s) FAILED, see the table.") + " Outputs are probabilities;",
         "\"vs float .tflite\" compares with the float TFLite model (LiteRT BUILTIN_REF) as",
         "above, so for the `_float` files it checks that the ONNX graph computes what",
         "the Keras model does.",
@@ -951,10 +971,17 @@ def verify(out: Path) -> int:
         "| model | size | default / ORT_DISABLE_ALL | comparison |",
         "| --- | --- | --- | --- |",
         *onnx_rows,
+        "",
+        "### sha256 (first 16 hex digits)",
+        "",
+        *[f"- `{f.relative_to(out)}`: `{hashlib.sha256(f.read_bytes()).hexdigest()[:16]}`"
+          for f in sorted(out.glob("*.*")) + sorted((out / "onnx").glob("*.onnx"))
+          if f.name != "README.md"],
         GEN_END,
     ]
     readme = out / "README.md"
-    text = readme.read_text() if readme.exists() else f"# transformer zoo\n\n{GEN_BEGIN}\n{GEN_END}\n"
+    text = (readme.read_text() if readme.exists()
+            else f"# transformer zoo\n\n{GEN_BEGIN}\n{GEN_END}\n")
     pat = re.compile(re.escape(GEN_BEGIN) + ".*?" + re.escape(GEN_END), re.S)
     readme.write_text(pat.sub(lambda _: "\n".join(block), text))
     return 1 if bad else 0
@@ -994,9 +1021,10 @@ def main(argv=None) -> int:
             ap.error(f"--heldout {out}: held-out models belong outside the repository")
     else:
         configs, spellings, out = ZOO, ONNX_SPELLINGS, args.out
+    all_configs = configs
     if args.only:
         configs = {k: v for k, v in configs.items() if args.only in k}
-    return generate(out, configs, spellings, heldout=bool(args.heldout))
+    return generate(out, configs, spellings, heldout=bool(args.heldout), all_configs=all_configs)
 
 
 if __name__ == "__main__":

@@ -36,8 +36,7 @@ or `QDIALECT_ORT_ISA`); the TVM build runs on the host, so the lowered IR carrie
 saturation itself and forcing `avx2` on a VNNI machine reproduces ORT on an AVX2 one.
 
 Not lowered (the interpreter runs them, by name): ORT's float MatMul of two
-activations, ReduceMean over non-trailing axes, and a QLinearMatMul of a uint8
-and an int8 activation on AVX2 without VNNI.
+activations, ReduceMean over non-trailing axes.
 """
 
 from __future__ import annotations
@@ -200,6 +199,58 @@ def _pair_saturated_sum(e: Emitter, cols: SSAValue, w: np.ndarray, x_zp: int, w_
     return acc
 
 
+def _saturated_batch_matmul(e: Emitter, op, a: SSAValue, b: SSAValue, a_zp: int, b_zp: int) -> SSAValue:
+    """QLinearMatMul of a uint8 and an int8 activation on AVX2 (MLAS's U8S8 GEMM, B packed at run
+    time): `_pair_saturated_sum`'s pairs over K with both zero points in the body, `K a_zp b_zp`
+    after."""
+    from transforms.lower_to_linalg import Lowering, amap, dim
+
+    a_shape, b_shape = list(qint.shape_of(a)), list(qint.shape_of(b))
+    if a_shape[:-2] != b_shape[:-2]:
+        raise Unsupported(f"{op.name} of uint8 x int8 activations on AVX2 with broadcast batch dimensions")
+    batch, (m, k), n = a_shape[:-2], a_shape[-2:], b_shape[-1]
+    nb = len(batch)
+    if k % 2:  # K zero-padded to even: the padding adds 0 to every sum
+        a = e.add(tensor.ConcatOp([a, e.constant(np.zeros(batch + [m, 1], np.int64), 8)], nb + 1,
+                                  int_tensor(batch + [m, k + 1], 8)))
+        b = e.add(tensor.ConcatOp([b, e.constant(np.zeros(batch + [1, n], np.int64), 8)], nb,
+                                  int_tensor(batch + [k + 1, n], 8)))
+    p = (k + 1) // 2
+    r = nb + 2
+
+    def half(v, axis, j, shape):
+        offsets, strides = [0] * r, [1] * r
+        offsets[axis], strides[axis] = j, 2
+        return e.add(tensor.ExtractSliceOp(v, offsets, shape, strides, int_tensor(shape, 8)))
+
+    a0, a1 = (half(a, r - 1, j, batch + [m, p]) for j in (0, 1))
+    b0, b1 = (half(b, r - 2, j, batch + [p, n]) for j in (0, 1))
+    loops = [dim(i) for i in range(nb)]
+    m_, n_, p_ = dim(nb), dim(nb + 1), dim(nb + 2)
+    amap_ = amap(r + 1, loops + [m_, p_])
+    bmap = amap(r + 1, loops + [p_, n_])
+
+    def body(s, x0, x1, y0, y1, acc):
+        mask = s.const(255, acc.type)  # uint8 as sext & 255 (see _pair_saturated_sum)
+        u0, u1 = (s.emit(arith.AndIOp(s.ext(v, 32), mask)) for v in (x0, x1))
+        v0, v1 = s.ext(y0, 32), s.ext(y1, 32)
+        pair = s.emit(arith.AddiOp(s.emit(arith.MuliOp(u0, v0)), s.emit(arith.MuliOp(u1, v1))))
+        term = s.clamp(pair, -32768, 32767)
+        if b_zp:
+            term = s.emit(arith.SubiOp(term, s.emit(arith.MuliOp(s.const(b_zp, acc.type), s.emit(arith.AddiOp(u0, u1))))))
+        if a_zp:
+            term = s.emit(arith.SubiOp(term, s.emit(arith.MuliOp(s.const(a_zp, acc.type), s.emit(arith.AddiOp(v0, v1))))))
+        return s.emit(arith.AddiOp(acc, term))
+
+    low = Lowering()
+    acc = low.generic([a0, a1, b0, b1], [amap_, amap_, bmap, bmap], int_tensor(batch + [m, n], 32),
+                      amap(r + 1, loops + [m_, n_]), body, iterators=["parallel"] * r + ["reduction"], init=0)
+    e.ops.extend(low.ops)
+    if a_zp and b_zp:
+        acc = e.qint(qint.BiasAddOp, [acc, e.constant(np.full(n, k * a_zp * b_zp, np.int64), 32)], acc.type)
+    return acc
+
+
 def _saturated_conv(e: Emitter, op, x_v, w_v) -> SSAValue:
     """The convolution's patches in MLAS's K order, (ky, kx, c) (measured: pairs cross taps),
     through `_pair_saturated_sum`."""
@@ -289,17 +340,17 @@ def decompose_batch_matmul(e: Emitter, op) -> SSAValue:
     if op.attr("rounding") != "onnxruntime":
         raise Unsupported(f"{op.name} with rounding 'onnx' (ORT's float MatMul rounds its partial sums in its "
                           "own order; the interpreter runs it)")
-    if _pairs_saturate(a_q, b_q):
-        raise Unsupported(f"{op.name} of a uint8 and an int8 activation on an AVX2 CPU without VNNI (ORT's "
-                          "vpmaddubsw saturates pairs of products to int16; the interpreter models it)")
     if a_q.bits != 8 or b_q.bits != 8:
         raise Unsupported(f"{op.name} on {a_q.storage} x {b_q.storage}")
-    a, a_zp = _signed_activation(e, a_v, a_q)
-    b, b_zp = _signed_activation(e, b_v, b_q)
     if op.attr("adj_x", False) or op.attr("adj_y", False):
         raise Unsupported(f"{op.name} with adjoint flags under the ONNX profiles")
     shape = qint.shape_of(op.results[0])
-    acc = e.qint(qint.BatchMatmulOp, [a, b], int_tensor(shape, 32), lhs_zp=a_zp, rhs_zp=b_zp)
+    if _pairs_saturate(a_q, b_q):
+        acc = _saturated_batch_matmul(e, op, e.storage(a_v), e.storage(b_v), _zp(a_q), _zp(b_q))
+    else:
+        a, a_zp = _signed_activation(e, a_v, a_q)
+        b, b_zp = _signed_activation(e, b_v, b_q)
+        acc = e.qint(qint.BatchMatmulOp, [a, b], int_tensor(shape, 32), lhs_zp=a_zp, rhs_zp=b_zp)
     scale = F32(F32(_f32(a_q)[0] * _f32(b_q)[0]) / _f32(out_q)[0])
     return e.rescale(acc, out_q.bits, float_spec(np.array([scale], F32)), output_zp=_zp(out_q),
                      bounds=_bounds(op, out_q))

@@ -147,3 +147,34 @@ def test_isa_override(monkeypatch):
     monkeypatch.setenv("QDIALECT_ORT_ISA", "avx512")
     with pytest.raises(ValueError, match="QDIALECT_ORT_ISA"):
         R.detect_isa()
+
+
+@needs_qemu
+def test_crafted_saturation_two_activations(tmp_path, monkeypatch):
+    """QLinearMatMul of a uint8 and an int8 activation (MLAS packs B at run time), K = 9 (odd),
+    batched, both zero points nonzero: the saturating pairs through the interpreter and TVM."""
+    rng = np.random.default_rng(1)
+    a = rng.integers(180, 256, (2, 3, 5, 9)).astype(np.uint8)
+    b = np.where(rng.random((2, 3, 9, 4)) < 0.5, rng.integers(90, 128, (2, 3, 9, 4)),
+                 rng.integers(-128, -90, (2, 3, 9, 4))).astype(np.int8)
+    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+    inits = [numpy_helper.from_array(np.float32(0.03), "as"), numpy_helper.from_array(np.uint8(9), "az"),
+             numpy_helper.from_array(np.float32(0.02), "bs"), numpy_helper.from_array(np.int8(-5), "bz"),
+             numpy_helper.from_array(np.float32(2.5), "ys"), numpy_helper.from_array(np.uint8(128), "yz")]
+    graph = helper.make_graph([node], "sat", [helper.make_tensor_value_info("a", TensorProto.UINT8, a.shape),
+                                              helper.make_tensor_value_info("b", TensorProto.INT8, b.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [2, 3, 5, 4])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    path = tmp_path / "matmul.onnx"
+    onnx.save(m, str(path))
+    ((theirs,),) = ort_emulated.run_emulated([(str(path), False, [a, b])])
+    args = dict(a_q=QParams.make(np.float32(0.03), 9, storage="u8"), b_q=QParams.make(np.float32(0.02), -5, storage="i8"),
+                out_q=QParams.make(np.float32(2.5), 128, storage="u8"))
+    assert np.count_nonzero(R.qlinear_matmul(a, b, isa="vnni", **args) != theirs) > 0
+    assert np.count_nonzero(R.qlinear_matmul(a, b, isa="avx2", **args) != theirs) == 0
+    monkeypatch.setenv("QDIALECT_ORT_ISA", "avx2")
+    module = import_onnx_file(path)
+    assert any(op.name == "qnn.batch_matmul" for op in module.walk())
+    assert np.count_nonzero(run_module(module, [a, b])[0] != theirs) == 0
+    assert np.count_nonzero(_tvm(module)([a, b])[0] != theirs) == 0

@@ -1012,16 +1012,18 @@ class NegOp(_UnaryOp):
 
 @irdl_op_definition
 class L2NormalizationOp(_UnaryOp):
-    """out = x / sqrt(sum(x^2)) along the last axis; int8 result fixed at 1/128, zp 0.
+    """out = x / sqrt(sum(x^2)) along the last axis; int8 result fixed at 1/128, zp 0 (uint8:
+    1/128, zp 128).
 
-    TFLite recipe (int8): `d = q - in_zp`, `acc = sum(d^2)` (int32),
-    (M, s) = GetInvSqrtQuantizedMultiplierExp(acc) (as `qnn.rsqrt`),
-    `out = MBQM(d, M, s + 7)` saturated to int8; the input scale is not used.
+    TFLite recipe: `d = q - in_zp`, `acc = sum(d^2)` (int32),
+    (M, s) = GetInvSqrtQuantizedMultiplierExp(acc) (as `qnn.rsqrt`); int8
+    `out = MBQM(d, M, s + 7)` saturated; uint8 `out = 128 + RDBPOT(SRDHM(128 d, M), -s)`
+    saturated to [0, 255].  The input scale is not used.
     """
 
     name = "qnn.l2_normalization"
     ATTRS: ClassVar = dict(ROUNDING_ONLY)
-    FIXED: ClassVar = {"i8": (1 / 128, 0)}
+    FIXED: ClassVar = {"i8": (1 / 128, 0), "u8": (1 / 128, 128)}
 
     def verify_op(self):
         super().verify_op()

@@ -1225,6 +1225,8 @@ def gelu(x, *, x_q: QParams, out_q: QParams, approximate: bool = False, rounding
 def exp(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.ndarray:
     """Quantized EXP: TFLite's LUT of expf (int16: zero points 0, interpolated table)."""
     _lut_rounding(rounding, "EXP")
+    if not x_q.signed:
+        raise ValueError(f"EXP has no kernel for {x_q.storage} input (LiteRT: int8, int16, float32)")
     if x_q.bits == 16 and (zp(x_q) or zp(out_q)):
         raise ValueError("int16 EXP needs zero points 0")
     return _lut_op(_exp_f32, x, x_q, out_q)
@@ -1337,7 +1339,8 @@ def sqrt(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.nda
 
 
 def l2_normalization(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.ndarray:
-    """Quantized L2_NORMALIZATION over the last axis, int8 (output fixed at 1/128, zp 0).
+    """Quantized L2_NORMALIZATION over the last axis, int8 (output fixed at 1/128, zp 0); uint8
+    (1/128, zp 128) as reference_ops::L2Normalization: `128 + RDBPOT(SRDHM(128 d, M), -s)`.
 
     TFLite's reference_integer_ops::L2Normalization (both builtin kernels call it; XNNPACK
     does not take it): `d = x - zp_in`, `acc = sum(d * d)` in int32 (wrapping),
@@ -1345,12 +1348,17 @@ def l2_normalization(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite
     the input scale is not read (the result is d / |d| whatever the scale)."""
     _lut_rounding(rounding, "L2_NORMALIZATION")
     _per_tensor(x_q, "x_q")
-    if x_q.bits != 8 or not x_q.signed:
-        raise ValueError(f"L2_NORMALIZATION has a quantized kernel for int8 only, got {x_q.storage}")
+    if x_q.bits != 8:
+        raise ValueError(f"L2_NORMALIZATION has quantized kernels for 8-bit input only, got {x_q.storage}")
     d = np.asarray(x).astype(np.int64) - zp(x_q)
     if d.ndim == 0:
         d = d.reshape(1)
     acc = wrap_int32(np.sum(d * d, axis=-1, keepdims=True))
     m, s = _inv_sqrt_multiplier_exp(np.maximum(acc, 0))
+    if not x_q.signed:
+        # reference_ops::L2Normalization(uint8): MultiplyByQuantizedMultiplierSmallerThanOneExp
+        # on 128 * d (the shift, never positive here, applied after the high multiply), + 128
+        out = 128 + rounding_divide_by_pot(_srdhm(wrap_int32(128 * d), m), np.maximum(-s, 0))
+        return np.clip(out, 0, 255).astype(out_q.dtype).reshape(np.shape(x))
     out = mbqm(d, m, s + 7, rounding)
     return np.clip(out, -128, 127).astype(out_q.dtype).reshape(np.shape(x))

@@ -943,6 +943,8 @@ def negate(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.n
     are not read, so this is real negation only when both zero points are 0 and the
     scales are equal (what `qnn.neg` verifies)."""
     _check_rounding(rounding)
+    if not x_q.signed:
+        raise ValueError(f"NEG has no kernel for {x_q.storage} input (LiteRT: int8, int16, int32, int64, float)")
     bits = x_q.bits
     v = -np.asarray(x).astype(np.int64)
     half = 1 << (bits - 1)

@@ -512,3 +512,29 @@ def test_fuzzed_parameters_match_litert_or_fail_in_one_line():
 
     run()
     assert outcomes["ran"] and outcomes["refused"], outcomes
+
+
+# ----- uint8 ---------------------------------------------------------------------------------------------
+
+
+def test_uint8_gelu_and_l2_normalization_match_and_the_rest_fail_as_litert():
+    """LiteRT has uint8 GELU and L2_NORMALIZATION (1/128, zp 128, its own rounding); EXP, RSQRT,
+    SQRT, ABS and NEG have no uint8 kernel, and the interpreter says so in one line."""
+    xs = every_value("uint8")
+    gelu = unary_model("GELU", "uint8", 256, 0.05, 120, 0.03, 100, {"approximate": False})
+    assert mismatches(gelu, [xs]) == {"tflite": 0, "litert": 0}
+    rng = np.random.default_rng(6)
+    for shape, z in [((4, 16), 77), ((2, 300), 128), ((1, 8000), 0)]:
+        x = random_ints(shape, "uint8", rng)
+        x[0] = z
+        if shape[1] == 8000:
+            x = np.where(x > 127, 255, 0).astype(np.uint8)  # a sum of squares above 2^29
+        l2 = build_single_op_model("L2_NORMALIZATION", [TensorSpec(shape, "uint8", 0.05, z)],
+                                   [TensorSpec(shape, "uint8", 1 / 128, 128)])
+        assert mismatches(l2, [x]) == {"tflite": 0, "litert": 0}
+    for op in ("EXP", "RSQRT", "SQRT", "ABS", "NEG"):
+        model = unary_model(op, "uint8", 256, 0.05, 0, 0.05 if op == "NEG" else 0.03, 0)
+        with pytest.raises(RuntimeError):
+            run_tflite(model, [xs])
+        with pytest.raises(InterpreterError, match=f"qnn.{op.lower()}: {op} has no kernel for u8 input"):
+            run_module(import_tflite(model), [xs])

@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     from tvm_bridge.run_cli import _entry_signature, load_module, make_inputs
     from tvm_bridge.translate import translate
 
-    path = ROOT / "models" / "zoo" / f"{args.model}.tflite"
+    path = Path(args.model) if args.model.endswith(".tflite") else ROOT / "models" / "zoo" / f"{args.model}.tflite"
     module = load_module(path, 1)
     _, in_values, _ = _entry_signature(module)
     sample = make_inputs(in_values, 0)

@@ -49,7 +49,7 @@ from xdsl.dialects.builtin import (
     f32,
     f64,
 )
-from xdsl.dialects.linalg.ops import Conv2DNhwc_FhwcOp, FillOp, GenericOp, IteratorTypeAttr, YieldOp
+from xdsl.dialects.linalg.ops import Conv2DNhwc_FhwcOp, FillOp, GenericOp, IteratorTypeAttr, TransposeOp, YieldOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -477,6 +477,8 @@ class Lowering(Emitter):
         super().__init__()
         # (a later op, the value now replacing its result): an op lowered together with this one
         self.replaces: list[tuple[Operation, SSAValue]] = []
+        # ops (before this one) the lowering reads through: erased when nothing reads them any more
+        self.dead: list[Operation] = []
         self.bodies = {} if bodies is None else bodies
 
     def empty(self, t: TensorType) -> SSAValue:
@@ -801,7 +803,20 @@ def lower_fully_connected(e: Lowering, op: qint.FullyConnectedOp) -> SSAValue:
                      iterators=["parallel", "parallel", "reduction"], init=0)
 
 
+def _swapped_source(value: SSAValue) -> SSAValue | None:
+    """x, when `value` is linalg.transpose(x) swapping the last two dimensions only."""
+    t = value.owner
+    if not isinstance(t, TransposeOp):
+        return None
+    perm = list(t.permutation.get_values())
+    r = len(perm)
+    return t.inputs[0] if r >= 2 and perm == [*range(r - 2), r - 1, r - 2] else None
+
+
 def lower_batch_matmul(e: Lowering, op: qint.BatchMatmulOp) -> SSAValue:
+    """One reduction generic; an operand that is a transpose of the last two dimensions (a
+    TFLite adj_x / adj_y) is read in place through the generic's map (the transpose is erased
+    when nothing else reads it)."""
     a, b = op.operands
     out_shape = qint.shape_of(op.results[0])
     acc_w = qint.int_width(op.results[0])
@@ -817,8 +832,15 @@ def lower_batch_matmul(e: Lowering, op: qint.BatchMatmulOp) -> SSAValue:
             res.append(0 if s == 1 and batch[d] != 1 else dim(d))
         return amap(n, res + last_two)
 
-    maps = [operand_map(qint.shape_of(a), [dim(r - 2), dim(r)]), operand_map(qint.shape_of(b), [dim(r), dim(r - 1)])]
-    return e.generic([a, b], maps, op.results[0].type, amap(n, [dim(i) for i in range(r)]),
+    inputs, maps = [], []
+    for v, last_two in ((a, [dim(r - 2), dim(r)]), (b, [dim(r), dim(r - 1)])):
+        source = _swapped_source(v)
+        if source is not None:
+            e.dead.append(v.owner)
+            v, last_two = source, last_two[::-1]
+        inputs.append(v)
+        maps.append(operand_map(qint.shape_of(v), last_two))
+    return e.generic(inputs, maps, op.results[0].type, amap(n, [dim(i) for i in range(r)]),
                      _zp_product(op.attr("lhs_zp", 0), op.attr("rhs_zp", 0), acc_w),
                      iterators=["parallel"] * r + ["reduction"], init=0)
 
@@ -1584,6 +1606,15 @@ class LowerQIntOp(RewritePattern):
             self.failures.append(f"{op.name}: {err}")
             return
         rewriter.replace(op, e.ops, [out])
+        for earlier in e.dead:
+            if not any(res.uses for res in earlier.results):
+                init = [v.owner for v in earlier.operands if isinstance(v.owner, tensor.EmptyOp)]
+                earlier.detach()
+                earlier.erase()
+                for empty in init:
+                    if not empty.results[0].uses:
+                        empty.detach()
+                        empty.erase()
         for later, value in e.replaces:
             self.done[id(later)] = (later, value)  # (the entry keeps `later` alive: its id stays its own)
 

@@ -825,6 +825,13 @@ def _generic(tr: Translator, op: linalg.GenericOp):
     from tvm import te, tirx
 
     flavor = getattr(tr, "dot", None)
+    if flavor is not None:  # an int8 batch matmul of two activations: tvm_bridge/batch_matmul.py
+        from tvm_bridge import batch_matmul
+
+        geometry = batch_matmul.match(tr, op)
+        if geometry is not None and batch_matmul.applicable(geometry, flavor):
+            batch_matmul.emit(tr, op, geometry, flavor)
+            return
     if flavor is not None and flavor.name != "vnni":  # vpmaddwd machines: tvm_bridge/depthwise.py
         from tvm_bridge import depthwise
         from tvm_bridge.vnni import NotApplicable

@@ -138,7 +138,7 @@ def dequantized(value: SSAValue, rewriter: PatternRewriter) -> SSAValue:
         where = InsertPoint.before(first) if first is not None else InsertPoint.at_end(owner)
     else:
         where = InsertPoint.after(owner)
-    rewriter.insert_op(cast, where)
+    rewriter.insert(cast, where)
     return cast.result
 
 
@@ -159,7 +159,7 @@ def _integer_bias(op: qnn.QnnOp, rewriter: PatternRewriter) -> SSAValue | None:
     scales = float(op.in_q(0).scale_array()) * np.broadcast_to(w.scale_array(), values.shape)
     qt = UniformQuantizedType.per_axis(scales, 0, axis=0, storage="i32")
     const = qnn.ConstantOp.from_array(values, qt)
-    rewriter.insert_op(const, InsertPoint.before(op))
+    rewriter.insert(const, InsertPoint.before(op))
     return const.result
 
 

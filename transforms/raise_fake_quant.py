@@ -399,7 +399,7 @@ class RaiseRegion(ReportingPattern):
         if isinstance(built, str):
             return self.report.why(op, built)
         new_ops, new = built
-        rewriter.insert_op([*new_ops, new], InsertPoint.before(op))
+        rewriter.insert([*new_ops, new], InsertPoint.before(op))
         for u in users:
             rewriter.replace(u, [], [new.results[0]])
         rewriter.erase(op)

@@ -26,7 +26,8 @@ where no partial sum can leave int32 (|start| + KH KW 2^15 < 2^31).
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects import arith, linalg
+from xdsl.dialects import arith
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import TensorType
 
 from tvm_bridge.translate import call_tir, dtype_of, tensor_constant

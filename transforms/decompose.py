@@ -17,7 +17,7 @@ and the signature is converted.  What rewrites into what:
 | qnn.mul | qint.mul (zero points, i32) -> qint.rescale |
 | qnn.requantize / clamp | qint.rescale |
 | qnn.maximum / minimum | qint.maximum / minimum (+ clamp) |
-| qnn.logistic / tanh / elu / hard_swish / leaky_relu (<= 16-bit input) | qint.table: the L1 op evaluated on every stored value at compile time |
+| qnn.logistic / tanh / elu / hard_swish / leaky_relu / gelu / exp / rsqrt / sqrt / abs / neg (<= 16-bit input) | qint.table: the L1 op evaluated on every stored value at compile time |
 | qnn.avg_pool2d | qint.pool_sum -> qint.divide_round by the in-bounds counts -> clamp |
 | qnn.max_pool2d | qint.pool_max (+ clamp) |
 | qnn.mean / sum | qint.reduce_sum (i32) -> qint.rescale (input_zp = zp * N; mean's adjusted multiplier); 8-bit `litert`: rescale float_even with XNNPACK's float32 scale and zero-point offset |
@@ -706,7 +706,13 @@ def decompose_table(e: Emitter, op) -> SSAValue:
         raise Unsupported(f"{op.name} on {x_q.storage} input (tables need <= 16 bits)")
     lo, hi = ew.type_bounds(x_q)
     values = np.arange(lo, hi + 1, dtype=np.int64).astype(x_q.dtype)
-    table = np.asarray(Interpreter(None).eval(op, [values])[0]).astype(np.int64).reshape(-1)
+    if isinstance(op, (qnn.RsqrtOp, qnn.SqrtOp)) and ew.zp(x_q) > lo:
+        # defined on non-negative reals only (LiteRT fails the invoke below the zero point, and so
+        # does the interpreter): the stored values below it read the zero point's entry
+        valid = np.asarray(Interpreter(None).eval(op, [values[ew.zp(x_q) - lo:]])[0]).astype(np.int64).reshape(-1)
+        table = np.concatenate([np.full(ew.zp(x_q) - lo, valid[0], np.int64), valid])
+    else:
+        table = np.asarray(Interpreter(None).eval(op, [values])[0]).astype(np.int64).reshape(-1)
     if table.shape != values.shape:
         raise Unsupported(f"{op.name}: its reference is not elementwise")
     tv = e.constant(table, out_q.bits)
@@ -990,6 +996,12 @@ DECOMPOSITIONS = {
     qnn.EluOp: decompose_table,
     qnn.HardSwishOp: decompose_table,
     qnn.LeakyReluOp: decompose_table,
+    qnn.GeluOp: decompose_table,
+    qnn.ExpOp: decompose_table,
+    qnn.RsqrtOp: decompose_table,
+    qnn.SqrtOp: decompose_table,
+    qnn.AbsOp: decompose_table,
+    qnn.NegOp: decompose_table,
     qnn.AvgPool2DOp: decompose_pool,
     qnn.MaxPool2DOp: decompose_pool,
     qnn.MeanOp: decompose_mean_sum,

@@ -20,6 +20,10 @@ goes through `_unfused`: a clamp to the finite range that is a no-op on every va
 values bypass it), so LLVM cannot contract the multiply and the add into one fused
 multiply-add.  The fused multiply-adds MLAS does use are `math.fma` (TVM: `llvm.fma`).
 
+nn.constant / add / sub / mul and the movement ops also lower outside ONNX models (a TFLite model's
+float island between DEQUANTIZE and QUANTIZE: each is one correctly rounded float32 operation per
+element, or a move, the same in every float kernel); the others only in ONNX models.
+
 Not lowered here (another module's, or refused by name): nn.softmax, nn.avg_pool2d, nn.mean;
 nn ops with a fused act_min / act_max; float types other than f32.  Registered into
 `transforms.decompose.DECOMPOSITIONS` on import.
@@ -125,8 +129,11 @@ def _is_f32(v: SSAValue) -> bool:
     return isinstance(t, TensorType) and isinstance(t.element_type, Float32Type)
 
 
-def _check(op):
-    if not _is_island(op):
+def _check(op, anywhere: bool = False):
+    """`anywhere`: the op is one correctly rounded float32 operation per element (add, sub, mul)
+    or moves values: every float kernel computes it the same, so a TFLite model's float island
+    (LiteRT's reference kernels or XNNPACK: the NEG of a layer norm as `x * -1.0`) lowers too."""
+    if not _is_island(op) and not anywhere:
         raise Unsupported(f"{op.name} that is not an ONNX float island (no qnn.rounding = \"onnx\"); "
                           "a float model's nn ops are not lowered")
     for v in (*op.operands, *op.results):
@@ -159,7 +166,7 @@ def lower_constant(e: Emitter, op) -> SSAValue:
     t = op.results[0].type
     if not _is_f32(op.results[0]):
         raise Unsupported(f"nn.constant of {t} (float islands lower float32 constants only)")
-    arr = np.ascontiguousarray(np.asarray(op.array(), F32))
+    arr = np.array(op.array(), F32, order="C").reshape(t.get_shape())  # (ascontiguousarray makes rank 0 rank 1)
     return e.add(arith.ConstantOp(DenseIntOrFPElementsAttr(TensorType(f32, list(arr.shape)), BytesAttr(arr.tobytes())), t))
 
 
@@ -167,7 +174,7 @@ _BINARY = {nn.AddOp: arith.AddfOp, nn.SubOp: arith.SubfOp, nn.MulOp: arith.MulfO
 
 
 def lower_binary(e: Emitter, op) -> SSAValue:
-    _check(op)
+    _check(op, anywhere=True)
     cls = _BINARY[type(op)]
     if cls is arith.MulfOp:
         return _elementwise(e, op, lambda s, a, b, _o: _mul(s, a, b))

@@ -96,7 +96,7 @@ def mlas_erf(s: Scalar, x: SSAValue) -> SSAValue:
     sign = s.band(xb, s.const(-0x80000000, I32))
     a = _f32_of_bits(s, s.band(xb, s.const(0x7FFFFFFF, I32)))
     upper = _k(s, orf._ERF_UPPER_ABS)
-    a = s.emit(arith.SelectOp(s.emit(arith.CmpfOp(a, upper, "olt")), a, upper))  # vminps(a, upper)
+    a = s.emit(arith.MinimumfOp(a, upper))  # vminps(|x|, upper); a NaN input is not modelled (as in the reference)
     sq = s.emit(arith.MulfOp(a, a))
     small = _k(s, orf._ERF_SMALL[0])
     for p in orf._ERF_SMALL[1:]:

@@ -240,3 +240,13 @@ def test_designators_and_matching():
     assert report.unexpected[0].message == "'error' diagnostic emitted when expecting a 'note'"
     assert report.unexpected[1].message == "unexpected error: x y"
     assert len(report.not_produced) == 6
+
+
+def test_llvm_single_dash_options(tmp_path):
+    """MLIR's RUN lines spell long options with one dash: qd-opt reads them unchanged."""
+    path = tmp_path / "passing.mlir"
+    path.write_text(PASSING)
+    proc = _run(QD_OPT, path, "-split-input-file", "-verify-diagnostics")
+    assert proc.returncode == 0, proc.stderr
+    proc = _run(QD_OPT, path, "-split-input-file")
+    assert proc.returncode == 2 and len(_failures(proc.stderr)) == 4, proc.stderr

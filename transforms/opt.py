@@ -11,7 +11,8 @@ place is known), and the exit status is 2 (as for `qd-import` and `qd-run`;
 in qdialect (an exception no diagnostic covers) is one line
 `qd-opt: internal error: ...` and exit status 3.
 
-As in mlir-opt 22, `--split-input-file` runs each chunk of the input between
+Options are also read in LLVM's spelling, with one dash (`-split-input-file`), so
+that MLIR's RUN lines work unchanged.  As in mlir-opt 22, `--split-input-file` runs each chunk of the input between
 `// -----` lines on its own: every chunk's diagnostics are reported (line
 numbers are the file's), the outputs are separated by `// -----` lines (a
 chunk that failed prints nothing), and the status is that of the worst chunk.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from io import BytesIO
@@ -153,7 +155,18 @@ class QdOptMain(xDSLOptMain):
         return status
 
 
+_SINGLE_DASH_LONG = re.compile(r"-[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:=.*)?", re.S)
+
+
+def mlir_style_arguments(argv: Sequence[str]) -> list[str]:
+    """`argv` with LLVM's single-dash long options (`-split-input-file`, `-verify-diagnostics`,
+    as MLIR's RUN lines spell them) in argparse's spelling (`--split-input-file`).  A single
+    dash before a hyphenated name is the only form changed (`-p PASS`, `-o OUT` stay)."""
+    return [f"-{a}" if _SINGLE_DASH_LONG.fullmatch(a) else a for a in argv]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = mlir_style_arguments(sys.argv[1:] if argv is None else argv)
     try:
         tool = QdOptMain(description="qdialect modular optimizer driver", args=argv)
         return tool.run()

@@ -3,7 +3,9 @@
 Registered into `interp_onnx`'s float-island table (`nn` ops marked
 `qnn.rounding = "onnx"`): Div and Sqrt are IEEE float32 operations; Erf and
 LayerNormalization are ONNX Runtime's own kernels
-(`qdialect.reference.onnxruntime_float`: MLAS's erf, MLAS's AVX2 layer norm).
+(`qdialect.reference.onnxruntime_float`: MLAS's erf, MLAS's AVX2 layer norm);
+a MatMul of a float activation and constant weights (ORT_DISABLE_ALL) is MLAS's
+unpacked SGEMM.
 ReduceMean over leading axes takes ORT's RK path (`reduce_mean_rk_f32`)
 before the KR path `interp_onnx` models.  ORT's com.microsoft Gelu is imported as `x * M_SQRT1_2 -> erf -> + 1 ->
 * (0.5 * x)`, so it needs no recipe of its own.
@@ -16,6 +18,7 @@ import numpy as np
 from qdialect.dialects import nn, qnn
 from qdialect.interp_onnx import _FLOAT, _NN, _nn_recipe, _operands_f32, _requant
 from qdialect.reference import onnxruntime_float as orf
+from qdialect.reference import onnxruntime_kernels as ort
 
 F32 = np.float32
 
@@ -38,6 +41,15 @@ def _nn_erf(op, args):
     x = np.asarray(args[0], F32)
     uniq, inv = np.unique(x.reshape(-1), return_inverse=True)
     return orf.mlas_erf(uniq)[inv].reshape(x.shape)
+
+
+@_nn_recipe(nn.BatchMatmulOp)
+def _nn_matmul(op, args):
+    """ORT's float MatMul of a float activation and DequantizeLinear weights (ORT_DISABLE_ALL): B is
+    a node's output, not an initializer, so MLAS does not prepack it (measured: the unpacked path
+    matches on M = 1 and K = 300, where the packed one differs)."""
+    a, b = (np.asarray(v, F32) for v in args)
+    return ort.mlas_matmul_f32(a, b, const_b=False)
 
 
 @_nn_recipe(nn.LayerNormOp)

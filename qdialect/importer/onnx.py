@@ -2117,6 +2117,28 @@ def _pow(imp: _Importer, node: _Node):
     return [Act(y, x.nhwc)]
 
 
+def _float_matmul(imp: _Importer, node: _Node):
+    """A MatMul reading a float activation (what follows an unquantized op, e.g. com.microsoft Gelu,
+    which `quantize_static` leaves in float) and constant weights: ORT's float MatMul (MLAS SGEMM)
+    with ORT_DISABLE_ALL, nn.batch_matmul."""
+    imp.remark("ONNX Runtime runs it in float (a float activation): rounding = onnx")
+    if imp.profile == "onnxruntime":
+        raise _Unsupported("a float activation times DequantizeLinear weights (ORT's default session rewrites "
+                           "it to com.microsoft MatMulNBits, accuracy level 4, not modelled; --rounding onnx imports it)")
+    a = imp.float_value(imp.input(node, 0, "A"), "A")
+    wv = imp.input(node, 1, "B")
+    if not isinstance(wv, Const) and not (isinstance(wv, Deq) and isinstance(wv.src, Const)):
+        raise _Unsupported("a float MatMul of two activations")
+    w = imp.float_value(wv, "B")
+    av = imp.logical(a)
+    ashape, wshape = list(qnn.shape_of(av)), list(qnn.shape_of(w.value))
+    if len(wshape) != 2 or len(ashape) < 2 or ashape[-1] != wshape[0]:
+        raise imp.bad(f"A {ashape} and B {wshape} do not multiply")
+    return [Act(_float_op(imp, nn.BatchMatmulOp, [av, w.value], ashape[:-1] + wshape[1:]))]
+
+
+_FLOAT_HANDLERS["MatMul"] = _float_matmul
+
 _GELU_TANH_B = 0.7978845608028654  # sqrt(2 / pi), as ORT's Gelu kernel spells it
 _GELU_TANH_C = 0.035677408136300125  # 0.044715 * sqrt(2 / pi)
 

@@ -232,6 +232,42 @@ def test_unmodelled_cases_are_refused_by_name(case, message):
     assert "\n" not in text and op in text and message in text
 
 
+@pytest.mark.parametrize("spelling", [("op", "ms", "qdq_u8"), ("hand", "ms", "qdq_s8")], ids=["op-ms-qdq_u8", "hand-ms-qdq_s8"])
+def test_float_matmul_after_unquantized_gelu(spelling):
+    """quantize_static leaves com.microsoft Gelu in float: the MatMul after it reads a float
+    activation.  ORT_DISABLE_ALL runs MLAS's float SGEMM (the `onnx` profile, bit-exact); the
+    default session's MatMulNBits is refused by name."""
+    data = _quantized(*spelling)
+    module = import_onnx(data, profile="onnx")
+    total = 0
+    for seed in range(3):
+        x = (np.random.default_rng(seed).standard_normal([1, S, D]) * 1.5).astype(F32)
+        total += sum(differing(run_module(module, [x]), _ort(data, {"x": x}, disable_all=True)))
+    assert total == 0
+    with pytest.raises(OnnxImportError, match="MatMul.*MatMulNBits"):
+        import_onnx(data, profile="onnxruntime")
+
+
+def test_float_matmul_takes_mlas_unpacked_sgemm():
+    """A float activation times DequantizeLinear weights with ORT_DISABLE_ALL: MLAS does not prepack
+    B (a node's output), so its unpacked SGEMM runs (the packed kernel differs at M = 1, K = 300)."""
+    from qdialect.reference import onnxruntime_kernels as ort_kernels
+
+    rng = np.random.default_rng(0)
+    for m, k, n in ((1, 128, 64), (8, 300, 70)):
+        wq = rng.integers(-127, 128, (k, n), dtype=np.int8)
+        nodes = [helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["w"]), helper.make_node("MatMul", ["x", "w"], ["y"])]
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, m, k])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                  [numpy_helper.from_array(wq, "wq"), numpy_helper.from_array(np.array(0.01, F32), "s"),
+                                   numpy_helper.from_array(np.array(0, np.int8), "z")])
+        data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+        x = rng.standard_normal([1, m, k]).astype(F32)
+        (theirs,) = _ort(data, {"x": x}, disable_all=True)
+        w = (wq.astype(F32) * F32(0.01)).astype(F32)
+        assert _bits_differ(ort_kernels.mlas_matmul_f32(x, w, const_b=False), theirs) == 0
+
+
 def test_small_quantized_ops_match_onnxruntime():
     """Div / Sqrt / Pow / Erf between DequantizeLinear and QuantizeLinear, every uint8 input."""
     x = np.arange(256, dtype=np.uint8).reshape(16, 16)

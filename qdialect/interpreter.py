@@ -421,6 +421,7 @@ for _cls, _mod, _name in [
     (qnn.AddOp, "elementwise", "add"),
     (qnn.SubOp, "elementwise", "sub"),
     (qnn.MulOp, "elementwise", "mul"),
+    (qnn.DivOp, "elementwise", "div"),
     (qnn.SquaredDifferenceOp, "elementwise", "squared_difference"),
     (qnn.MaximumOp, "elementwise", "maximum"),
     (qnn.MinimumOp, "elementwise", "minimum"),

@@ -784,6 +784,18 @@ class MulOp(_BinaryOp):
 
 
 @irdl_op_definition
+class DivOp(_BinaryOp):
+    """out = lhs / rhs (real), broadcasting, requantized and clamped.  TFLite recipe
+    (DivElementwise, int8 / uint8 / int16): `a = q1 - zp1`, `b = q2 - zp2` (both negated when
+    b < 0); (r, e) = GetReciprocal(b, 31); h = CountLeadingSignBits(a);
+    `u = SRDHM(a << h, r)`; `out = RDBPOT(SRDHM(u, M), h + e - shift) + out_zp` with
+    (M, shift) = QuantizeMultiplier(f32(s1 / f32(s2 * s_out))); a divisor at its zero point
+    is a run-time error."""
+
+    name = "qnn.div"
+
+
+@irdl_op_definition
 class SquaredDifferenceOp(_BinaryOp):
     """out = (lhs - rhs)^2 (real), broadcasting, requantized."""
 
@@ -1603,6 +1615,7 @@ QNN_OPS = [
     AddOp,
     SubOp,
     MulOp,
+    DivOp,
     SquaredDifferenceOp,
     MaximumOp,
     MinimumOp,

@@ -120,6 +120,7 @@ _OPTIONS = {
     "ADD": "AddOptions",
     "SUB": "SubOptions",
     "MUL": "MulOptions",
+    "DIV": "DivOptions",
     "SOFTMAX": "SoftmaxOptions",
     "LEAKY_RELU": "LeakyReluOptions",
     "GELU": "GeluOptions",
@@ -175,7 +176,7 @@ _STATIC_CAPABLE = {
 # (min, max) inputs per operator (max None: any number); one output unless listed in _MULTI_OUT.
 _ARITY = {
     "CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "TRANSPOSE_CONV": (3, 4), "FULLY_CONNECTED": (2, 3),
-    "BATCH_MATMUL": (2, 2), "ADD": (2, 2), "SUB": (2, 2), "MUL": (2, 2), "SQUARED_DIFFERENCE": (2, 2),
+    "BATCH_MATMUL": (2, 2), "ADD": (2, 2), "SUB": (2, 2), "MUL": (2, 2), "DIV": (2, 2), "SQUARED_DIFFERENCE": (2, 2),
     "MAXIMUM": (2, 2), "MINIMUM": (2, 2), "PRELU": (2, 2), "FLOOR_DIV": (2, 2),
     "MEAN": (2, 2), "SUM": (2, 2), "REDUCE_MAX": (2, 2), "REDUCE_MIN": (2, 2), "REDUCE_PROD": (2, 2),
     "RESHAPE": (1, 2), "EXPAND_DIMS": (2, 2), "TRANSPOSE": (2, 2), "PAD": (2, 2), "PADV2": (2, 3),
@@ -1260,6 +1261,7 @@ _BINARY = {
     "ADD": qnn.AddOp,
     "SUB": qnn.SubOp,
     "MUL": qnn.MulOp,
+    "DIV": qnn.DivOp,
     "SQUARED_DIFFERENCE": qnn.SquaredDifferenceOp,
     "MAXIMUM": qnn.MaximumOp,
     "MINIMUM": qnn.MinimumOp,

@@ -64,6 +64,7 @@ __all__ = [
     "relu_0_to_1",
     "absolute",
     "negate",
+    "div",
 ]
 
 FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1")
@@ -949,3 +950,74 @@ def negate(x, *, x_q: QParams, out_q: QParams, rounding: str = "tflite") -> np.n
     v = -np.asarray(x).astype(np.int64)
     half = 1 << (bits - 1)
     return (((v + half) & ((1 << bits) - 1)) - half).astype(out_q.dtype)
+
+
+def _count_leading_sign_bits(x: np.ndarray) -> np.ndarray:
+    """TFLite CountLeadingSignBits on int32 values (31 for 0 and -1)."""
+    from .activations import _clz32
+
+    x = np.asarray(x, dtype=np.int64)
+    neg = np.where(x == INT32_MIN, 0, _clz32(np.where(x < 0, 2 * (-x) - 1, 1)))
+    return np.where(x >= 0, _clz32(x) - 1, neg)
+
+
+def div(
+    x1,
+    x2,
+    *,
+    x1_q: QParams,
+    x2_q: QParams,
+    out_q: QParams,
+    act_min: int | None = None,
+    act_max: int | None = None,
+    rounding: str = "tflite",
+) -> np.ndarray:
+    """Quantized `x1 / x2` with broadcasting, TFLite's DivElementwise (int8, uint8, int16;
+    XNNPACK takes no quantized DIV and the optimized kernel computes the same integers):
+    `a = x1 - zp1`, `b = x2 - zp2` (both negated when b < 0); `(r, e) = GetReciprocal(b, 31)`
+    (gemmlowp 1 / (1 + x) in Q0.31); `h = CountLeadingSignBits(a)`;
+    `u = SRDHM(a << h, r)`; `out = RDBPOT(SRDHM(u, M), -(shift - e - h)) + out_zp` with
+    (M, shift) = QuantizeMultiplier(double(s1 / (s2 * s_out))) (the scale product and quotient
+    in float32); clamped.  A divisor equal to its zero point (real 0) is an error, as LiteRT's
+    invoke fails there (`data[i] != zero_point`)."""
+    from .activations import get_reciprocal
+    from .rescale import saturating_rounding_doubling_high_mul as srdhm
+
+    _check_rounding(rounding)
+    for q, n in ((x1_q, "x1_q"), (x2_q, "x2_q"), (out_q, "out_q")):
+        _per_tensor(q, n)
+    if rounding not in ("tflite", "litert", "single"):
+        raise ValueError(f"DIV: rounding '{rounding}' has no recipe (only LiteRT's kernel is known)")
+    a, b = _binary_operands(x1, x2)
+    a = a - zp(x1_q)
+    b = b - zp(x2_q)
+    if np.any(b == 0):
+        raise ValueError("DIV by a real zero (a divisor equal to its zero point; LiteRT's invoke fails)")
+    a = np.where(b < 0, -a, a)
+    b = np.abs(b)
+    recip, recip_shift = get_reciprocal(b, 31)
+    headroom = _count_leading_sign_bits(a)
+    real = float(np.float32(scale32(x1_q) / np.float32(scale32(x2_q) * scale32(out_q))))
+    m, shift = qmult(real, rounding)
+    total = shift - recip_shift - headroom
+    if rounding == "single":
+        u = multiply_single_rounding(a, recip, headroom)
+        v = multiply_single_rounding(u, m, total)
+    else:
+        u = srdhm(wrap_int32(a << headroom), recip)
+        v = _rdbpot_x86(srdhm(u, m), np.maximum(-total, 0))
+    return _finish(v + zp(out_q), out_q, act_min, act_max)
+
+
+def _rdbpot_x86(x, exponent) -> np.ndarray:
+    """gemmlowp RoundingDivideByPOT on int32 as compiled for x86 when the exponent reaches 32
+    (DIV of a large quotient scale by a power-of-two divisor): the mask `(1ll << e) - 1`
+    truncates to int32 -1 and `x >> e` shifts by `e & 31`, so the result is
+    `(x >> (e & 31)) + (x > (x < 0) - 1)`; below 32 it is the ordinary rounding shift."""
+    x = np.asarray(x, dtype=np.int64)
+    e = np.asarray(exponent, dtype=np.int64)
+    x, e = np.broadcast_arrays(x, e)
+    wide = e >= 32
+    ordinary = rounding_divide_by_pot(x, np.where(wide, 0, e))
+    odd = (x >> (e & 31)) + (x > (x < 0).astype(np.int64) - 1).astype(np.int64)
+    return np.where(wide, odd, ordinary)

@@ -538,3 +538,53 @@ def test_uint8_gelu_and_l2_normalization_match_and_the_rest_fail_as_litert():
             run_tflite(model, [xs])
         with pytest.raises(InterpreterError, match=f"qnn.{op.lower()}: {op} has no kernel for u8 input"):
             run_module(import_tflite(model), [xs])
+
+
+# ----- DIV (masked mean pooling: SUM(x * mask) / SUM(mask)) ---------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("params", [(1.0, 0, 1.0, 0, 1.0, 0), (0.05, 3, 0.02, -7, 0.1, 1),
+                                    (0.5, -100, 0.01, 50, 0.7, -20), (0.001, 0, 0.9, 0, 0.5, -128)])
+def test_div_8bit_on_every_pair_of_inputs(dtype, params):
+    """All 256 x 255 (dividend, divisor) pairs; scales 1.0 make power-of-two divisors shift by
+    32 or more, where x86's RoundingDivideByPOT keeps the dividend (LiteRT: 127, not 0)."""
+    s1, z1, s2, z2, so, zo = params
+    if dtype == "uint8":
+        z1, z2, zo = z1 + 128, z2 + 128, zo + 128
+    vals = every_value(dtype).astype(np.int64)
+    divisors = vals[(vals != 0) & (vals != z2)]
+    a = np.repeat(vals, divisors.size).astype(dtype)
+    b = np.tile(divisors, vals.size).astype(dtype)
+    model = build_single_op_model("DIV", [TensorSpec(a.shape, dtype, s1, z1), TensorSpec(b.shape, dtype, s2, z2)],
+                                  [TensorSpec(a.shape, dtype, so, zo)])
+    assert mismatches(model, [a, b]) == {"tflite": 0, "litert": 0}
+
+
+def test_div_int16_broadcast_and_fused_relu():
+    rng = np.random.default_rng(8)
+    for s1, s2, so in [(1e-4, 1e-4, 1e-4), (3e-5, 2e-3, 4e-6), (1.0, 1.0, 1.0)]:
+        a = random_ints((4, 64, 32), "int16", rng)
+        b = random_ints((4, 64, 1), "int16", rng)
+        b[b == 0] = 1
+        b.reshape(-1)[:8] = [-32768, 32767, 1, -1, 128, -128, 16384, -4096]
+        model = build_single_op_model("DIV", [TensorSpec(a.shape, "int16", s1, 0), TensorSpec(b.shape, "int16", s2, 0)],
+                                      [TensorSpec(a.shape, "int16", so, 0)], {"fused_activation_function": "RELU"})
+        module = reparse(import_tflite(model))
+        assert [o.name for o in body_ops(module)] == ["qnn.div"]
+        assert mismatches(model, [a, b], module) == {"tflite": 0, "litert": 0}
+
+
+def test_div_by_zero_is_a_one_line_error():
+    """A stored 0 is a real number like any other; a divisor at its zero point (real 0) fails
+    LiteRT's invoke and the interpreter's, in one line."""
+    model = build_single_op_model("DIV", [TensorSpec((4,), "int8", 0.1, 0), TensorSpec((4,), "int8", 0.1, 5)],
+                                  [TensorSpec((4,), "int8", 0.1, 0)])
+    a = np.array([1, -2, 3, 0], np.int8)
+    assert mismatches(model, [a, np.array([0, 0, 3, 4], np.int8)]) == {"tflite": 0, "litert": 0}
+    zero = np.array([1, 5, 3, 4], np.int8)
+    with pytest.raises(RuntimeError, match="zero_point"):
+        run_tflite(model, [a, zero])
+    with pytest.raises(InterpreterError, match="qnn.div: DIV by a real zero") as e:
+        run_module(import_tflite(model), [a, zero])
+    assert "\n" not in str(e.value)

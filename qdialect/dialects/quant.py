@@ -60,7 +60,7 @@ from xdsl.irdl import (
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
 from qdialect.qparams import QParams, storage_bounds
@@ -337,6 +337,8 @@ def _parse_storage(parser: AttrParser, what: str) -> tuple[int, bool, int, int]:
             f"{what}: illegal storage type prefix: expected iN, uN, siN or uiN, got {got}", pos, parser.pos)
     signed = match.group(1) is not None
     width = int(match.group(3))
+    if width >= 1 << 24:  # (MLIR's integer types stop below 2^24 bits)
+        parser.raise_error(f"{what}: invalid integer width {width} in '{ident}'", pos, parser.pos)
     if not 1 <= width <= 32:
         parser.raise_error(
             f"{what}: illegal storage type size: {width} ('{ident}'; MLIR takes 1..32 bits)", pos, parser.pos)
@@ -619,8 +621,8 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
             v = s.data
             where = self._where(i)
             if not math.isfinite(v) or not fmt.smallest <= v <= fmt.largest:
-                out.append(f"scale {_mlir_e(v)}{where} out of expressed type range "
-                           f"[{_mlir_e(fmt.smallest)}, {_mlir_e(fmt.largest)}] of {self.expressed_type}")
+                out.append(f"scale {_mlir_e(v)} out of expressed type range "
+                           f"[{_mlir_e(fmt.smallest)}, {_mlir_e(fmt.largest)}] of {self.expressed_type}{where}")
             elif v <= 0:
                 out.append(f"illegal scale: {_mlir_e(v)}{where} (must be > 0)")
         for i, z in enumerate(self.zero_points.data):
@@ -688,7 +690,7 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
                     _PARSED_PARAMETERS.clear()
                 _PARSED_PARAMETERS[text[start:end]] = params
                 return params
-        params = cls._parse_parameters(parser)
+        params = _balanced(parser, cls._parse_parameters)
         if end is not None and parser.pos >= end and not text[end:parser.pos].strip():
             if len(_PARSED_PARAMETERS) >= 4096:
                 _PARSED_PARAMETERS.clear()
@@ -781,6 +783,39 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
             printer.print_string(f", {pairs[0]}>")
 
 
+_CLOSING = {"<": ">", "[": "]", "(": ")", "{": "}"}
+
+
+def _unbalanced(text: str, start: int) -> str | None:
+    """The bracket left open when the bracketed text at `start` is unbalanced (as MLIR's lexer
+    reads a pretty dialect type's body), else None."""
+    stack: list[str] = []
+    for ch in text[start:]:
+        if ch in _CLOSING:
+            stack.append(ch)
+        elif ch in ">])}":
+            if not stack or _CLOSING[stack[-1]] != ch:
+                return stack[-1] if stack else None
+            stack.pop()
+            if not stack:
+                return None
+    return stack[-1] if stack else None
+
+
+def _balanced(parser: AttrParser, parse):
+    """`parse(parser)`; when it fails on a type whose brackets do not balance, say so at the
+    type (MLIR's lexer finds that before it reads the parameters)."""
+    start = parser.pos
+    try:
+        return parse(parser)
+    except ParseError:
+        text = parser.lexer.input.content
+        bracket = _unbalanced(text, start) if isinstance(text, str) else None
+        if bracket is None:
+            raise
+        parser.raise_error(f"unbalanced '{bracket}' character in pretty dialect name", start, start + 1)
+
+
 def _wrap(value: int, width: int, signed: bool) -> int:
     """`value` cut to `width` bits (an APInt of that width), read signed or unsigned."""
     value &= (1 << width) - 1
@@ -854,8 +889,8 @@ def _parse_scale_zp(parser: AttrParser, fmt: FloatFormat, expressed: Attribute,
     end = parser.pos
     if not math.isfinite(scale) or not fmt.smallest <= scale <= fmt.largest:
         parser.raise_error(
-            f"quant.uniform: scale {_mlir_e(scale)}{where} out of expressed type range "
-            f"[{_mlir_e(fmt.smallest)}, {_mlir_e(fmt.largest)}] of {expressed}",
+            f"quant.uniform: scale {_mlir_e(scale)} out of expressed type range "
+            f"[{_mlir_e(fmt.smallest)}, {_mlir_e(fmt.largest)}] of {expressed}{where}",
             pos,
             end,
         )
@@ -936,6 +971,10 @@ class AnyQuantizedType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return _balanced(parser, cls._parse_parameters)
+
+    @classmethod
+    def _parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
             width, signed, smin, smax = _parse_storage(parser, "quant.any")
             expressed = []
@@ -974,6 +1013,10 @@ class CalibratedQuantizedType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return _balanced(parser, cls._parse_parameters)
+
+    @classmethod
+    def _parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
             expressed = _parse_expressed(parser, "quant.calibrated")
             parser.parse_punctuation("<", " (calibrated values must be present: <min:max>)")
@@ -1066,12 +1109,12 @@ def _container_kind(t: Attribute) -> tuple:
 def mlir_tensor_problems(t: Attribute, cast: bool = False) -> list[str]:
     """MLIR's checks of a quantized element type against its container, as the quant casts
     make them (`cast`): per-axis and sub-channel scales need a tensor, an axis inside its
-    rank, and sizes that match.  Without `cast` (any op's value, checked module-wide), only
-    a ranked tensor's per-axis sizes (stricter than MLIR, which checks them in casts only)."""
+    rank, and sizes that match.  Without `cast` (any other op's value, checked module-wide)
+    none: MLIR checks them in the casts only (the qnn ops check their own operands)."""
     q = quantized_element_type(t)
     if q is None or not (q.is_per_axis or q.is_sub_channel):
         return []
-    if not cast and (q.is_sub_channel or not isinstance(t, TensorType)):
+    if not cast:
         return []
     kind = "per-axis" if q.is_per_axis else "sub-channel"
     if not isinstance(t, TensorType | UnrankedTensorType):
@@ -1082,30 +1125,35 @@ def mlir_tensor_problems(t: Attribute, cast: bool = False) -> list[str]:
         shape = t.get_shape()
         axis = q.axis
         if axis >= len(shape):
-            return [f"axis {axis} is out of range for rank-{len(shape)} {t}"]
+            return [f"axis {axis} is out of range for rank-{len(shape)} {t} (quantized dimension must be "
+                    "less than tensor rank)"]
         n = len(q.scales.data)
         if shape[axis] >= 0 and shape[axis] != n:
-            return [f"{n} per-axis scales but dimension {axis} of {t} has size {shape[axis]}"]
+            return [f"{n} per-axis scales but dimension {axis} of {t} has size {shape[axis]} (quantized "
+                    "dimension size does not match number of scales)"]
         return []
     if not isinstance(t, TensorType):
-        return [f"a tensor of sub-channel quantized type must be ranked: {t}"]
+        return [f"tensor containing the sub-channel quantized type must be ranked: {t}"]
     shape = t.get_shape()
     scale_shape = [d.data for d in q.scale_shape.data]
     if len(scale_shape) != len(shape):
-        return [f"sub-channel scales of rank {len(scale_shape)} do not match the rank {len(shape)} of {t}"]
+        return [f"Rank of scales {len(scale_shape)} must match the rank of the tensor {len(shape)}: {t}"]
     blocks = dict(q.block_size_pairs())
     for axis in blocks:
         if axis >= len(shape):
-            return [f"block axis {axis} is out of range for rank-{len(shape)} {t}"]
+            return [f"quantized dimension {axis} must be less than tensor rank {len(shape)}: {t}"]
     for axis, size in enumerate(shape):
         if size < 0:
             continue
+        if size == 0:
+            return [f"tensor dimension size of zero is not allowed with sub-channel quantization: {t}"]
         block = blocks.get(axis, size)
         if size % block:
-            return [f"dimension {axis} of {t} (size {size}) is not divisible by its block size {block}"]
+            return [f"tensor dimension size {size} at axis {axis} must be divisible by the corresponding "
+                    f"block size {block}: {t}"]
         if size // block != scale_shape[axis]:
-            return [f"dimension {axis} of {t} has {size // block} blocks of {block} but the scales have "
-                    f"{scale_shape[axis]} on that axis"]
+            return [f"dimension size {scale_shape[axis]} of scales tensor at axis {axis} should match (tensor "
+                    f"dimension at axis / block sizes at axis) = {size // block}: {t}"]
     return []
 
 
@@ -1159,7 +1207,7 @@ class _CastOp(IRDLOperation):
         if _container_kind(a) != _container_kind(b):
             raise VerifyException(
                 f"{self.name}: operand type {a} and result type {b} differ in shape (input and result "
-                "must both be scalars or both tensors of the same shape)")
+                "are both scalars or both tensors with matching shape)")
         verify_quantized_value(self.input, f"{self.name} operand")
         verify_quantized_value(self.result, f"{self.name} result")
 
@@ -1168,7 +1216,8 @@ class _CastOp(IRDLOperation):
         if float_type != expressed:
             raise VerifyException(
                 f"{self.name}: {side} float type {float_type} is not the expressed type "
-                f"{expressed if expressed is not None else '(none)'} of {quantized}"
+                f"{expressed if expressed is not None else '(none)'} of {quantized} (expressed type in "
+                "quantized type expected to match float type)"
             )
 
 
@@ -1181,9 +1230,11 @@ class QuantizeCastOp(_CastOp):
     def verify_(self) -> None:
         src, dst = element_type(self.input.type), element_type(self.result.type)
         if not _is_quantized(dst):
-            raise VerifyException(f"quant.qcast: result element type {dst} is not quantized")
+            raise VerifyException(f"quant.qcast: result element type {dst} is not quantized (result #0 must "
+                                  "be scalar or tensor of quantized type)")
         if not is_float_type(src):
-            raise VerifyException(f"quant.qcast: operand element type {src} is not a float type")
+            raise VerifyException(f"quant.qcast: operand element type {src} is not a float type (operand #0 "
+                                  "must be scalar or tensor of floating-point)")
         self._check_shapes()
         self._check_float_cast(dst, src, "operand")
 
@@ -1197,9 +1248,11 @@ class DequantizeCastOp(_CastOp):
     def verify_(self) -> None:
         src, dst = element_type(self.input.type), element_type(self.result.type)
         if not _is_quantized(src):
-            raise VerifyException(f"quant.dcast: operand element type {src} is not quantized")
+            raise VerifyException(f"quant.dcast: operand element type {src} is not quantized (operand #0 "
+                                  "must be scalar or tensor of quantized type)")
         if not is_float_type(dst):
-            raise VerifyException(f"quant.dcast: result element type {dst} is not a float type")
+            raise VerifyException(f"quant.dcast: result element type {dst} is not a float type (result #0 "
+                                  "must be scalar or tensor of floating-point)")
         self._check_shapes()
         self._check_float_cast(src, dst, "result")
 
@@ -1217,18 +1270,21 @@ class StorageCastOp(_CastOp):
                 isinstance(t, IntegerType) and t.signedness.data == Signedness.SIGNLESS
             ):
                 raise VerifyException(
-                    f"quant.scast: {side} element type {t} is neither a signless integer nor quantized"
+                    f"quant.scast: {side} element type {t} is neither a signless integer nor quantized "
+                    f"({side} #0 must be scalar or tensor of signless integer or quantized type)"
                 )
         if _is_quantized(src) == _is_quantized(dst):
             raise VerifyException(
-                f"quant.scast: exactly one of {src} and {dst} must be quantized"
+                f"quant.scast: exactly one of {src} and {dst} must be quantized (input must be integer "
+                "and result must be quantized, or vice versa)"
             )
         self._check_shapes()
         q, i = (src, dst) if _is_quantized(src) else (dst, src)
         if isinstance(q, CalibratedQuantizedType) or i.width.data != q.storage_width.data:
             storage = f"i{q.storage_width.data}" if not isinstance(q, CalibratedQuantizedType) else "(none)"
             raise VerifyException(
-                f"quant.scast: integer type {i} is not the storage type {storage} of {q}"
+                f"quant.scast: integer type {i} is not the storage type {storage} of {q} (storage type "
+                "in quantized type expected to match integer type)"
             )
 
 
@@ -1256,7 +1312,7 @@ def _known_dialect_lookups() -> None:
     get_attr, get_type, get_op = Context.get_optional_attr, Context.get_optional_type, Context.get_optional_op
 
     def get_optional_attr_strict(self, name: str):
-        if name.startswith("quant.") and self.allow_unregistered and _quant_known(self):
+        if name.startswith("quant.") and _quant_known(self):
             saved, self.allow_unregistered = self.allow_unregistered, False
             try:
                 found = get_attr(self, name)
@@ -1266,7 +1322,7 @@ def _known_dialect_lookups() -> None:
         return get_attr(self, name)
 
     def get_optional_type_strict(self, name: str):
-        if name.startswith("quant.") and self.allow_unregistered and _quant_known(self):
+        if name.startswith("quant.") and _quant_known(self):
             saved, self.allow_unregistered = self.allow_unregistered, False
             try:
                 found = get_type(self, name)
@@ -1276,7 +1332,7 @@ def _known_dialect_lookups() -> None:
         return get_type(self, name)
 
     def get_optional_op_strict(self, name: str, *, dialect_stack=()):
-        if name.startswith("quant.") and self.allow_unregistered and _quant_known(self):
+        if name.startswith("quant.") and _quant_known(self):
             saved, self.allow_unregistered = self.allow_unregistered, False
             try:
                 return get_op(self, name, dialect_stack=dialect_stack)

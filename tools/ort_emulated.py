@@ -40,6 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 QEMU = "qemu-x86_64"
 #: a CPU model with AVX2 / FMA3 and no AVX-512, no AVX-VNNI
 CPU = "Haswell"
+#: models per qemu process in the measurement
+CHUNK = 8
 
 
 def qemu_path() -> str | None:
@@ -158,42 +160,40 @@ def main(argv=None) -> int:
     os.environ["QDIALECT_ORT_ISA"] = "avx2"
     from tests.onnx_helpers import differing, ort_run
 
-    rows, jobs = [], []
-    for path in _models(args.models):
-        for profile in args.profiles.split(","):
-            try:
-                inputs, interp, tvm = _ours(path, profile, args.samples, args.tvm)
-            except Exception as e:  # noqa: BLE001 - a model our importer refuses is reported, not fatal
-                rows.append((path, profile, None, None, None, None, f"{type(e).__name__}: {str(e)[:120]}"))
-                continue
-            native = [ort_run(path, x, disable_all=profile == "onnx") for x in inputs]
-            rows.append([path, profile, inputs, interp, tvm, native, None])
-            jobs.extend((str(path), profile == "onnx", x) for x in inputs)
-    emulated = iter(run_emulated(jobs, cpu=args.cpu)) if jobs else iter(())
-    bad = False
-
     def total(a, b):
         return sum(sum(differing(x, y)) for x, y in zip(a, b))
 
-    print(f"| model | profile | elements | emulated ORT vs native ORT | interp (avx2) | TVM (avx2) |")
-    print("|---|---|---|---|---|---|")
-    for path, profile, inputs, interp, tvm, native, err in rows:
-        if err is not None:
-            print(f"| {path.stem} | {profile} | | | {err} | |")
-            continue
-        emu = [next(emulated) for _ in inputs]
-        size = sum(int(np.size(o)) for s in emu for o in s)
-        d_native = total(emu, native)
-        d_interp = total(interp, emu)
-        if tvm is None:
-            d_tvm = ""
-        elif isinstance(tvm, str):
-            d_tvm = tvm
-        else:
-            d_tvm = total(tvm, emu)
-            bad |= d_tvm != 0
-        bad |= d_interp != 0
-        print(f"| {path.stem} | {profile} | {size} | {d_native} | {d_interp} | {d_tvm} |", flush=True)
+    print("| model | profile | elements | emulated ORT vs native ORT | interp (avx2) | TVM (avx2) |")
+    print("|---|---|---|---|---|---|", flush=True)
+    bad = False
+    paths = _models(args.models)
+    for c0 in range(0, len(paths), CHUNK):  # one qemu process per chunk: results as they come
+        rows, jobs = [], []
+        for path in paths[c0:c0 + CHUNK]:
+            for profile in args.profiles.split(","):
+                try:
+                    inputs, interp, tvm = _ours(path, profile, args.samples, args.tvm)
+                except Exception as e:  # noqa: BLE001 - a model our importer refuses is reported, not fatal
+                    rows.append((path, profile, None, None, None, None, f"{type(e).__name__}: {str(e)[:120]}"))
+                    continue
+                native = [ort_run(path, x, disable_all=profile == "onnx") for x in inputs]
+                rows.append((path, profile, inputs, interp, tvm, native, None))
+                jobs.extend((str(path), profile == "onnx", x) for x in inputs)
+        emulated = iter(run_emulated(jobs, cpu=args.cpu)) if jobs else iter(())
+        for path, profile, inputs, interp, tvm, native, err in rows:
+            if err is not None:
+                print(f"| {path.stem} | {profile} | | | {err} | |", flush=True)
+                continue
+            emu = [next(emulated) for _ in inputs]
+            size = sum(int(np.size(o)) for sample in emu for o in sample)
+            d_interp = total(interp, emu)
+            bad |= d_interp != 0
+            if tvm is None or isinstance(tvm, str):
+                d_tvm = tvm or ""
+            else:
+                d_tvm = total(tvm, emu)
+                bad |= d_tvm != 0
+            print(f"| {path.stem} | {profile} | {size} | {total(emu, native)} | {d_interp} | {d_tvm} |", flush=True)
     return 1 if bad else 0
 
 

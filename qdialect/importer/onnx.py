@@ -1568,9 +1568,19 @@ def concat(imp: _Importer, xs: list[Act], axis: int, out_q, rounding: str) -> Ac
     return Act(imp.emit(qnn.ConcatenationOp, vals, TensorType(out_q, out), attrs), nhwc)
 
 
+def _concat_operand(imp: _Importer, v, role: str) -> Act:
+    """A Concat input: a quantized activation, or a quantized constant (a ViT's class token) as a
+    qnn.constant in ONNX order."""
+    if isinstance(v, Deq) and isinstance(v.src, Const):
+        if v.qtype.axis is not None:
+            raise _Unsupported(f"a per-axis quantized constant {role}")
+        return Act(imp.qconst(np.asarray(v.src.array), v.qtype))
+    return imp.qact(v, role)
+
+
 @_handles("Concat", qdq=True)
 def _concat(imp: _Importer, node: _Node, out_qs, rounding, acts):
-    xs = [imp.qact(imp.input(node, k, f"input {k}"), f"input {k}") for k in range(len(node.inputs))]
+    xs = [_concat_operand(imp, imp.input(node, k, f"input {k}"), f"input {k}") for k in range(len(node.inputs))]
     return [concat(imp, xs, node.attrs.get("axis", 0), out_qs[0], rounding)]
 
 
@@ -1580,6 +1590,10 @@ def _qlinear_concat(imp: _Importer, node: _Node):
     xs = []
     for k in range(2, len(node.inputs), 3):
         v = imp.input(node, k, f"input {k}")
+        if isinstance(v, Const) and np.asarray(v.array).dtype in (np.uint8, np.int8):
+            arr = np.asarray(v.array)  # a quantized constant input (a ViT's class token)
+            xs.append(Act(imp.qconst(arr, imp.params(node, k + 1, k + 2, arr.dtype, arr.shape, f"input {k}"))))
+            continue
         if not isinstance(v, Act) or v.qtype is None:
             raise _Unsupported("a constant input") if isinstance(v, Const) else imp.bad(f"input {k} must be quantized")
         xs.append(imp.retyped(v, imp.params(node, k + 1, k + 2, v.qtype.storage, (), f"input {k}")))

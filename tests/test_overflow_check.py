@@ -286,7 +286,7 @@ def test_qd_opt_remarks_and_fail_option(tmp_path):
     assert "qnn.fully_connected" in cap.stdout  # the IR passes through unchanged
     cap = run_main(qd_opt, ["-p", "qnn-overflow-check{fail=true}"], text.encode())
     assert cap.rc == 2 and len(cap.stderr.strip().splitlines()) == 1
-    assert cap.stderr.startswith("stdin: error: qnn-overflow-check: qnn.fully_connected %y in @main can overflow")
+    assert cap.stderr.startswith("stdin:4:3: error: qnn-overflow-check: qnn.fully_connected %y in @main can overflow")
     # the same op with an i32 accumulator: silent, or one "fits" remark with verbose
     ok = text.replace('{acc = "i16"}', "")
     assert run_main(qd_opt, ["-p", "qnn-overflow-check"], ok.encode()).stderr == ""

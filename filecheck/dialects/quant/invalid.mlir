@@ -94,7 +94,7 @@ func.func @dcast_per_axis_scalar(%a: !quant.uniform<i8:f32:0, {0.5, 0.25}>) {
 
 // -----
 func.func @qcast_blocks(%a: tensor<2x6xf32>) {
-  // expected-error@+1 {{(size 6) is not divisible by its block size 4}}
+  // expected-error@+1 {{quant.qcast result: tensor dimension size 6 at axis 1 must be divisible by the corresponding block size 4}}
   %0 = quant.qcast %a : tensor<2x6xf32> to tensor<2x6x!quant.uniform<i8:f32:{0:1, 1:4}, {{0.5}, {0.25}}>>
   func.return
 }

@@ -81,6 +81,7 @@ __all__ = [
     "exp",
     "rsqrt",
     "rsqrt_table_int8",
+    "transformer_table",
     "sqrt",
     "l2_normalization",
 ]
@@ -1194,19 +1195,41 @@ def _exp_f32(v) -> np.ndarray:
     return _libm_apply("expf", np.exp, v)
 
 
+def _lut_table(transform, x_q: QParams, out_q: QParams) -> np.ndarray:
+    _per_tensor(x_q, "x_q")
+    _per_tensor(out_q, "out_q")
+    if x_q.bits == 8:
+        return _tflite_lut(transform, x_q, out_q, "tflite")
+    if x_q.bits == 16 and x_q.signed:
+        with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN entries are part of the recipe
+            return int16_lut(transform, scale32(x_q), zp(x_q), scale32(out_q), zp(out_q), float_type=np.float32)
+    raise ValueError(f"no kernel for {x_q.storage} input")
+
+
 def _lut_op(transform, x, x_q: QParams, out_q: QParams) -> np.ndarray:
     """TFLite's LUTPopulate + LookupTable: 8-bit through a 256-entry table
     (LUTPopulateInt8), int16 through the 513-entry interpolated table
     (LUTPopulateInt16<float>)."""
-    _per_tensor(x_q, "x_q")
-    _per_tensor(out_q, "out_q")
+    table = _lut_table(transform, x_q, out_q)
     if x_q.bits == 8:
-        return apply_table(x, _tflite_lut(transform, x_q, out_q, "tflite"), x_q)
-    if x_q.bits == 16 and x_q.signed:
-        with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN entries are part of the recipe
-            lut = int16_lut(transform, scale32(x_q), zp(x_q), scale32(out_q), zp(out_q), float_type=np.float32)
-        return int16_lut_lookup(x, lut).astype(out_q.dtype)
-    raise ValueError(f"no kernel for {x_q.storage} input")
+        return apply_table(x, table, x_q)
+    return int16_lut_lookup(x, table).astype(out_q.dtype)
+
+
+def transformer_table(kind: str, x_q: QParams, out_q: QParams, approximate: bool = False) -> np.ndarray:
+    """The table a lowering materialises for `qnn.gelu` / `qnn.exp` / `qnn.rsqrt` (TFLite
+    profiles), from the op's types alone.  8-bit input: the 256 outputs indexed by `lut_index`
+    (`apply_table`); int16 input: the 513 entries of LUTPopulateInt16<float>, looked up with
+    `int16_lut_lookup` (9-bit index, 7-bit interpolation, int16 slope)."""
+    if kind == "gelu":
+        return _lut_table(lambda v: gelu_f32(v, approximate), x_q, out_q)
+    if kind == "exp":
+        return _lut_table(_exp_f32, x_q, out_q)
+    if kind == "rsqrt":
+        if x_q.bits == 8 and x_q.signed:
+            return rsqrt_table_int8(x_q, out_q)
+        return _lut_table(_rsqrt_int16_f32(scale32(out_q)), x_q, out_q)
+    raise ValueError(f"no table for {kind!r} (gelu, exp, rsqrt)")
 
 
 def _lut_rounding(rounding: str, op: str) -> None:

@@ -102,3 +102,19 @@ def test_rsqrt_table_is_the_kernel_on_every_int8_input():
         (expected,) = run_tflite(model, [xs])
         table = act.rsqrt_table_int8(qp(s_in, z_in, "int8"), qp(s_out, z_out, "int8"))
         np.testing.assert_array_equal(act.apply_table(xs, table, qp(s_in, z_in, "int8")), expected)
+
+
+@pytest.mark.parametrize("kind,op", [("gelu", "GELU"), ("exp", "EXP"), ("rsqrt", "RSQRT")])
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_transformer_table_is_the_kernel(kind, op, dtype):
+    """The tables a lowering materialises (`transformer_table`), looked up as the kernels do."""
+    z_in, z_out = (-5, 3) if dtype == "int8" else (0, 0)
+    s_in, s_out = (0.04, 0.03) if dtype == "int8" else (2e-4, 1e-4)
+    xs = every_value(dtype, z_in if op == "RSQRT" else None)
+    model = build_single_op_model(op, [TensorSpec((xs.size,), dtype, s_in, z_in)],
+                                  [TensorSpec((xs.size,), dtype, s_out, z_out)])
+    (expected,) = run_tflite(model, [xs])
+    x_q, out_q = qp(s_in, z_in, dtype), qp(s_out, z_out, dtype)
+    table = act.transformer_table(kind, x_q, out_q)
+    got = act.apply_table(xs, table, x_q) if dtype == "int8" else act.int16_lut_lookup(xs, table)
+    np.testing.assert_array_equal(np.asarray(got).astype(np.int64), expected.astype(np.int64))

@@ -205,6 +205,38 @@ def test_quantized_encoder_matches_onnxruntime(spelling, profile):
     assert total == 0, f"{total} output elements differ from ONNX Runtime"
 
 
+_COMPUTE = {"MatMul", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Erf", "Gelu", "LayerNormalization", "Softmax",
+            "ReduceMean", "Tanh", "Relu"}  # (data movement keeps its name whether it moves integers or floats)
+
+
+def _ort_float_nodes(data: bytes) -> set[str]:
+    """Names of the compute nodes ORT's default session leaves in float (its optimized graph)."""
+    import tempfile
+    from pathlib import Path
+
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as tmp:
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.optimized_model_filepath = str(Path(tmp) / "opt.onnx")
+        ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+        graph = onnx.load(so.optimized_model_filepath).graph
+    return {n.name for n in graph.node if n.op_type in _COMPUTE}
+
+
+@pytest.mark.parametrize("spelling", [e for e in ENCODERS if e[2] != "qop_u8"], ids=lambda e: "-".join(e))
+def test_float_ops_are_the_ones_onnxruntime_runs_in_float(spelling):
+    """Our remarks name exactly the compute nodes ORT's default session runs in float."""
+    from tests.onnx_helpers import REMARK
+
+    data = _quantized(*spelling)
+    remarks: list[str] = []
+    import_onnx(data, remarks=remarks)
+    ours = {m.group(1) for r in remarks if (m := REMARK.match(r)) and m.group(2) in _COMPUTE}
+    assert ours == _ort_float_nodes(data)
+
+
 # ----- refusals: one line naming the node ------------------------------------------------------
 
 def _quantized_one_node(op: str, shape, inits=(), **attrs) -> bytes:

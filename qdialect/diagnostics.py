@@ -118,6 +118,15 @@ def _simple_types() -> dict:
     return out
 
 
+# xDSL's words for the commonest syntax errors, and mlir-opt's for the same (MLIR's tests expect those)
+_MLIR_WORDS = (
+    (re.compile(r"Expected ('[^']+')(.*)", re.S), r"expected \1\2"),
+    (re.compile(r"('[^']+') expected"), r"expected \1"),
+    (re.compile(r"Expected integer literal"), "expected integer value"),
+    (re.compile(r"type expected"), "expected non-function type"),
+)
+
+
 class LocatingParser(Parser):
     """xDSL's parser that also records the source span of every op it parses.
 
@@ -319,6 +328,15 @@ class LocatingParser(Parser):
                 self._resume_from(equals.end())
                 return [(token.span, 1)]
         return super()._parse_op_result_list()
+
+    def raise_error(self, msg: str, at_position=None, end_position=None):
+        """xDSL's, in mlir-opt's words where xDSL words a syntax error otherwise
+        (`Expected ':'` is `expected ':'`, `Expected integer literal` is `expected integer value`)."""
+        for pattern, words in _MLIR_WORDS:
+            if pattern.fullmatch(msg):
+                msg = pattern.sub(words, msg)
+                break
+        super().raise_error(msg, at_position, end_position)
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """xDSL's, but a text without operations (empty, or only alias definitions) is an empty

@@ -109,6 +109,8 @@ class QdOptMain(xDSLOptMain):
         except UnicodeDecodeError:
             raise  # (a ValueError) the input is not text: main's one line
         except (ValueError, KeyError) as e:  # bad input a pass found without a diagnostic
+            if not (self.args.split_input_file or self.args.verify_diagnostics):
+                raise  # main's one line, `qd-opt: error: ...`
             return None, [Diagnostic("error", " ".join(str(e).split()))]
 
     def run(self) -> int:
@@ -128,8 +130,8 @@ class QdOptMain(xDSLOptMain):
                     output.write("// -----\n")
                 try:
                     printed, diagnostics = self._run_chunk(text, file_extension, line_offset)
-                except (KeyboardInterrupt, BrokenPipeError, UnicodeDecodeError):
-                    raise
+                except (KeyboardInterrupt, BrokenPipeError, ValueError, KeyError):
+                    raise  # (ValueError, KeyError: bad input without --split-input-file; main's one line)
                 except Exception as e:  # a bug: one line, and the next chunk still runs
                     print(f"qd-opt: internal error: {type(e).__name__}: {' '.join(str(e).split())}", file=sys.stderr)
                     status = EXIT_INTERNAL_ERROR

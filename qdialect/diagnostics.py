@@ -127,6 +127,9 @@ _MLIR_WORDS = (
 )
 
 
+_OPAQUE_SCAN = {str: re.compile(r'[<>"]'), bytes: re.compile(rb'[<>"]')}
+
+
 class LocatingParser(Parser):
     """xDSL's parser that also records the source span of every op it parses.
 
@@ -299,6 +302,8 @@ class LocatingParser(Parser):
 
     def parse_optional_type(self):
         start = self._current_token.span
+        if self._current_token.kind is MLIRTokenKind.EXCLAMATION_IDENT:
+            self._check_opaque_brackets(start)
         try:
             return self._bracketed(_BRACKETED_TYPE, super().parse_optional_type)
         except ParseError as e:
@@ -307,6 +312,26 @@ class LocatingParser(Parser):
             if e.msg.endswith("is not registered") and e.span.start > start.start:
                 raise ParseError(start, e.msg) from None
             raise
+
+    def _check_opaque_brackets(self, name: Span) -> None:
+        """mlir-opt's check of the opaque spelling `!dialect<...>`: its `<` must close (a `>`
+        after `-` is an arrow's), else `unbalanced '<' character in pretty dialect name` at the
+        `<`.  (A string literal inside stops the check: its brackets are not the type's.)"""
+        content = name.input.content
+        if content[name.end:name.end + 1] not in ("<", b"<") or "." in name.text:
+            return
+        depth = 0
+        for m in _OPAQUE_SCAN[type(content)].finditer(content, name.end):
+            c = m.group()
+            if c in ('"', b'"'):
+                return
+            if c in ("<", b"<"):
+                depth += 1
+            elif m.start() == 0 or content[m.start() - 1:m.start()] not in ("-", b"-"):
+                depth -= 1
+                if depth == 0:
+                    return
+        self.raise_error("unbalanced '<' character in pretty dialect name", name.end, name.end + 1)
 
     def parse_optional_attribute(self):
         content = self.lexer.input.content

@@ -44,14 +44,18 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
+    attr_def,
     irdl_op_definition,
+    operand_def,
+    region_def,
+    result_def,
     traits_def,
     var_operand_def,
     var_result_def,
 )
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import ConstantLike, Pure
+from xdsl.traits import ConstantLike, HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Span
 
@@ -1604,6 +1608,105 @@ class SimulatedQuantizeOp(QnnOp):
                 self.fail(f"qtype has {len(q.scale_array())} scales on axis {q.axis}, operand shape is {list(shape)}")
 
 
+# ----- composites ----------------------------------------------------------------------
+
+LAYER_NORM_SPELLINGS = ("tflite", "tflite_hand", "onnx", "onnx_hand")
+"""The chains `qnn.layer_norm` is raised from (transforms/raise_layer_norm.py):
+`tflite`: Keras LayerNormalization as TFLite's int8 converter writes it (MEAN, SQUARED_DIFFERENCE,
+MEAN, ADD eps, RSQRT, MUL gamma, the float NEG island of the mean, MUL, ADD beta, MUL, ADD);
+`tflite_hand`: `d = x - mean; d * (rsqrt(mean(d * d) + eps) * gamma) [+ beta]` op by op (16x8);
+`onnx`: ONNX LayerNormalization between DequantizeLinear and QuantizeLinear (run in float);
+`onnx_hand`: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta, quantized op by op."""
+
+
+@irdl_op_definition
+class LayerNormOp(IRDLOperation):
+    """Layer normalization over one axis as one op, with the exact integer semantics of the chain
+    it was raised from: its body is that chain (constants included), and running or lowering the
+    op is running or inlining the body.  A partition target or a fast kernel takes the op whole and
+    reads what it needs from the attributes and the body's types.
+
+        %y = qnn.layer_norm %x {axis = 2 : i64, epsilon = 1.0e-03 : f64, spelling = "tflite"}
+               : (tensor<1x49x32x!quant.uniform<i8:f32, ...>>) -> tensor<1x49x32x!quant.uniform<i8:f32, ...>> {
+        ^bb0(%a: tensor<1x49x32x!quant.uniform<i8:f32, ...>>):
+          ...the chain...
+          qnn.yield %out : tensor<1x49x32x!quant.uniform<i8:f32, ...>>
+        }
+
+    - `axis`: the normalized axis (non-negative; means and the variance reduce it alone);
+    - `epsilon`: the real value the chain adds to the variance (the stored constant's value);
+    - `spelling`: which chain the body is (`LAYER_NORM_SPELLINGS`).
+    The body reads nothing from outside (isolated from above): gamma, beta and epsilon are
+    constants inside it; the one block argument is the input.
+    """
+
+    name = "qnn.layer_norm"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = attr_def(IntegerAttr)
+    epsilon = attr_def(FloatAttr)
+    spelling = attr_def(StringAttr)
+    body = region_def("single_block")
+    traits = traits_def(Pure(), IsolatedFromAbove())
+    assembly_format = "$input attr-dict `:` functional-type($input, $output) $body"
+
+    def __init__(self, input: SSAValue, result_type: Attribute, axis: int, epsilon: float, spelling: str, body):
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            attributes={
+                "axis": IntegerAttr(axis, i64),
+                "epsilon": FloatAttr(float(epsilon), 64),
+                "spelling": StringAttr(spelling),
+            },
+            regions=[body],
+        )
+
+    def fail(self, message: str):
+        raise VerifyException(f"{self.name}: {message}")
+
+    def verify_(self) -> None:
+        x, y = self.input, self.output
+        for what, v in (("input", x), ("result", y)):
+            q = qtype(v)
+            if q is None:
+                self.fail(f"{what} type {v.type} is not a quantized tensor")
+            if q.is_per_axis:
+                self.fail(f"{what} must be quantized per tensor")
+        if shape_of(x) != shape_of(y):
+            self.fail(f"input shape {list(shape_of(x))} and result shape {list(shape_of(y))} differ")
+        rank = len(shape_of(x))
+        axis = self.axis.value.data
+        if not 0 <= axis < rank:
+            self.fail(f"axis {axis} is outside [0, {rank}) for a rank-{rank} input")
+        if self.spelling.data not in LAYER_NORM_SPELLINGS:
+            self.fail(f"spelling '{self.spelling.data}' is not one of {', '.join(LAYER_NORM_SPELLINGS)}")
+        eps = self.epsilon.value.data
+        if not (math.isfinite(eps) and eps >= 0):
+            self.fail(f"epsilon {eps} is not a finite non-negative number")
+        block = self.body.block
+        if len(block.args) != 1 or block.args[0].type != x.type:
+            self.fail(f"the body must take one argument of the input type {x.type}")
+        last = block.last_op
+        if not isinstance(last, YieldOp) or len(last.operands) != 1:
+            self.fail("the body must end in qnn.yield of one value")
+        if last.operands[0].type != y.type:
+            self.fail(f"the body yields {last.operands[0].type}, the result is {y.type}")
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """The value a composite op's body (`qnn.layer_norm`) computes."""
+
+    name = "qnn.yield"
+    value = operand_def()
+    traits = traits_def(IsTerminator(), HasParent(LayerNormOp), Pure())
+    assembly_format = "$value attr-dict `:` type($value)"
+
+    def __init__(self, value: SSAValue):
+        super().__init__(operands=[value])
+
+
 QNN_OPS = [
     HardSigmoidOp,
     ConstantOp,
@@ -1661,6 +1764,8 @@ QNN_OPS = [
     QuantizeOp,
     DequantizeOp,
     SimulatedQuantizeOp,
+    LayerNormOp,
+    YieldOp,
 ]
 
 QNN = Dialect("qnn", QNN_OPS, [])

@@ -8,8 +8,8 @@ written with upstream func / arith / linalg / tensor / math.fma ops only:
 | --- | --- |
 | nn.div | one `arith.divf` per element, numpy broadcasting maps |
 | nn.sqrt | IEEE square root from arith alone: Newton's iteration in float64 from an exponent-halving estimate, rounded to float32, then corrected to the nearest float32 by comparing the input with the squares of the two neighbouring midpoints (25-bit midpoints: their squares are exact in float64) |
-| nn.erf | MLAS's FMA3 erf kernel: the small and big polynomials as `math.fma` chains, MLAS's exp with `2^r` built in the exponent field, the sign or-ed back |
-| nn.layer_norm | MLAS's AVX2 LayerNorm, one row per loop iteration, the row's values unrolled in the body: the four float64 lanes of the mean, `(0 + 2) + (1 + 3)`, the tail in order; eight float32 FMA lanes of centred squares, their reduction tree and the tail (rounded products for GCC's fold-left blocks of four, FMA for the rest); `1 / sqrt(var / n + eps)`; then `fma((x - mean) * inv, scale, bias)` per element |
+| nn.erf | MLAS's FMA3 erf kernel: the small and big polynomials as `math.fma` chains (each in its own buffer), MLAS's exp with `2^r` built in the exponent field, the sign or-ed back |
+| nn.layer_norm | MLAS's AVX2 LayerNorm; per row (three one-step reductions, so TVM keeps each in a buffer), the row's values unrolled in the body: the four float64 lanes of the mean, `(0 + 2) + (1 + 3)`, the tail in order; eight float32 FMA lanes of centred squares, their reduction tree and the tail (rounded products for GCC's fold-left blocks of four, FMA for the rest); `1 / sqrt(var / n + eps)`; then `fma((x - mean) * inv, scale, bias)` per element |
 | nn.mean / qnn.mean (`onnx`) over leading axes | ORT's `FastReduceRK`: an in-order `math.fma(x, 1.0, acc)` chain over the reduced rows from -0.0, `/ f32(rows)`; other axis patterns go to `float_reductions` |
 
 Products an add could follow sit behind `decompose_onnx.no_contract`, so LLVM
@@ -90,28 +90,41 @@ def ieee_sqrt(s: Scalar, x: SSAValue) -> SSAValue:
     return s.emit(arith.SelectOp(special, x, y))
 
 
-def mlas_erf(s: Scalar, x: SSAValue) -> SSAValue:
-    """`orf.mlas_erf` of one float32 (MlasErfKernelFma3)."""
-    xb = _bits(s, x)
-    sign = s.band(xb, s.const(-0x80000000, I32))
-    a = _f32_of_bits(s, s.band(xb, s.const(0x7FFFFFFF, I32)))
-    upper = _k(s, orf._ERF_UPPER_ABS)
-    a = s.emit(arith.MinimumfOp(a, upper))  # vminps(|x|, upper); a NaN input is not modelled (as in the reference)
+def _erf_abs(s: Scalar, x: SSAValue) -> SSAValue:
+    """min(|x|, upper): vminps(|x|, upper); a NaN input is not modelled (as in the reference)."""
+    a = _f32_of_bits(s, s.band(_bits(s, x), s.const(0x7FFFFFFF, I32)))
+    return s.emit(arith.MinimumfOp(a, _k(s, orf._ERF_UPPER_ABS)))
+
+
+def _erf_big(s: Scalar, a: SSAValue) -> SSAValue:
+    return s.emit(arith.CmpfOp(_k(s, orf._ERF_SPLIT), a, "ole"))
+
+
+def erf_small(s: Scalar, x: SSAValue) -> SSAValue:
+    """The small-argument polynomial of MLAS's erf (0 where |x| >= 0.921875)."""
+    a = _erf_abs(s, x)
     sq = s.emit(arith.MulfOp(a, a))
     small = _k(s, orf._ERF_SMALL[0])
     for p in orf._ERF_SMALL[1:]:
         small = _fma(s, small, sq, _k(s, p))
     small = _fma(s, small, a, a)
-    zero = s.const(0.0, f32)
-    big = s.emit(arith.CmpfOp(_k(s, orf._ERF_SPLIT), a, "ole"))
-    small = s.emit(arith.SelectOp(big, zero, small))
-    ab = s.emit(arith.SelectOp(big, a, zero))
+    return s.emit(arith.SelectOp(_erf_big(s, a), s.const(0.0, f32), small))
+
+
+def erf_exponent(s: Scalar, x: SSAValue) -> SSAValue:
+    """max(-p(|x|), lower): the argument of the big branch's exp (-0.0 where |x| < 0.921875)."""
+    a = _erf_abs(s, x)
+    ab = s.emit(arith.SelectOp(_erf_big(s, a), a, s.const(0.0, f32)))
     r = _k(s, orf._ERF_BIG[0])
     for p in orf._ERF_BIG[1:]:
         r = _fma(s, r, ab, _k(s, p))
     r = s.emit(arith.NegfOp(_fma(s, r, ab, ab)))
     lower = _k(s, orf._EXP_LOWER)
-    r = s.emit(arith.SelectOp(s.emit(arith.CmpfOp(r, lower, "ogt")), r, lower))  # vmaxps(r, lower)
+    return s.emit(arith.SelectOp(s.emit(arith.CmpfOp(r, lower, "ogt")), r, lower))  # vmaxps(r, lower)
+
+
+def erf_finish(s: Scalar, x: SSAValue, small: SSAValue, r: SSAValue) -> SSAValue:
+    """1 - exp(r) with MLAS's exp, or-ed with the small branch and x's sign."""
     c = _k(s, orf._EXP_C)
     vr = s.emit(arith.SubfOp(_fma(s, _k(s, orf._EXP_LOG2_RECIPROCAL), r, c), c))
     f = _fma(s, vr, _k(s, orf._EXP_LOG2_HI), r)
@@ -122,7 +135,13 @@ def mlas_erf(s: Scalar, x: SSAValue) -> SSAValue:
     i = s.emit(arith.FPToSIOp(vr, I32))
     pow2 = _f32_of_bits(s, s.shl(s.add(i, s.const(127, I32)), s.const(23, I32)))
     y = s.emit(arith.SubfOp(s.const(1.0, f32), _no_contract(s, s.emit(arith.MulfOp(y, pow2)))))
+    sign = s.band(_bits(s, x), s.const(-0x80000000, I32))
     return _f32_of_bits(s, s.emit(arith.OrIOp(s.emit(arith.OrIOp(_bits(s, y), _bits(s, small))), sign)))
+
+
+def mlas_erf(s: Scalar, x: SSAValue) -> SSAValue:
+    """`orf.mlas_erf` of one float32 (MlasErfKernelFma3), in one expression."""
+    return erf_finish(s, x, erf_small(s, x), erf_exponent(s, x))
 
 
 # ----- elementwise ops ------------------------------------------------------------------------------
@@ -139,8 +158,19 @@ def lower_sqrt(e: Emitter, op) -> SSAValue:
 
 
 def lower_erf(e: Emitter, op) -> SSAValue:
+    """Elementwise, as a one-step reduction (`_per_row`) so TVM keeps the result in a buffer
+    rather than inlining the kernel's expression into each of its readers."""
     _check(op)
-    return _elementwise(e, op, lambda s, a, _o: mlas_erf(s, a))
+    shape = _shape(op.operands[0])
+    low = Lowering()
+    flat = low.reshape(op.operands[0], (math.prod(shape),))
+    n, each = math.prod(shape), amap(2, [dim(0)])
+    small = _per_row(low, [flat], [each], n, erf_small)  # three buffers: TVM inlines expressions as trees
+    r = _per_row(low, [flat], [each], n, erf_exponent)
+    y = _per_row(low, [flat, small, r], [each] * 3, n, erf_finish)
+    y = low.reshape(y, shape)
+    e.ops.extend(low.ops)
+    return y
 
 
 # ----- layer normalization --------------------------------------------------------------------------
@@ -159,8 +189,8 @@ def _row_mean(s: Scalar, xs: list[SSAValue]) -> SSAValue:
     return s.emit(arith.TruncFOp(s.emit(arith.DivfOp(total, s.const(float(n), f64))), f32))
 
 
-def _row_inv_std(s: Scalar, xs: list[SSAValue], mean: SSAValue, eps: float) -> SSAValue:
-    """Pass 2: eight FMA lanes of centred squares, their tree, the tail; 1 / sqrt(var / n + eps)."""
+def _row_var_eps(s: Scalar, xs: list[SSAValue], mean: SSAValue, eps: float) -> SSAValue:
+    """Pass 2: eight FMA lanes of centred squares, their tree, the tail; var / n + eps."""
     n = len(xs)
     n8 = n - n % 8
     lanes = [s.const(0.0, f32)] * 8
@@ -176,8 +206,19 @@ def _row_inv_std(s: Scalar, xs: list[SSAValue], mean: SSAValue, eps: float) -> S
             total = s.emit(arith.AddfOp(total, _no_contract(s, s.emit(arith.MulfOp(d, d)))))
         else:
             total = _fma(s, d, d, total)
-    var = s.emit(arith.AddfOp(s.emit(arith.DivfOp(total, s.const(float(F32(n)), f32))), _k(s, eps)))
-    return s.emit(arith.DivfOp(s.const(1.0, f32), ieee_sqrt(s, var)))
+    return s.emit(arith.AddfOp(s.emit(arith.DivfOp(total, s.const(float(F32(n)), f32))), _k(s, eps)))
+
+
+def _per_row(low: Lowering, inputs, maps, rows: int, value) -> SSAValue:
+    """A float32 value per row (per element) as a reduction over one step (`max(-inf, v)`, which is `v` for
+    every non-NaN v, -0.0 included): a reduction block, which the TVM schedule materialises
+    instead of inlining its (large) expression into every element that reads it."""
+    def body(s, *args):  # (the inputs, the one-step loop's placeholder, the accumulator)
+        return s.emit(arith.MaximumfOp(args[-1], value(s, *args[:-2])))
+
+    step = decompose_onnx._float_tensor(low, np.zeros(1, F32))  # gives the one-step loop its extent
+    return low.generic([*inputs, step], [*maps, amap(2, [dim(1)])], TensorType(f32, [rows]), amap(2, [dim(0)]),
+                       body, iterators=["parallel", "reduction"], init=-math.inf)
 
 
 def lower_layer_norm(e: Emitter, op) -> SSAValue:
@@ -193,11 +234,13 @@ def lower_layer_norm(e: Emitter, op) -> SSAValue:
     eps = float(F32(op.attr("epsilon")))
     low = Lowering()
     x = low.reshape(op.operands[0], (rows, n))
-    columns = [amap(1, [dim(0), i]) for i in range(n)]
-    row = TensorType(f32, [rows])
-    mean = low.generic([x] * n, columns, row, identity(1), lambda s, *a: _row_mean(s, list(a[:n])))
-    inv = low.generic([x] * n + [mean], columns + [identity(1)], row, identity(1),
-                      lambda s, *a: _row_inv_std(s, list(a[:n]), a[n], eps))
+    columns = [amap(2, [dim(0), i]) for i in range(n)]
+    row_map = amap(2, [dim(0)])
+    mean = _per_row(low, [x] * n, columns, rows, lambda s, *a: _row_mean(s, list(a)))
+    var = _per_row(low, [x] * n + [mean], columns + [row_map], rows,
+                   lambda s, *a: _row_var_eps(s, list(a[:n]), a[n], eps))
+    inv = _per_row(low, [var], [row_map], rows,
+                   lambda s, v: s.emit(arith.DivfOp(s.const(1.0, f32), ieee_sqrt(s, v))))
     params = [low.reshape(v, (n,)) for v in op.operands[1:]]
     per_row, per_col = amap(2, [dim(0)]), amap(2, [dim(1)])
 

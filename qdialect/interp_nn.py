@@ -12,6 +12,8 @@ taps, never over elements.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from qdialect.dialects import nn
@@ -223,6 +225,16 @@ _HANDLERS[nn.LogSoftmaxOp] = _unary(_log_softmax)
 _HANDLERS[nn.HardSwishOp] = _unary(lambda op, x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0)
 _HANDLERS[nn.LeakyReluOp] = _unary(lambda op, x: np.where(x >= 0, x, op.attr("alpha") * x))
 _HANDLERS[nn.EluOp] = _unary(lambda op, x: np.where(x >= 0, x, np.expm1(np.minimum(x, 0.0))))
+
+
+def _gelu(op, x):
+    if op.attr("approximate", False):
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * np.vectorize(math.erfc, otypes=[np.float64])(-x / math.sqrt(2.0))
+
+
+_HANDLERS[nn.GeluOp] = _unary(_gelu)
+_HANDLERS[nn.RsqrtOp] = _unary(lambda op, x: 1.0 / np.sqrt(x))
 
 
 # ----- pools and reductions --------------------------------------------------------------------

@@ -682,6 +682,21 @@ class ErfOp(_UnaryOp):
 
 
 @irdl_op_definition
+class GeluOp(_UnaryOp):
+    """gelu(x) = x * Phi(x); `approximate = true`: the tanh form (TFLite GELU)."""
+
+    name = "nn.gelu"
+    ATTRS: ClassVar = {"approximate": (BOOL, None)}
+
+
+@irdl_op_definition
+class RsqrtOp(_UnaryOp):
+    """1 / sqrt(x) (TFLite RSQRT)."""
+
+    name = "nn.rsqrt"
+
+
+@irdl_op_definition
 class LayerNormOp(NnOp):
     """(x - mean) / sqrt(var + epsilon) * scale + bias over the trailing axes from `axis`
     (ONNX LayerNormalization; `scale` and `bias` have the normalized axes' shape)."""
@@ -912,6 +927,8 @@ NN_OPS = [
     EluOp,
     SqrtOp,
     ErfOp,
+    GeluOp,
+    RsqrtOp,
     LayerNormOp,
     AvgPool2DOp,
     MaxPool2DOp,

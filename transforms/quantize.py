@@ -55,7 +55,7 @@ from qdialect.diagnostics import verify_module
 from qdialect.interpreter import Interpreter, InterpreterError
 from qdialect.reference.elementwise import dequantize, quantize
 from transforms.calibration import TensorStats, affine_params, choose_range
-from transforms.raise_fake_quant import NN_TO_QNN, build
+from transforms.raise_fake_quant import NN_TO_QNN, build, qnn_attributes
 from transforms.strategy import Layer, Strategy, StrategyError, check_decisions
 
 CALIBRATION_MODES = ("layerwise", "float")
@@ -67,6 +67,10 @@ INHERIT = (nn.ReshapeOp, nn.TransposeOp, nn.PadOp, nn.SliceOp, nn.MaxPool2DOp, n
 EIGHT_BIT_ONLY = (nn.HardSwishOp, nn.LogSoftmaxOp, nn.EluOp, nn.SquaredDifferenceOp)
 """Ops whose integer kernels (and reference semantics) exist for 8-bit storage only: they read and write
 8 bits whatever the strategy says (qnn.squared_difference on i16 computes nonsense in the reference)."""
+
+TRANSFORMER_OPS: dict[type[nn.NnOp], type[qnn.QnnOp]] = {nn.GeluOp: qnn.GeluOp, nn.RsqrtOp: qnn.RsqrtOp}
+"""Float ops of transformer encoders and their qnn counterparts (TFLite's table kernels: any output
+parameters at 8 bits, zero points 0 at 16), built here: qnn-raise has no fake-quant spelling of them."""
 
 FIXED_OUTPUT = (nn.LogisticOp, nn.TanhOp, nn.SoftmaxOp, nn.LogSoftmaxOp)
 WEIGHTED = (nn.Conv2DOp, nn.DepthwiseConv2DOp, nn.FullyConnectedOp)
@@ -327,7 +331,7 @@ class _Quantizer:
 
     def layer(self, op: nn.NnOp, layer: Layer, n: int) -> None:
         self.check(layer)
-        target = NN_TO_QNN.get(type(op))
+        target = NN_TO_QNN.get(type(op)) or TRANSFORMER_OPS.get(type(op))
         if target is None or isinstance(op, nn.CastOp):
             raise QuantizeError(f"{layer.name}: {op.name} has no quantized (qnn) counterpart")
         result = op.results[0]
@@ -384,7 +388,7 @@ class _Quantizer:
             # (elementwise_movement's mean output loses 3.7 dB with it)
             q_operands = [self.requantized(v, out_qt, n, "single" if rounding == "tflite" else rounding)
                           for v in q_operands]
-        built = build(op, q_operands, TensorType(out_qt, list(result.type.get_shape())), extra, rounding)
+        built = _build(op, q_operands, TensorType(out_qt, list(result.type.get_shape())), extra, rounding)
         if isinstance(built, str):
             raise QuantizeError(f"{layer.name}: cannot quantize {op.name}: {built}")
         new_ops, new = built
@@ -591,6 +595,23 @@ class _Quantizer:
             else:
                 owner.parent.insert_op_after(sim, owner)
         return copy
+
+
+def _build(op: nn.NnOp, operands: list[SSAValue], result_type, extra: list, rounding: str):
+    """`qnn-raise`'s builder, and the transformer ops' qnn ops (one operand, no clamp); or why not."""
+    target = TRANSFORMER_OPS.get(type(op))
+    if target is None:
+        return build(op, operands, result_type, extra, rounding)
+    attrs = qnn_attributes(op, target, quantized_element_type(result_type))
+    if rounding != "tflite":
+        attrs["rounding"] = rounding
+    new = target(operands, [result_type], attrs)
+    try:
+        new.verify()
+    except VerifyException as e:
+        new.drop_all_references()
+        return f"the qnn op would not verify: {e}"
+    return list(extra), new
 
 
 def weight_mse_max(rows: np.ndarray, m: np.ndarray, qmax: int, grid: int = 40) -> np.ndarray:

@@ -154,7 +154,7 @@ _FLOAT_HANDLERS: dict = {}
 
 _ELEMENTWISE_SHAPED = (nn.AddOp, nn.SubOp, nn.MulOp, nn.SquaredDifferenceOp, nn.MaximumOp, nn.MinimumOp,
                        nn.LogisticOp, nn.TanhOp, nn.ReluOp, nn.ClipOp, nn.HardSwishOp, nn.LeakyReluOp, nn.EluOp,
-                       nn.SoftmaxOp, nn.LogSoftmaxOp)
+                       nn.SoftmaxOp, nn.LogSoftmaxOp, nn.GeluOp, nn.RsqrtOp)
 """nn ops whose result shape is their operands' (broadcast) shape."""
 
 
@@ -253,6 +253,17 @@ def _unary(imp: _FloatImporter, op: _Op):
     if op.name == "LEAKY_RELU":
         attrs["alpha"] = float(np.float32(op.options["Alpha"]))
     imp.emit_nn(_UNARY[op.name], [x], op.outputs[0], attrs)
+
+
+@_handles("GELU")
+def _gelu(imp: _FloatImporter, op: _Op):
+    x = imp.act(op.inputs[0])
+    imp.emit_nn(nn.GeluOp, [x], op.outputs[0], {"approximate": bool(op.options.get("Approximate", False))})
+
+
+@_handles("RSQRT")
+def _rsqrt(imp: _FloatImporter, op: _Op):
+    imp.emit_nn(nn.RsqrtOp, [imp.act(op.inputs[0])], op.outputs[0])
 
 
 @_handles("NEG")

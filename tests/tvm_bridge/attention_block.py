@@ -5,7 +5,7 @@ keep_num_dims) -> RESHAPE [1, S, H, D/H] -> TRANSPOSE [1, H, S, D/H] -> BATCH_MA
 adj_y) -> SOFTMAX over rows of S -> BATCH_MATMUL(P, V) -> TRANSPOSE / RESHAPE back ->
 FULLY_CONNECTED (output projection); with `layer_norm=True` the residual x + attention and
 a layer norm's integer pieces after it (MEAN over D, SUB, SQUARED_DIFFERENCE (int16: MUL of the
-difference by itself), MEAN, MUL).
+difference by itself), MEAN, RSQRT, MUL).
 `storage` "int8" (int8 activations and weights, int32 bias) or "int16" (TFLite's 16x8:
 int16 activations with zero point 0, int8 weights, int64 bias).
 
@@ -121,8 +121,11 @@ def attention_block(seq: int = 32, dim: int = 64, heads: int = 4, storage: str =
             ops.append(("SQUARED_DIFFERENCE", [h, mu], [sq]))
         var, _, _ = act((1, seq, 1), sq_val.mean(axis=-1, keepdims=True), "variance")
         ops.append(("MEAN", [sq, axis], [var], {"keep_dims": True}))
-        normed, _, _ = act((1, seq, dim), (h_val - mu_val) * sq_val.mean(axis=-1, keepdims=True), "scaled")
-        ops.append(("MUL", [centered, var], [normed], {"fused_activation_function": "NONE"}))
+        inv_val = 1.0 / np.sqrt(np.maximum(sq_val.mean(axis=-1, keepdims=True), 1e-3))
+        inv, _, _ = act((1, seq, 1), inv_val, "rsqrt")
+        ops.append(("RSQRT", [var], [inv]))
+        normed, _, _ = act((1, seq, dim), (h_val - mu_val) * inv_val, "normalized")
+        ops.append(("MUL", [centered, inv], [normed], {"fused_activation_function": "NONE"}))
         return build_model(ops, tensors, inputs=[x], outputs=[normed])
     return build_model(ops, tensors, inputs=[x], outputs=[out])
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, Float64Type, IntegerType, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from qdialect.dialects import qnn
@@ -65,9 +65,28 @@ Assign a larger value to run bigger models."""
 MAX_CALL_DEPTH = 64
 
 
-def _qp(value: SSAValue) -> QParams | None:
+def _qp(value: SSAValue, shape: tuple[int, ...] | None = None) -> QParams | None:
+    """The parameters of a quantized value (a sub-channel type's expanded to `shape`, the
+    value's runtime shape, else to its static one)."""
     q = quantized_element_type(value.type)
-    return q.qparams() if q is not None else None
+    if q is None:
+        return None
+    if q.is_sub_channel:
+        return _sub_channel_qparams(q, _shape(value) if shape is None else shape)
+    return q.qparams()
+
+
+def _sub_channel_qparams(q, shape: tuple[int, ...]) -> QParams:
+    """A sub-channel type's parameters as element-wise arrays of `shape`: element `i` takes the
+    scale and zero point of block `i[d] // block[d]` on every axis `d`."""
+    scales, zero_points = q.sub_channel_arrays()
+    if len(shape) == scales.ndim and all(n >= 0 for n in shape):
+        for axis, n in enumerate(shape):
+            scales = np.repeat(scales, n // scales.shape[axis], axis=axis)
+            zero_points = np.repeat(zero_points, n // zero_points.shape[axis], axis=axis)
+    return QParams(bits=q.storage_width.data, signed=q.signed, storage_min=q.storage_min.data,
+                   storage_max=q.storage_max.data, scale=scales, zero_point=zero_points, axis=None,
+                   expressed="f64" if isinstance(q.expressed_type, Float64Type) else "f32")
 
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
@@ -207,7 +226,7 @@ class Interpreter:
         if isinstance(el, IntegerType):
             w = el.width.data
             return np.dtype(f"int{8 if w <= 8 else 16 if w <= 16 else 32 if w <= 32 else 64}")
-        return np.dtype(np.float32)
+        return np.dtype(np.float64 if isinstance(el, Float64Type) else np.float32)
 
     # ----- op evaluation -------------------------------------------------------------------
 
@@ -316,14 +335,18 @@ def _arith_constant(it, op, args):
 @handles(QuantizeCastOp, qnn.QuantizeOp)
 def _quantize(it, op, args):
     rounding = it.rounding or (op.attr("rounding", "tflite") if isinstance(op, qnn.QnnOp) else "tflite")
-    return _call(_reference("elementwise", "quantize"), args[0], out_q=_qp(op.results[0]), rounding=rounding)
+    q = _qp(op.results[0], np.shape(args[0]))
+    if q.scale.ndim and not q.per_axis and rounding == "litert":
+        rounding = "tflite"  # (XNNPACK's cvt kernels take one scale; a sub-channel type has many)
+    return _call(_reference("elementwise", "quantize"), args[0], out_q=q, rounding=rounding)
 
 
 @handles(DequantizeCastOp, qnn.DequantizeOp)
 def _dequantize(it, op, args):
-    return np.asarray(
-        _call(_reference("elementwise", "dequantize"), args[0], x_q=_qp(op.operands[0])), dtype=np.float32
-    )
+    q = _qp(op.operands[0], np.shape(args[0]))
+    if q.expressed == "f64":  # an f64 expressed type: scale * (q - zero point) in double
+        return q.dequantize(args[0])
+    return np.asarray(_call(_reference("elementwise", "dequantize"), args[0], x_q=q), dtype=np.float32)
 
 
 @handles(qnn.SimulatedQuantizeOp)
@@ -616,6 +639,24 @@ def _resize(ref_name):
 
 _HANDLERS[qnn.ResizeBilinearOp] = _resize("resize_bilinear")
 _HANDLERS[qnn.ResizeNearestNeighborOp] = _resize("resize_nearest_neighbor")
+
+
+@handles(qnn.LayerNormOp)
+def _layer_norm(it, op, args):
+    """Run the body: the chain the op was raised from, op by op, with this interpreter's knobs."""
+    block = op.body.block
+    env: dict[SSAValue, np.ndarray] = {block.args[0]: args[0]}
+    for inner in block.ops:
+        if isinstance(inner, qnn.YieldOp):
+            return env[inner.value]
+        try:
+            results = it.eval(inner, [env[v] for v in inner.operands])
+        except InterpreterError as e:
+            raise InterpreterError(f"{op.name} ({inner.name} in its body): {e}") from e
+        except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as e:
+            raise InterpreterError(f"{op.name} ({inner.name} in its body): {_one_line(e)}") from e
+        env.update(zip(inner.results, results))
+    raise InterpreterError(f"{op.name}: its body has no qnn.yield")
 
 
 def run_module(module: ModuleOp, inputs: Sequence[np.ndarray], *, rounding: str | None = None,

@@ -69,8 +69,12 @@ def l3_passes(module: ModuleOp) -> list[ModulePass]:
     from transforms.lower_to_linalg import QnnLowerToLinalgPass
     from transforms.raise_fake_quant import QnnRaisePass
 
+    from transforms.raise_layer_norm import QnnExpandLayerNormPass, has_layer_norm
+
     dialects = _dialects(module)
     passes: list[ModulePass] = []
+    if has_layer_norm(module):  # composites go back to the chains they were raised from first
+        passes.append(QnnExpandLayerNormPass())
     if "nn" in dialects and _has_fake_quant(module):
         passes.append(QnnRaisePass())
     if "qnn" in dialects or "nn" in dialects:

@@ -64,6 +64,8 @@ for _name, _module, _attr in [
     ("qnn-overflow-check", "transforms.overflow_check", "QnnOverflowCheckPass"),
     ("qnn-to-l3", "transforms.pipelines", "QnnToL3Pipeline"),
     ("qnn-lower-simulated-quantize", "transforms.lower_simulated_quantize", "QnnLowerSimulatedQuantizePass"),
+    ("qnn-raise-layer-norm", "transforms.raise_layer_norm", "QnnRaiseLayerNormPass"),
+    ("qnn-expand-layer-norm", "transforms.raise_layer_norm", "QnnExpandLayerNormPass"),
 ]:
     if _present(_module):
         PASSES[_name] = _lazy_pass(_module, _attr)

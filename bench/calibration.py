@@ -1,0 +1,157 @@
+"""qd-quantize against TensorFlow's converter on the float transformer encoders (issue 22).
+
+    python bench/calibration.py [--models vit_tiny,bert_tiny,kws_attn] [--schemes int8,int16x8,ln16]
+
+For each encoder of `models/transformers` (Keras LayerNormalization, GELU,
+multi-head attention with softmax, all in the float graph), `qd-quantize`'s
+defaults quantize `NAME_float.tflite` on `NAME_calib.npz`, the 32 samples that
+were the representative dataset of TensorFlow's converter for `NAME.tflite`
+(int8) and `NAME_16x8.tflite` (16x8) (`tools/gen_transformer_zoo.py` passes
+the same `calib` to both conversions).  Our module is printed, parsed back
+and run on the reference interpreter (what `qd-run OUT.mlir --backend interp`
+does) on the 16 held-out samples; the converter's models run in LiteRT
+(default resolver).  Both are compared with the float model run in LiteRT:
+output SQNR (dB; higher is better) and top-1 agreement (the float model's
+class, out of 16).
+
+Schemes: `int8` (`--scheme int8`) against the converter's int8 model;
+`int16x8` (`--scheme int16x8`) and `ln16` (int8, but int16 activations for the
+layer norms' ops and the softmaxes: `--override '*_ln*=int16x8' --override
+'kind:softmax=int16x8'`) against the converter's 16x8 model.  The 16x8
+models spell the layer norms differently (no SQUARED_DIFFERENCE / NEG, see
+models/transformers/README.md): same weights, same calibration data.
+
+TensorFlow is not needed: the converter's models are the committed files.
+Not a test: a benchmark to read (about a minute per model and scheme on a
+loaded 2-core machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+MODELS = ("vit_tiny", "bert_tiny", "kws_attn")
+ZOO = ROOT / "models" / "transformers"
+
+SCHEMES = {
+    "int8": ("int8", [], ""),
+    "int16x8": ("int16x8", [], "_16x8"),
+    "ln16": ("int8", ["*_ln*=int16x8", "kind:softmax=int16x8"], "_16x8"),
+}
+"""name -> (--scheme, --override list, suffix of the converter's peer model)."""
+
+
+def litert(path: Path, samples) -> list[np.ndarray]:
+    """First output of a .tflite model in LiteRT (default resolver) per sample, as real numbers
+    (integer inputs / outputs quantized / dequantized with the model's own parameters)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=str(path))
+    it.allocate_tensors()
+    inp, out = it.get_input_details()[0], it.get_output_details()[0]
+    results = []
+    for sample in samples:
+        x = np.asarray(sample[0], np.float32).reshape(inp["shape"])
+        if inp["dtype"] != np.float32:
+            s, z = inp["quantization"]
+            info = np.iinfo(inp["dtype"])
+            x = np.clip(np.round(x / s) + z, info.min, info.max).astype(inp["dtype"])
+        it.set_tensor(inp["index"], x)
+        it.invoke()
+        y = it.get_tensor(out["index"]).astype(np.float64)
+        if out["dtype"] != np.float32:
+            s, z = out["quantization"]
+            y = (y - z) * s
+        results.append(y)
+    return results
+
+
+def strategy_for(name: str):
+    from transforms.strategy import PerLayer, load_strategy
+
+    scheme, overrides, _ = SCHEMES[name]
+    base = load_strategy(scheme)
+    if not overrides:
+        return base
+    return PerLayer(base, {p: load_strategy(s) for p, _, s in (o.partition("=") for o in overrides)})
+
+
+def ours(model: str, scheme: str, held) -> tuple[list[np.ndarray], float]:
+    """Our quantized module's outputs on `held` (printed, parsed back, interpreter) and the seconds
+    qd-quantize took."""
+    from qdialect.diagnostics import parse_module
+    from qdialect.importer.cli import module_text
+    from qdialect.importer.tflite_float import import_tflite_float_file
+    from qdialect.interpreter import run_module
+    from transforms.opt import QdOptMain
+    from transforms.quantize import quantize_float_module, samples_from_npz
+
+    float_module = import_tflite_float_file(ZOO / f"{model}_float.tflite")
+    shapes = [list(a.type.get_shape()) for a in float_module.ops.first.body.block.args]
+    calib = samples_from_npz(dict(np.load(ZOO / f"{model}_calib.npz")), shapes)
+    start = time.perf_counter()
+    result = quantize_float_module(float_module, calib, strategy_for(scheme))
+    seconds = time.perf_counter() - start
+    module = parse_module(QdOptMain(args=[]).ctx, module_text(result.module), f"{model}_{scheme}.mlir")
+    assert {op.name.split(".")[0] for op in module.walk()} <= {"builtin", "func", "qnn", "quant"}
+    return [np.asarray(run_module(module, sample)[0], np.float64) for sample in held], seconds
+
+
+def sqnr_db(reference: list[np.ndarray], approx: list[np.ndarray]) -> float:
+    from transforms.quantize import sqnr_db as sqnr
+
+    return sqnr(np.concatenate([r.reshape(-1) for r in reference]), np.concatenate([a.reshape(-1) for a in approx]))
+
+
+def top1(reference: list[np.ndarray], approx: list[np.ndarray]) -> int:
+    return sum(int(np.argmax(r) == np.argmax(a)) for r, a in zip(reference, approx))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--schemes", default=",".join(SCHEMES))
+    args = p.parse_args(argv)
+    models = [m for m in args.models.split(",") if m]
+    schemes = [s for s in args.schemes.split(",") if s]
+    for m in models:
+        if m not in MODELS:
+            p.error(f"unknown model '{m}' (expected {', '.join(MODELS)})")
+    for s in schemes:
+        if s not in SCHEMES:
+            p.error(f"unknown scheme '{s}' (expected {', '.join(SCHEMES)})")
+
+    from transforms.quantize import samples_from_npz
+
+    print("| model | scheme | qd-quantize SQNR (dB) | TF converter | peer | difference (dB) | noise ratio "
+          "| top-1 ours / TF (of N) | qd-quantize time (s) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for model in models:
+        held = samples_from_npz(dict(np.load(ZOO / f"{model}_heldout.npz")),
+                                [list(np.load(ZOO / f"{model}_heldout.npz")["input_0"].shape[1:])])
+        reference = litert(ZOO / f"{model}_float.tflite", held)
+        for scheme in schemes:
+            peer = f"{model}{SCHEMES[scheme][2]}.tflite"
+            theirs = litert(ZOO / peer, held)
+            got, seconds = ours(model, scheme, held)
+            a, b = sqnr_db(reference, got), sqnr_db(reference, theirs)
+            diff = a - b
+            ratio = 10 ** (-diff / 10) if math.isfinite(diff) else float("nan")
+            print(f"| `{model}` | {scheme} | {a:.2f} | {b:.2f} | `{peer}` | {diff:+.2f} | {ratio:.2f} "
+                  f"| {top1(reference, got)} / {top1(reference, theirs)} (of {len(held)}) | {seconds:.0f} |",
+                  flush=True)
+    print("\nnoise ratio: our noise power / the converter's (below 1: less error than the converter).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

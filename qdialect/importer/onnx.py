@@ -2135,14 +2135,15 @@ def _float_matmul(imp: _Importer, node: _Node):
     """A MatMul reading a float activation (what follows an unquantized op, e.g. com.microsoft Gelu,
     which `quantize_static` leaves in float) and constant weights: ORT's float MatMul (MLAS SGEMM)
     with ORT_DISABLE_ALL, nn.batch_matmul."""
-    imp.remark("ONNX Runtime runs it in float (a float activation): rounding = onnx")
+    wv = imp.input(node, 1, "B")
+    if not (isinstance(wv, Deq) and isinstance(wv.src, Const)):
+        raise _Unsupported("in float with float weights or two activations (only DequantizeLinear weights)"
+                           if isinstance(wv, Const) else "in float on two activations")
     if imp.profile == "onnxruntime":
         raise _Unsupported("a float activation times DequantizeLinear weights (ORT's default session rewrites "
                            "it to com.microsoft MatMulNBits, accuracy level 4, not modelled; --rounding onnx imports it)")
+    imp.remark("ONNX Runtime runs it in float (a float activation): rounding = onnx")
     a = imp.float_value(imp.input(node, 0, "A"), "A")
-    wv = imp.input(node, 1, "B")
-    if not isinstance(wv, Const) and not (isinstance(wv, Deq) and isinstance(wv.src, Const)):
-        raise _Unsupported("a float MatMul of two activations")
     w = imp.float_value(wv, "B")
     av = imp.logical(a)
     ashape, wshape = list(qnn.shape_of(av)), list(qnn.shape_of(w.value))

@@ -66,7 +66,8 @@ INHERIT = (nn.ReshapeOp, nn.TransposeOp, nn.PadOp, nn.SliceOp, nn.MaxPool2DOp, n
 
 EIGHT_BIT_ONLY = (nn.HardSwishOp, nn.LogSoftmaxOp, nn.EluOp, nn.SquaredDifferenceOp)
 """Ops whose integer kernels (and reference semantics) exist for 8-bit storage only: they read and write
-8 bits whatever the strategy says (qnn.squared_difference on i16 computes nonsense in the reference)."""
+8 bits whatever the strategy says (qnn.squared_difference on i16 computes nonsense in the reference;
+with 16-bit activations a squared difference becomes qnn.sub and qnn.mul instead)."""
 
 TRANSFORMER_OPS: dict[type[nn.NnOp], type[qnn.QnnOp]] = {nn.GeluOp: qnn.GeluOp, nn.RsqrtOp: qnn.RsqrtOp}
 """Float ops of transformer encoders and their qnn counterparts (TFLite's table kernels: any output
@@ -339,6 +340,9 @@ class _Quantizer:
         # float reference
         self.fenv[result] = self.float_eval(op, [[self.fenv_of(v, s) for v in operands] for s in range(n)])
 
+        if isinstance(op, nn.SquaredDifferenceOp) and self.strategy.activation_bits(layer) > 8:
+            self.wide_squared_difference(op, layer, n)
+            return
         extra: list = []
         weights_text = ""
         if isinstance(op, WEIGHTED):
@@ -410,6 +414,52 @@ class _Quantizer:
         self.qmap[result] = new.results[0]
         self.roundings[result] = rounding
         self.record(layer, new.results[0], self.fenv[result], rng, weights_text)
+
+    def wide_squared_difference(self, op: nn.SquaredDifferenceOp, layer: Layer, n: int) -> None:
+        """(a - b)^2 with wide (16-bit) activations as qnn.sub then qnn.mul of the difference by itself:
+        TFLite has no int16 SQUARED_DIFFERENCE kernel (LiteRT refuses it; its converter's 16x8 layer
+        norms are spelled with SUB and MUL, as here).  The difference is calibrated like a layer."""
+        bits = self.strategy.activation_bits(layer)
+        rounding = "half_even" if self.strategy.multiplier(layer) == "float" else self.strategy.rounding(layer)
+        attrs = {"rounding": StringAttr(rounding)} if rounding != "tflite" else {}
+        result = op.results[0]
+        shape = list(result.type.get_shape())
+        a, b = (self.match_width(self.quantized_operand(v, layer), bits, n) for v in op.operands)
+        if self.mode == "layerwise":
+            da, db = (self.dequantized_value(v) for v in (a, b))
+            difference = [x - y for x, y in zip(da, db)]
+        else:
+            difference = [self.fenv_of(op.operands[0], s) - self.fenv_of(op.operands[1], s) for s in range(n)]
+        stats = TensorStats()
+        for d in difference:
+            stats.observe(d)
+        d_qt, _ = self.activation_type(layer, stats, bits)
+        sub = qnn.SubOp([a, b], [TensorType(d_qt, shape)], dict(attrs))
+        self.block.add_op(sub)
+        self.run_new(sub, n)
+        d = sub.results[0]
+        seen = [x * x for x in self.dequantized_value(d)] if self.mode == "layerwise" else self.fenv[result]
+        stats = TensorStats()
+        for v in seen:
+            stats.observe(v)
+        out_qt, rng = self.activation_type(layer, stats, bits)
+        square = qnn.MulOp([d, d], [TensorType(out_qt, shape)], dict(attrs))
+        for new in (sub, square):
+            try:
+                new.verify()
+            except VerifyException as e:
+                raise QuantizeError(f"{layer.name}: cannot quantize {op.name}: {e}") from None
+        self.block.add_op(square)
+        self.run_new(square, n)
+        self.qenv.pop(d, None)
+        self.qmap[result] = square.results[0]
+        self.roundings[result] = rounding
+        self.record(layer, square.results[0], self.fenv[result], rng)
+
+    def dequantized_value(self, q: SSAValue) -> list[np.ndarray]:
+        """Real values of quantized value `q` of the new graph, per sample."""
+        qp = quantized_element_type(q.type).qparams()
+        return [np.asarray(dequantize(v, x_q=qp), np.float32) for v in self.qenv[q]]
 
     def fenv_of(self, value: SSAValue, s: int) -> np.ndarray:
         if value in self.fenv:

@@ -8,8 +8,8 @@ import pytest
 from qdialect.diagnostics import LocatingParser, one_line, parse_module
 from transforms.opt import QdOptMain
 
-W = "tensor<2x1x1x2x!quant.uniform<i8<-127:127>:f32:0, {0.5, 0.25}>>"
-X = "tensor<1x1x1x2x!quant.uniform<i8:f32, 0.05:-3>>"
+W = "tensor<2x1x1x2x!quant.uniform<i8<-127:127>:f32:0, {5.000000e-01,2.500000e-01}>>"
+X = "tensor<1x1x1x2x!quant.uniform<i8:f32, 5.000000e-02:-3>>"
 B = "tensor<2xi32>"
 
 

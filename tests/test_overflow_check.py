@@ -272,11 +272,11 @@ def test_zoo_models_fit_their_i32_accumulators():
 
 
 def test_qd_opt_remarks_and_fail_option(tmp_path):
-    text = """func.func @main(%x: tensor<1x4x!quant.uniform<i8:f32, 0.5:-128>>) -> tensor<1x2x!quant.uniform<i8:f32, 0.25>> {
-  %w = qnn.constant dense<"0x7F7F7F7F01010101"> : tensor<2x4x!quant.uniform<i8:f32, 0.5>>
+    text = """func.func @main(%x: tensor<1x4x!quant.uniform<i8:f32, 5.000000e-01:-128>>) -> tensor<1x2x!quant.uniform<i8:f32, 2.500000e-01>> {
+  %w = qnn.constant dense<"0x7F7F7F7F01010101"> : tensor<2x4x!quant.uniform<i8:f32, 5.000000e-01>>
   %b = arith.constant dense<[0, 100]> : tensor<2xi32>
-  %y = qnn.fully_connected %x, %w, %b {acc = "i16"} : (tensor<1x4x!quant.uniform<i8:f32, 0.5:-128>>, tensor<2x4x!quant.uniform<i8:f32, 0.5>>, tensor<2xi32>) -> tensor<1x2x!quant.uniform<i8:f32, 0.25>>
-  func.return %y : tensor<1x2x!quant.uniform<i8:f32, 0.25>>
+  %y = qnn.fully_connected %x, %w, %b {acc = "i16"} : (tensor<1x4x!quant.uniform<i8:f32, 5.000000e-01:-128>>, tensor<2x4x!quant.uniform<i8:f32, 5.000000e-01>>, tensor<2xi32>) -> tensor<1x2x!quant.uniform<i8:f32, 2.500000e-01>>
+  func.return %y : tensor<1x2x!quant.uniform<i8:f32, 2.500000e-01>>
 }"""
     cap = run_main(qd_opt, ["-p", "qnn-overflow-check"], text.encode())
     assert cap.rc == 0

@@ -20,8 +20,8 @@ def _run(args, stdin: bytes = b""):
         (["-p", "no-such-pass"], b"func.func @f() { func.return }", "qd-opt: error: Unrecognized passes: ['no-such-pass']"),
         ([], b"\x00\xff garbage", "qd-opt: error: input is not UTF-8 text (byte 0xff at offset 1)"),
         ([], b"func.func @f(", "stdin:1:14: error: Expected argument or type"),
-        ([], b"func.func @f(%a: tensor<4x!quant.uniform<i8:f32, 0.5:300>>) { func.return }",
-         "stdin:1:54: error: quant.uniform: zero point 300 is outside i8 [-128:127]"),
+        ([], b"func.func @f(%a: tensor<4x!quant.uniform<i8:f32, 5.000000e-01:300>>) { %0 = qnn.reshape %a : (tensor<4x!quant.uniform<i8:f32, 5.000000e-01:300>>) -> tensor<4x!quant.uniform<i8:f32, 5.000000e-01:300>> func.return }",
+         "stdin:1:72: error: qnn.reshape: operand 0 (input): zero point 300 is outside i8 [-128:127]"),
     ],
 )
 def test_bad_input_one_line(args, stdin, message):
@@ -33,7 +33,7 @@ def test_bad_input_one_line(args, stdin, message):
 
 
 def test_good_input_round_trips():
-    text = b"func.func @f(%a: tensor<4x!quant.uniform<i8:f32, 0.5:-3>>) { func.return }"
+    text = b"func.func @f(%a: tensor<4x!quant.uniform<i8:f32, 5.000000e-01:-3>>) { func.return }"
     proc = _run([], text)
     assert proc.returncode == 0, proc.stderr.decode()
-    assert "tensor<4x!quant.uniform<i8:f32, 0.5:-3>>" in proc.stdout.decode()
+    assert "tensor<4x!quant.uniform<i8:f32, 5.000000e-01:-3>>" in proc.stdout.decode()

@@ -54,7 +54,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
         assert lines[-1].startswith("qd-run: error:") and message in lines[-1], proc.stderr
         assert "Traceback" not in proc.stderr
     bad = tmp_path / "bad.mlir"
-    bad.write_text("func.func @main(%a: tensor<4x!quant.uniform<i8:f32, 0.5:300>>) { func.return }")
+    bad.write_text("func.func @main(%a: tensor<4x!quant.uniform<i8:f32, 5.000000e-01:300>>) { %0 = qnn.reshape %a : (tensor<4x!quant.uniform<i8:f32, 5.000000e-01:300>>) -> tensor<4x!quant.uniform<i8:f32, 5.000000e-01:300>> func.return }")
     proc = _run(bad, "--backend", "interp")
     assert proc.returncode == 2 and "zero point 300 is outside i8" in proc.stderr
 
@@ -63,11 +63,11 @@ def test_explicit_tvm_backend_names_what_it_cannot_lower(tmp_path):
     """--backend tvm on a module the lowering refuses: exit 2, one line naming the op."""
     mlir = tmp_path / "gather.mlir"
     mlir.write_text(
-        "func.func @main(%a: tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>, %i: tensor<1xi32>)"
-        " -> tensor<1x3x!quant.uniform<i8:f32, 0.5:-3>> {\n"
-        "  %0 = qnn.gather %a, %i {axis = 0 : i64} : (tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>, tensor<1xi32>)"
-        " -> tensor<1x3x!quant.uniform<i8:f32, 0.5:-3>>\n"
-        "  func.return %0 : tensor<1x3x!quant.uniform<i8:f32, 0.5:-3>>\n}\n")
+        "func.func @main(%a: tensor<2x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>, %i: tensor<1xi32>)"
+        " -> tensor<1x3x!quant.uniform<i8:f32, 5.000000e-01:-3>> {\n"
+        "  %0 = qnn.gather %a, %i {axis = 0 : i64} : (tensor<2x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>, tensor<1xi32>)"
+        " -> tensor<1x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>\n"
+        "  func.return %0 : tensor<1x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>\n}\n")
     proc = _run(mlir, "--backend", "tvm", "--compare", "none")
     assert proc.returncode == 2, proc.stdout
     errors = [ln for ln in proc.stderr.splitlines() if not ln.startswith("  .. ")]

@@ -65,8 +65,8 @@ def test_string_literals_still_lex_the_same(ctx):
 
 
 def test_qd_opt_bad_input_is_exit_2_one_line():
-    line = one_error("func.func @f(%a: tensor<4x!quant.uniform<i8:f32, 0.5:300>>) { func.return }")
-    assert line == "stdin:1:54: error: quant.uniform: zero point 300 is outside i8 [-128:127]"
+    line = one_error("func.func @f(%a: tensor<4x!quant.uniform<i8:f32, 5.000000e-01:300>>) { %0 = qnn.reshape %a : (tensor<4x!quant.uniform<i8:f32, 5.000000e-01:300>>) -> tensor<4x!quant.uniform<i8:f32, 5.000000e-01:300>> func.return }")
+    assert line == "stdin:1:72: error: qnn.reshape: operand 0 (input): zero point 300 is outside i8 [-128:127]"
 
 
 def test_qd_opt_usage_error_is_exit_2_one_line():
@@ -76,7 +76,7 @@ def test_qd_opt_usage_error_is_exit_2_one_line():
 
 # ----- interpreter ---------------------------------------------------------------------------------
 
-_BIG_ARG = "func.func @main(%a: tensor<999999999x999999999x!quant.uniform<i8:f32, 0.5>>) -> tensor<999999999x999999999x!quant.uniform<i8:f32, 0.5>> { func.return %a : tensor<999999999x999999999x!quant.uniform<i8:f32, 0.5>> }"
+_BIG_ARG = "func.func @main(%a: tensor<999999999x999999999x!quant.uniform<i8:f32, 5.000000e-01>>) -> tensor<999999999x999999999x!quant.uniform<i8:f32, 5.000000e-01>> { func.return %a : tensor<999999999x999999999x!quant.uniform<i8:f32, 5.000000e-01>> }"
 
 
 def test_gigantic_tensor_types_verify_but_the_interpreter_refuses_them(ctx):
@@ -86,16 +86,16 @@ def test_gigantic_tensor_types_verify_but_the_interpreter_refuses_them(ctx):
 
 
 def test_gigantic_constant_is_refused_without_allocating():
-    line = one_error('func.func @main() { %0 = qnn.constant dense<"0x01"> : tensor<999999999x999999999x!quant.uniform<i8:f32, 0.5>>\n func.return }')
-    assert "qnn.constant: 1 bytes of data but tensor<999999999x999999999x!quant.uniform<i8:f32, 0.5>> needs 999999998000000001" in line
+    line = one_error('func.func @main() { %0 = qnn.constant dense<"0x01"> : tensor<999999999x999999999x!quant.uniform<i8:f32, 5.000000e-01>>\n func.return }')
+    assert "qnn.constant: 1 bytes of data but tensor<999999999x999999999x!quant.uniform<i8:f32, 5.000000e-01>> needs 999999998000000001" in line
 
 
 _CONV = """
-func.func @main(%x: tensor<1x1x1x{k}x!quant.uniform<i8:f32, 0.5:-128>>) -> tensor<1x1x1x2x!quant.uniform<i8:f32, 0.25>> {{
+func.func @main(%x: tensor<1x1x1x{k}x!quant.uniform<i8:f32, 5.000000e-01:-128>>) -> tensor<1x1x1x2x!quant.uniform<i8:f32, 2.500000e-01>> {{
   %w = qnn.constant dense<"0x{w}"> : tensor<2x1x1x{k}x!quant.uniform<i8:f32:0, {{0.5, 0.5}}>>
   %b = qnn.constant dense<"0x0000000010000000"> : tensor<2x!quant.uniform<i32:f32:0, {{0.25, 0.25}}>>
-  %y = qnn.conv2d %x, %w, %b {{acc = "{acc}", acc_overflow = "{mode}"}} : (tensor<1x1x1x{k}x!quant.uniform<i8:f32, 0.5:-128>>, tensor<2x1x1x{k}x!quant.uniform<i8:f32:0, {{0.5, 0.5}}>>, tensor<2x!quant.uniform<i32:f32:0, {{0.25, 0.25}}>>) -> tensor<1x1x1x2x!quant.uniform<i8:f32, 0.25>>
-  func.return %y : tensor<1x1x1x2x!quant.uniform<i8:f32, 0.25>>
+  %y = qnn.conv2d %x, %w, %b {{acc = "{acc}", acc_overflow = "{mode}"}} : (tensor<1x1x1x{k}x!quant.uniform<i8:f32, 5.000000e-01:-128>>, tensor<2x1x1x{k}x!quant.uniform<i8:f32:0, {{0.5, 0.5}}>>, tensor<2x!quant.uniform<i32:f32:0, {{0.25, 0.25}}>>) -> tensor<1x1x1x2x!quant.uniform<i8:f32, 2.500000e-01>>
+  func.return %y : tensor<1x1x1x2x!quant.uniform<i8:f32, 2.500000e-01>>
 }}
 """
 
@@ -137,9 +137,9 @@ def test_check_overflow_sees_saturating_partial_sums(ctx):
 
 
 def test_zero_size_results_are_empty_arrays(ctx):
-    text = """func.func @main(%z: tensor<0x3x!quant.uniform<i8:f32, 0.5>>) -> tensor<0x3x!quant.uniform<i8:f32, 0.00390625:-128>> {
-      %s = qnn.softmax %z : (tensor<0x3x!quant.uniform<i8:f32, 0.5>>) -> tensor<0x3x!quant.uniform<i8:f32, 0.00390625:-128>>
-      func.return %s : tensor<0x3x!quant.uniform<i8:f32, 0.00390625:-128>>
+    text = """func.func @main(%z: tensor<0x3x!quant.uniform<i8:f32, 5.000000e-01>>) -> tensor<0x3x!quant.uniform<i8:f32, 3.906250e-03:-128>> {
+      %s = qnn.softmax %z : (tensor<0x3x!quant.uniform<i8:f32, 5.000000e-01>>) -> tensor<0x3x!quant.uniform<i8:f32, 3.906250e-03:-128>>
+      func.return %s : tensor<0x3x!quant.uniform<i8:f32, 3.906250e-03:-128>>
     }"""
     (out,) = run_module(parse_module(ctx, text), [np.zeros((0, 3), np.int8)])
     assert out.shape == (0, 3) and out.dtype == np.int8
@@ -147,11 +147,11 @@ def test_zero_size_results_are_empty_arrays(ctx):
 
 def test_non_finite_multiplier_is_a_diagnostic(ctx):
     # in_s * w_s / out_s overflows double: the interpreter names the op, qd-run exits 2
-    text = """func.func @main(%x: tensor<1x2x!quant.uniform<i8:f32, 3.0e38>>) -> tensor<1x1x!quant.uniform<i8:f32, 1.0e-45>> {
-      %w = qnn.constant dense<"0x0101"> : tensor<1x2x!quant.uniform<i8:f32, 3.0e38>>
+    text = """func.func @main(%x: tensor<1x2x!quant.uniform<i8:f32, 3.000000e+38>>) -> tensor<1x1x!quant.uniform<i8:f32, 1.5e-45>> {
+      %w = qnn.constant dense<"0x0101"> : tensor<1x2x!quant.uniform<i8:f32, 3.000000e+38>>
       %b = arith.constant dense<[0]> : tensor<1xi32>
-      %y = qnn.conv2d %x, %w, %b : (tensor<1x2x!quant.uniform<i8:f32, 3.0e38>>, tensor<1x2x!quant.uniform<i8:f32, 3.0e38>>, tensor<1xi32>) -> tensor<1x1x!quant.uniform<i8:f32, 1.0e-45>>
-      func.return %y : tensor<1x1x!quant.uniform<i8:f32, 1.0e-45>>
+      %y = qnn.conv2d %x, %w, %b : (tensor<1x2x!quant.uniform<i8:f32, 3.000000e+38>>, tensor<1x2x!quant.uniform<i8:f32, 3.000000e+38>>, tensor<1xi32>) -> tensor<1x1x!quant.uniform<i8:f32, 1.5e-45>>
+      func.return %y : tensor<1x1x!quant.uniform<i8:f32, 1.5e-45>>
     }""".replace("qnn.conv2d", "qnn.fully_connected")
     m = parse_module(ctx, text)
     with pytest.raises(InterpreterError, match=r"^qnn.fully_connected: .*not finite|^qnn.fully_connected: its arithmetic fails"):
@@ -165,13 +165,13 @@ def test_dimension_past_int64_is_a_diagnostic():
     """A shape dimension of 2^64 made numpy's product overflow inside the constant verifiers."""
     line = one_error('func.func @f() {\n  %0 = nn.constant dense<"0x0000803F"> : tensor<18446744073709551616xf32>\n  func.return\n}')
     assert line == "stdin:2:3: error: nn.constant: 4 bytes of data but tensor<18446744073709551616xf32> needs 73786976294838206464"
-    line = one_error('func.func @f() {\n  %0 = qnn.constant dense<"0x01"> : tensor<18446744073709551616x!quant.uniform<i8:f32, 0.5>>\n  func.return\n}')
-    assert "qnn.constant: 1 bytes of data but tensor<18446744073709551616x!quant.uniform<i8:f32, 0.5>> needs 18446744073709551616" in line
+    line = one_error('func.func @f() {\n  %0 = qnn.constant dense<"0x01"> : tensor<18446744073709551616x!quant.uniform<i8:f32, 5.000000e-01>>\n  func.return\n}')
+    assert "qnn.constant: 1 bytes of data but tensor<18446744073709551616x!quant.uniform<i8:f32, 5.000000e-01>> needs 18446744073709551616" in line
 
 
-_STRIDED = """!x = !quant.uniform<i8:f32, 0.5:-3>
-!w = !quant.uniform<i8:f32, 0.1>
-!b = !quant.uniform<i32:f32, 0.05>
+_STRIDED = """!x = !quant.uniform<i8:f32, 5.000000e-01:-3>
+!w = !quant.uniform<i8:f32, 1.000000e-01>
+!b = !quant.uniform<i32:f32, 5.000000e-02>
 func.func @stride(%x: tensor<1x8x8x2x!x>) -> tensor<1x2x2x2x!x> {
   %w = qnn.constant dense<"0x01020304"> : tensor<2x1x1x2x!w>
   %b = qnn.constant dense<"0x0100000002000000"> : tensor<2x!b>
@@ -192,12 +192,12 @@ def test_window_attributes_are_checked(attrs, message):
 
 
 def test_pool_kernel_of_zero_is_a_diagnostic():
-    q = "tensor<1x4x4x1x!quant.uniform<i8:f32, 0.5>>"
-    r = "tensor<1x2x2x1x!quant.uniform<i8:f32, 0.5>>"
+    q = "tensor<1x4x4x1x!quant.uniform<i8:f32, 5.000000e-01>>"
+    r = "tensor<1x2x2x1x!quant.uniform<i8:f32, 5.000000e-01>>"
     text = (f"func.func @f(%x: {q}) -> {r} {{\n  %y = qnn.avg_pool2d %x {{kernel = array<i64: 2, 0>}} : ({q}) -> {r}\n"
             f"  func.return %y : {r}\n}}")
     assert one_error(text) == "stdin:2:3: error: qnn.avg_pool2d: attribute 'kernel' must be 2 integers >= 1, got [2, 0]"
-    nn_text = text.replace("qnn.avg_pool2d", "nn.avg_pool2d").replace("!quant.uniform<i8:f32, 0.5>", "f32")
+    nn_text = text.replace("qnn.avg_pool2d", "nn.avg_pool2d").replace("!quant.uniform<i8:f32, 5.000000e-01>", "f32")
     assert one_error(nn_text) == "stdin:2:3: error: nn.avg_pool2d: attribute 'kernel' must be 2 integers >= 1, got [2, 0]"
 
 
@@ -353,7 +353,7 @@ def test_malformed_pass_pipelines_are_one_line(pipeline, message):
 def test_qnn_decompose_takes_scalar_quantized_arguments():
     """qnn-decompose assumed every quantized value is a tensor (AttributeError on a scalar
     !quant.uniform argument) [IR fuzzer running every pass]."""
-    cap = opt("func.func @s(%a: !quant.uniform<i8:f32, 0.5:-3>) {\n  func.return\n}", "-p", "qnn-decompose")
+    cap = opt("func.func @s(%a: !quant.uniform<i8:f32, 5.000000e-01:-3>) {\n  func.return\n}", "-p", "qnn-decompose")
     assert cap.rc == 0 and "func.func @s(%a: i8)" in cap.stdout
 
 
@@ -390,9 +390,9 @@ def test_folded_strided_slice_with_an_omitted_input_is_a_diagnostic():
         import_tflite(data)
 
 
-_TANH16 = """func.func @main(%0: tensor<1xNx!quant.uniform<i16:f32, 1.2400130936751676e+34:-20838>>) -> tensor<1xNx!quant.uniform<i16:f32, 3.0517578125e-05>> {
-  %1 = qnn.tanh %0 : (tensor<1xNx!quant.uniform<i16:f32, 1.2400130936751676e+34:-20838>>) -> tensor<1xNx!quant.uniform<i16:f32, 3.0517578125e-05>>
-  func.return %1 : tensor<1xNx!quant.uniform<i16:f32, 3.0517578125e-05>>
+_TANH16 = """func.func @main(%0: tensor<1xNx!quant.uniform<i16:f32, 1.2400130936751676E+34:-20838>>) -> tensor<1xNx!quant.uniform<i16:f32, 3.0517578125E-5>> {
+  %1 = qnn.tanh %0 : (tensor<1xNx!quant.uniform<i16:f32, 1.2400130936751676E+34:-20838>>) -> tensor<1xNx!quant.uniform<i16:f32, 3.0517578125E-5>>
+  func.return %1 : tensor<1xNx!quant.uniform<i16:f32, 3.0517578125E-5>>
 }"""
 
 
@@ -420,9 +420,9 @@ def test_hard_swish_with_a_huge_reluish_exponent(ctx):
     int64 (OverflowError: internal error in qnn-decompose) [IR fuzzer].  TFLite's shift saturates.
     By hand: |x| real <= 2.6e19 against an output scale of 1.3e36 rounds to 0: every output is the
     zero point -128."""
-    text = """func.func @main(%0: tensor<2x3x!quant.uniform<i8:f32, 2.0596936574763008e+17>>) -> tensor<2x3x!quant.uniform<i8:f32, 1.2967404877459418e+36:-128>> {
-  %1 = qnn.hard_swish %0 : (tensor<2x3x!quant.uniform<i8:f32, 2.0596936574763008e+17>>) -> tensor<2x3x!quant.uniform<i8:f32, 1.2967404877459418e+36:-128>>
-  func.return %1 : tensor<2x3x!quant.uniform<i8:f32, 1.2967404877459418e+36:-128>>
+    text = """func.func @main(%0: tensor<2x3x!quant.uniform<i8:f32, 2.0596936574763008E+17>>) -> tensor<2x3x!quant.uniform<i8:f32, 1.2967404877459418E+36:-128>> {
+  %1 = qnn.hard_swish %0 : (tensor<2x3x!quant.uniform<i8:f32, 2.0596936574763008E+17>>) -> tensor<2x3x!quant.uniform<i8:f32, 1.2967404877459418E+36:-128>>
+  func.return %1 : tensor<2x3x!quant.uniform<i8:f32, 1.2967404877459418E+36:-128>>
 }"""
     (out,) = run_module(parse_module(ctx, text), [np.array([[-128, -1, 0], [1, 50, 127]], np.int8)])
     np.testing.assert_array_equal(out, np.full((2, 3), -128))
@@ -432,7 +432,7 @@ def test_hard_swish_with_a_huge_reluish_exponent(ctx):
 def test_pool_with_a_gigantic_window_is_refused_before_padding(ctx):
     """A mutated AVERAGE_POOL window of 3 x 4194307 with matching SAME padding verifies; the reference
     padded the input to 113M elements and looped over 12.6M taps (45 s, ~1 GB) [model fuzzer]."""
-    q = "!quant.uniform<i8:f32, 0.05:-3>"
+    q = "!quant.uniform<i8:f32, 5.000000e-02:-3>"
     text = (f"func.func @main(%x: tensor<1x7x7x3x{q}>) -> tensor<1x4x4x3x{q}> {{\n"
             f"  %y = qnn.avg_pool2d %x {{kernel = array<i64: 3, 4194307>, strides = array<i64: 2, 2>, "
             f"padding = array<i64: 1, 1, 2097153, 2097153>}} : (tensor<1x7x7x3x{q}>) -> tensor<1x4x4x3x{q}>\n"

@@ -109,7 +109,7 @@ func.func @plus(%a: f32) {{
 }}
 
 // -----
-!alias = !quant.uniform<i8:f32, 0.5>
+!alias = !quant.uniform<i8:f32, 5.000000e-01>
 func.func @fine(%a: !alias) {{
   %0 = quant.dcast %a : !alias to f32
   return
@@ -121,9 +121,9 @@ SPLIT = f"""func.func @bad(%a: f32) {{
   return
 }}
 // -----
-!only = !quant.uniform<i8:f32, 0.5>
+!only = !quant.uniform<i8:f32, 5.000000e-01>
 // -----
-func.func @good(%a: !quant.uniform<i8:f32, 0.5>) {{
+func.func @good(%a: !quant.uniform<i8:f32, 5.000000e-01>) {{
   return
 }}
 // -----
@@ -199,7 +199,7 @@ def test_split_input_file_reports_every_chunk(tmp_path):
 
 
 def test_alias_only_and_empty_inputs_parse(tmp_path):
-    for text in ("!a = !quant.uniform<i8:f32, 0.5>\n", "", "// nothing\n"):
+    for text in ("!a = !quant.uniform<i8:f32, 5.000000e-01>\n", "", "// nothing\n"):
         proc = subprocess.run([QD_OPT], input=text, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
         assert "builtin.module" in proc.stdout
@@ -207,7 +207,7 @@ def test_alias_only_and_empty_inputs_parse(tmp_path):
 
 def test_pass_refusal_located_at_the_op(tmp_path):
     path = tmp_path / "refused.mlir"
-    path.write_text("!a = !quant.uniform<i8:f32, 0.5:-3>\n!o = !quant.uniform<i8:f32, 0.25:5>\n"
+    path.write_text("!a = !quant.uniform<i8:f32, 5.000000e-01:-3>\n!o = !quant.uniform<i8:f32, 2.500000e-01:5>\n"
                     "func.func @f(%a: tensor<2x3x!a>) -> tensor<2x3x!o> {\n"
                     "  %0 = qnn.add %a, %a {rounding = \"half_even\"} : (tensor<2x3x!a>, tensor<2x3x!a>) -> tensor<2x3x!o>\n"
                     "  func.return %0 : tensor<2x3x!o>\n}\n")

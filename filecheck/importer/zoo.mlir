@@ -8,10 +8,10 @@
 // RUN: not %qd-import %s 2>&1 | filecheck %s --check-prefix=NOTTFLITE
 
 // MBV2: builtin.module @mobilenetv2_tiny {
-// MBV2-NEXT: func.func @main(%{{.*}}: tensor<1x48x48x3x!quant.uniform<i8:f32, 0.007843137718737125:-1>> {tflite.name = "input_0"}) -> (tensor<1x10x!quant.uniform<i8:f32, 0.00390625:-128>> {tflite.name = "Identity"})
+// MBV2-NEXT: func.func @main(%{{.*}}: tensor<1x48x48x3x!quant.uniform<i8:f32, 0.0078431377187371254:-1>> {tflite.name = "input_0"}) -> (tensor<1x10x!quant.uniform<i8:f32, 3.906250e-03:-128>> {tflite.name = "Identity"})
 // Weights are per-channel constants in hex, the bias is i32 with scale in_s * w_s[c].
 // MBV2: qnn.constant dense<"0x{{[0-9A-F]+}}"> : tensor<16x3x3x3x!quant.uniform<i8:f32:0, {0.010987777262926102,
-// MBV2: qnn.constant dense<"0x{{[0-9A-F]+}}"> : tensor<16x!quant.uniform<i32:f32:0, {8.617865387350321e-05,
+// MBV2: qnn.constant dense<"0x{{[0-9A-F]+}}"> : tensor<16x!quant.uniform<i32:f32:0, {8.6178653873503208E-5,
 // Stride-2 SAME on an even input: the extra padding row/column goes after.
 // MBV2: qnn.conv2d %{{.*}} {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 1, 0, 1>, act_min = -128 : i64, act_max = 127 : i64}
 // MBV2: qnn.depthwise_conv2d %{{.*}} {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, act_min = -128 : i64, act_max = 127 : i64} : ({{.*}}tensor<1x3x3x16x!quant.uniform<i8:f32:3,
@@ -20,19 +20,19 @@
 // MBV2: qnn.add
 // MBV2: qnn.mean %{{.*}} {axes = array<i64: 1, 2>, keep_dims = false}
 // MBV2: qnn.fully_connected
-// MBV2: qnn.softmax %{{.*}} {beta = 1.000000e+00 : f64} : (tensor<1x10x!quant.uniform<i8:f32, {{.*}}>>) -> tensor<1x10x!quant.uniform<i8:f32, 0.00390625:-128>>
+// MBV2: qnn.softmax %{{.*}} {beta = 1.000000e+00 : f64} : (tensor<1x10x!quant.uniform<i8:f32, {{.*}}>>) -> tensor<1x10x!quant.uniform<i8:f32, 3.906250e-03:-128>>
 // MBV2-NEXT: func.return
 
 // The Keras Flatten (SHAPE, STRIDED_SLICE, PACK) folds away for the chosen batch.
-// CNN: func.func @main(%{{.*}}: tensor<4x32x32x3x!quant.uniform<i8:f32, 0.003921568859368563:-128>> {tflite.name = "input_0"}) -> (tensor<4x10x
+// CNN: func.func @main(%{{.*}}: tensor<4x32x32x3x!quant.uniform<i8:f32, 0.0039215688593685627:-128>> {tflite.name = "input_0"}) -> (tensor<4x10x
 // CNN: qnn.avg_pool2d
-// CNN-NEXT: qnn.reshape %{{.*}} : (tensor<4x8x8x16x!quant.uniform<i8:f32, 0.007082946132868528:-128>>) -> tensor<4x1024x!quant.uniform<i8:f32, 0.007082946132868528:-128>>
+// CNN-NEXT: qnn.reshape %{{.*}} : (tensor<4x8x8x16x!quant.uniform<i8:f32, 0.0070829461328685284:-128>>) -> tensor<4x1024x!quant.uniform<i8:f32, 0.0070829461328685284:-128>>
 // CNN-NOT: qnn.slice
 
 // QUANTIZE between uint8 and int8 at the edges is a requantize.
-// U8: func.func @main(%[[X:.*]]: tensor<1x32x32x3x!quant.uniform<u8:f32, 0.003921568859368563>>
-// U8-NEXT: qnn.requantize %[[X]] : (tensor<1x32x32x3x!quant.uniform<u8:f32, 0.003921568859368563>>) -> tensor<1x32x32x3x!quant.uniform<i8:f32, 0.003921568859368563:-128>>
-// U8: qnn.requantize %{{.*}} -> tensor<1x10x!quant.uniform<u8:f32, 0.00390625>>
+// U8: func.func @main(%[[X:.*]]: tensor<1x32x32x3x!quant.uniform<u8:f32, 0.0039215688593685627>>
+// U8-NEXT: qnn.requantize %[[X]] : (tensor<1x32x32x3x!quant.uniform<u8:f32, 0.0039215688593685627>>) -> tensor<1x32x32x3x!quant.uniform<i8:f32, 0.0039215688593685627:-128>>
+// U8: qnn.requantize %{{.*}} -> tensor<1x10x!quant.uniform<u8:f32, 3.906250e-03>>
 
 // 16x8: int16 activations, int64 bias as a plain i64 tensor, int64 accumulator.
 // I16: qnn.constant dense<"0x{{[0-9A-F]+}}"> : tensor<8xi64>

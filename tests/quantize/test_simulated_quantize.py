@@ -37,7 +37,7 @@ X = np.array([0.25, -0.25, 0.75, -1.25, 100.0, -100.0, 3.1, 1e-3], np.float32)
 
 @pytest.mark.parametrize("rounding", ["tflite", "half_even", "half_up"])
 def test_equals_quantize_then_dequantize(rounding):
-    m = parse_module(CTX, module(sim(f'qtype = !quant.uniform<i8:f32, 0.5:-3>, rounding = "{rounding}"')))
+    m = parse_module(CTX, module(sim(f'qtype = !quant.uniform<i8:f32, 5.000000e-01:-3>, rounding = "{rounding}"')))
     (y,) = run_module(m, [X])
     q = QParams.make(0.5, -3)
     expected = np.asarray(dequantize(quantize(X, out_q=q, rounding=rounding), x_q=q), np.float32)
@@ -48,14 +48,14 @@ def test_equals_quantize_then_dequantize(rounding):
 def test_rounding_profiles_differ_on_ties():
     outs = {}
     for r in ("tflite", "half_even", "half_up"):
-        m = parse_module(CTX, module(sim(f'qtype = !quant.uniform<i8:f32, 0.5>, rounding = "{r}"')))
+        m = parse_module(CTX, module(sim(f'qtype = !quant.uniform<i8:f32, 5.000000e-01>, rounding = "{r}"')))
         outs[r] = run_module(m, [X])[0]
     assert outs["tflite"][1] == -0.5 and outs["half_even"][1] == 0.0 and outs["half_up"][1] == 0.0
     assert outs["tflite"][0] == 0.5 and outs["half_even"][0] == 0.0 and outs["half_up"][0] == 0.5
 
 
 def test_per_axis():
-    m = parse_module(CTX, module(sim("qtype = !quant.uniform<i8:f32:1, {0.5, 0.25}>", "4x2"), shape="4x2"))
+    m = parse_module(CTX, module(sim("qtype = !quant.uniform<i8:f32:1, {5.000000e-01,2.500000e-01}>", "4x2"), shape="4x2"))
     x = X.reshape(4, 2)
     (y,) = run_module(m, [x])
     np.testing.assert_array_equal(y[:, 0], np.clip(np.sign(x[:, 0]) * np.floor(np.abs(x[:, 0] / 0.5) + 0.5), -128, 127) * 0.5)
@@ -63,14 +63,14 @@ def test_per_axis():
 
 
 def test_passthrough_adds_no_error():
-    m = parse_module(CTX, module(sim('qtype = !quant.uniform<i8:f32, 0.5>, mode = "passthrough"')))
+    m = parse_module(CTX, module(sim('qtype = !quant.uniform<i8:f32, 5.000000e-01>, mode = "passthrough"')))
     np.testing.assert_array_equal(run_module(m, [X])[0], X)
 
 
 def test_narrow_accumulator_wraps_or_saturates():
     x = np.array([16383.5, 16384.0, -16384.0, -16384.5, 1.0, 0, 0, 0], np.float32)
-    wrap = parse_module(CTX, module(sim('qtype = !quant.uniform<i32:f32, 0.5>, acc = "i16"')))
-    sat = parse_module(CTX, module(sim('qtype = !quant.uniform<i32:f32, 0.5>, acc = "i16", acc_overflow = "saturate"')))
+    wrap = parse_module(CTX, module(sim('qtype = !quant.uniform<i32:f32, 5.000000e-01>, acc = "i16"')))
+    sat = parse_module(CTX, module(sim('qtype = !quant.uniform<i32:f32, 5.000000e-01>, acc = "i16", acc_overflow = "saturate"')))
     (w,), (s,) = run_module(wrap, [x]), run_module(sat, [x])
     assert w.tolist()[:5] == [16383.5, -16384.0, -16384.0, 16383.5, 1.0]  # 32768 wraps to -32768
     assert s.tolist()[:5] == [16383.5, 16383.5, -16384.0, -16384.0, 1.0]
@@ -78,10 +78,10 @@ def test_narrow_accumulator_wraps_or_saturates():
 
 @pytest.mark.parametrize("attrs, message", [
     ("rounding = \"tflite\"", "'qtype' must be a !quant.uniform type"),
-    ("qtype = !quant.uniform<i8:f32, 0.5>, mode = \"record\"", "expected one of quantize, passthrough"),
-    ("qtype = !quant.uniform<i8:f32, 0.5>, acc_overflow = \"wrap\"", "acc_overflow needs acc"),
-    ("qtype = !quant.uniform<i8:f32:0, {0.5, 0.25}>", "2 scales on axis 0"),
-    ("qtype = !quant.uniform<i8:f32, 0.5>, bias = \"output\"", "unknown attribute 'bias'"),
+    ("qtype = !quant.uniform<i8:f32, 5.000000e-01>, mode = \"record\"", "expected one of quantize, passthrough"),
+    ("qtype = !quant.uniform<i8:f32, 5.000000e-01>, acc_overflow = \"wrap\"", "acc_overflow needs acc"),
+    ("qtype = !quant.uniform<i8:f32:0, {5.000000e-01,2.500000e-01}>", "2 scales on axis 0"),
+    ("qtype = !quant.uniform<i8:f32, 5.000000e-01>, bias = \"output\"", "unknown attribute 'bias'"),
 ])
 def test_verifier(attrs, message):
     with pytest.raises(VerifyException, match=message):
@@ -90,11 +90,11 @@ def test_verifier(attrs, message):
 
 def test_lowering_is_exact():
     body = "\n".join([
-        '  %a = qnn.simulated_quantize %x {qtype = !quant.uniform<i8:f32, 0.5:-3>} : (tensor<8xf32>) -> tensor<8xf32>',
-        '  %b = qnn.simulated_quantize %x {qtype = !quant.uniform<u8:f32, 0.25:128>, rounding = "half_even"} : (tensor<8xf32>) -> tensor<8xf32>',
-        '  %c = qnn.simulated_quantize %x {qtype = !quant.uniform<i32:f32, 0.5>, acc = "i16", acc_overflow = "saturate"} : (tensor<8xf32>) -> tensor<8xf32>',
-        '  %d = qnn.simulated_quantize %x {qtype = !quant.uniform<i8:f32, 0.5>, mode = "passthrough"} : (tensor<8xf32>) -> tensor<8xf32>',
-        '  %e = qnn.simulated_quantize %x {qtype = !quant.uniform<i32:f32, 0.5>, acc = "i16"} : (tensor<8xf32>) -> tensor<8xf32>',
+        '  %a = qnn.simulated_quantize %x {qtype = !quant.uniform<i8:f32, 5.000000e-01:-3>} : (tensor<8xf32>) -> tensor<8xf32>',
+        '  %b = qnn.simulated_quantize %x {qtype = !quant.uniform<u8:f32, 2.500000e-01:128>, rounding = "half_even"} : (tensor<8xf32>) -> tensor<8xf32>',
+        '  %c = qnn.simulated_quantize %x {qtype = !quant.uniform<i32:f32, 5.000000e-01>, acc = "i16", acc_overflow = "saturate"} : (tensor<8xf32>) -> tensor<8xf32>',
+        '  %d = qnn.simulated_quantize %x {qtype = !quant.uniform<i8:f32, 5.000000e-01>, mode = "passthrough"} : (tensor<8xf32>) -> tensor<8xf32>',
+        '  %e = qnn.simulated_quantize %x {qtype = !quant.uniform<i32:f32, 5.000000e-01>, acc = "i16"} : (tensor<8xf32>) -> tensor<8xf32>',
         "  func.return %a, %b, %c, %d, %e : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>",
     ])
     text = module(body, 5)
@@ -111,7 +111,7 @@ def test_lowering_is_exact():
 
 
 def test_wrap_remark(capsys):
-    m = parse_module(CTX, module(sim('qtype = !quant.uniform<i32:f32, 0.5>, acc = "i16"')))
+    m = parse_module(CTX, module(sim('qtype = !quant.uniform<i32:f32, 5.000000e-01>, acc = "i16"')))
     QnnLowerSimulatedQuantizePass().apply(CTX, m)
     assert "remark: qnn-lower-simulated-quantize:" in capsys.readouterr().err
 

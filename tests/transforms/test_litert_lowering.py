@@ -104,11 +104,11 @@ def test_zoo_models_use_the_litert_recipes():
 # ----- single ops: many inputs, interpreter and TVM --------------------------------------------------
 
 OPS = """
-!a = !quant.uniform<i8:f32, 0.05:3>
-!b = !quant.uniform<i8:f32, 0.07:-5>
-!o = !quant.uniform<i8:f32, 0.1:-2>
-!m = !quant.uniform<i8:f32, 0.03:7>
-!s = !quant.uniform<i8:f32, 0.00390625:-128>
+!a = !quant.uniform<i8:f32, 5.000000e-02:3>
+!b = !quant.uniform<i8:f32, 7.000000e-02:-5>
+!o = !quant.uniform<i8:f32, 1.000000e-01:-2>
+!m = !quant.uniform<i8:f32, 3.000000e-02:7>
+!s = !quant.uniform<i8:f32, 3.906250e-03:-128>
 func.func @main(%x: tensor<4x16x!a>, %y: tensor<1x16x!b>, %p: tensor<1x4x4x64x!a>, %r: tensor<6x40x!a>)
     -> (tensor<4x16x!o>, tensor<4x16x!o>, tensor<1x64x!m>, tensor<6x40x!s>, tensor<4x16x!s>) {
   %0 = qnn.add %x, %y : (tensor<4x16x!a>, tensor<1x16x!b>) -> tensor<4x16x!o>
@@ -140,8 +140,8 @@ def test_single_ops_lower_to_the_litert_recipes():
 
 
 SOFTMAX_ONLY = """
-!a = !quant.uniform<i8:f32, 0.05:3>
-!s = !quant.uniform<i8:f32, 0.00390625:-128>
+!a = !quant.uniform<i8:f32, 5.000000e-02:3>
+!s = !quant.uniform<i8:f32, 3.906250e-03:-128>
 func.func @main(%r: tensor<6x40x!a>, %x: tensor<4x16x!a>) -> (tensor<6x40x!s>, tensor<4x16x!s>) {
   %0 = qnn.softmax %r : (tensor<6x40x!a>) -> tensor<6x40x!s>
   %1 = qnn.softmax %x {beta = 0.7 : f32} : (tensor<4x16x!a>) -> tensor<4x16x!s>

@@ -16,7 +16,7 @@ from qdialect.interpreter import run_module
 
 from .helpers import parse
 
-Q = "!quant.uniform<i8:f32, 0.05:-3>"
+Q = "!quant.uniform<i8:f32, 5.000000e-02:-3>"
 
 
 def run(text: str, *inputs):
@@ -96,12 +96,12 @@ def test_avg_pool_float_excludes_padding_and_integers_round_half_away():
 
 def test_casts():
     q = np.array([-128, -3, 0, 127], np.int8).reshape(1, 4)
-    text = f"""func.func @main(%q: tensor<1x4x{Q}>, %f: tensor<1x4xf32>) -> (tensor<1x4xi32>, tensor<1x4x!quant.uniform<i8<-127:127>:f32, 0.5>>, tensor<1x4xi8>) {{
+    text = f"""func.func @main(%q: tensor<1x4x{Q}>, %f: tensor<1x4xf32>) -> (tensor<1x4xi32>, tensor<1x4x!quant.uniform<i8<-127:127>:f32, 5.000000e-01>>, tensor<1x4xi8>) {{
   %i = nn.cast %q : (tensor<1x4x{Q}>) -> tensor<1x4xi32>
   %k = nn.constant dense<"0x2C010000F6FFFFFF0000000080FFFFFF"> : tensor<1x4xi32>
-  %n = nn.cast %k : (tensor<1x4xi32>) -> tensor<1x4x!quant.uniform<i8<-127:127>:f32, 0.5>>
+  %n = nn.cast %k : (tensor<1x4xi32>) -> tensor<1x4x!quant.uniform<i8<-127:127>:f32, 5.000000e-01>>
   %t = nn.cast %f : (tensor<1x4xf32>) -> tensor<1x4xi8>
-  func.return %i, %n, %t : tensor<1x4xi32>, tensor<1x4x!quant.uniform<i8<-127:127>:f32, 0.5>>, tensor<1x4xi8>
+  func.return %i, %n, %t : tensor<1x4xi32>, tensor<1x4x!quant.uniform<i8<-127:127>:f32, 5.000000e-01>>, tensor<1x4xi8>
 }}"""
     i, n, t = run(text, q, np.array([[-2.7, 2.7, 300.0, -1e9]], np.float32))
     assert i.dtype == np.int32 and i.tolist() == [[-128, -3, 0, 127]]
@@ -156,8 +156,8 @@ def test_activations():
          "nn.logistic: unknown attribute 'alpha'"),
         ("nn.add %x, %x {qnn.rounding = \"nearest\"} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>",
          "nn.add: attribute 'qnn.rounding' is 'nearest', expected one of tflite, single, half_even, half_up, litert"),
-        ("nn.cast %x : (tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32, 0.5>>",
-         "nn.cast: cannot cast f32 to !quant.uniform<i8:f32, 0.5>"),
+        ("nn.cast %x : (tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32, 5.000000e-01>>",
+         "nn.cast: cannot cast f32 to !quant.uniform<i8:f32, 5.000000e-01>"),
         ("nn.tanh %x : (tensor<2xf32>) -> tensor<2xf16>",
          "nn.tanh: operand 0 (input) element type f32 differs from the result's f16"),
     ],

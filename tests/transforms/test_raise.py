@@ -106,8 +106,8 @@ def test_knobs_survive_the_round_trip():
 
 # ----- the awkward spellings ---------------------------------------------------------------------
 
-Q_IN = "!quant.uniform<i8:f32, 0.05:-3>"
-Q_OUT = "!quant.uniform<i8:f32, 0.1:5>"
+Q_IN = "!quant.uniform<i8:f32, 5.000000e-02:-3>"
+Q_OUT = "!quant.uniform<i8:f32, 1.000000e-01:5>"
 
 
 def _module(body: str, args: str, results: str) -> str:
@@ -134,7 +134,7 @@ def test_cast_avg_pool_cast_is_raised_bit_exactly():
 
 
 def test_cast_mean_requantize_becomes_mean():
-    q32 = "!quant.uniform<i32:f32, 0.05:-3>"
+    q32 = "!quant.uniform<i32:f32, 5.000000e-02:-3>"
     text = _module(
         f"""
   %i = nn.cast %x : (tensor<1x6x6x3x{Q_IN}>) -> tensor<1x6x6x3xi32>
@@ -160,19 +160,19 @@ def test_cast_mean_requantize_becomes_mean():
 
 
 RELU_AS_MAX = """
-func.func @main(%x: tensor<1x4x4x3x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x4x4x2x!quant.uniform<i8:f32, 0.1:5>> {
-  %w = qnn.constant dense<"0x0AF6147FE281"> : tensor<2x1x1x3x!quant.uniform<i8:f32:0, {0.01, 0.02}>>
-  %b = qnn.constant dense<"0x64000000CEFFFFFF"> : tensor<2x!quant.uniform<i32:f32:0, {0.0005, 0.001}>>
-  %y = qnn.conv2d %x, %w, %b CLAMP: (tensor<1x4x4x3x!quant.uniform<i8:f32, 0.05:-3>>, tensor<2x1x1x3x!quant.uniform<i8:f32:0, {0.01, 0.02}>>, tensor<2x!quant.uniform<i32:f32:0, {0.0005, 0.001}>>) -> tensor<1x4x4x2x!quant.uniform<i8:f32, 0.1:5>>
+func.func @main(%x: tensor<1x4x4x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>) -> tensor<1x4x4x2x!quant.uniform<i8:f32, 1.000000e-01:5>> {
+  %w = qnn.constant dense<"0x0AF6147FE281"> : tensor<2x1x1x3x!quant.uniform<i8:f32:0, {1.000000e-02,2.000000e-02}>>
+  %b = qnn.constant dense<"0x64000000CEFFFFFF"> : tensor<2x!quant.uniform<i32:f32:0, {5.000000e-04,1.000000e-03}>>
+  %y = qnn.conv2d %x, %w, %b CLAMP: (tensor<1x4x4x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>, tensor<2x1x1x3x!quant.uniform<i8:f32:0, {1.000000e-02,2.000000e-02}>>, tensor<2x!quant.uniform<i32:f32:0, {5.000000e-04,1.000000e-03}>>) -> tensor<1x4x4x2x!quant.uniform<i8:f32, 1.000000e-01:5>>
   RELU
 }
 """
-MAX_WITH_ZERO_POINT = """%yf = quant.dcast %y : tensor<1x4x4x2x!quant.uniform<i8:f32, 0.1:5>> to tensor<1x4x4x2xf32>
-  %z = qnn.constant dense<"0x05"> : tensor<1x!quant.uniform<i8:f32, 0.1:5>>
-  %zf = quant.dcast %z : tensor<1x!quant.uniform<i8:f32, 0.1:5>> to tensor<1xf32>
+MAX_WITH_ZERO_POINT = """%yf = quant.dcast %y : tensor<1x4x4x2x!quant.uniform<i8:f32, 1.000000e-01:5>> to tensor<1x4x4x2xf32>
+  %z = qnn.constant dense<"0x05"> : tensor<1x!quant.uniform<i8:f32, 1.000000e-01:5>>
+  %zf = quant.dcast %z : tensor<1x!quant.uniform<i8:f32, 1.000000e-01:5>> to tensor<1xf32>
   %mf = nn.maximum %yf, %zf : (tensor<1x4x4x2xf32>, tensor<1xf32>) -> tensor<1x4x4x2xf32>
-  %m = quant.qcast %mf : tensor<1x4x4x2xf32> to tensor<1x4x4x2x!quant.uniform<i8:f32, 0.1:5>>
-  func.return %m : tensor<1x4x4x2x!quant.uniform<i8:f32, 0.1:5>>"""
+  %m = quant.qcast %mf : tensor<1x4x4x2xf32> to tensor<1x4x4x2x!quant.uniform<i8:f32, 1.000000e-01:5>>
+  func.return %m : tensor<1x4x4x2x!quant.uniform<i8:f32, 1.000000e-01:5>>"""
 
 
 def test_relu_as_max_with_the_zero_point_folds_into_the_producer():
@@ -182,7 +182,7 @@ def test_relu_as_max_with_the_zero_point_folds_into_the_producer():
     conv = next(op for op in back.walk() if isinstance(op, qnn.Conv2DOp))
     assert conv.clamp_bounds() == (5, 127)
     expected = parse(RELU_AS_MAX.replace("CLAMP", "{act_min = 5 : i64} ").replace(
-        "RELU", "func.return %y : tensor<1x4x4x2x!quant.uniform<i8:f32, 0.1:5>>"))
+        "RELU", "func.return %y : tensor<1x4x4x2x!quant.uniform<i8:f32, 1.000000e-01:5>>"))
     for seed in range(3):
         assert not same_integers(expected, back, random_inputs(expected, seed))
 
@@ -232,15 +232,15 @@ def test_requantize_through_float_and_constant_weights():
         f"""
   %xf = quant.dcast %x : tensor<1x8x{Q_IN}> to tensor<1x8xf32>
   %w = nn.constant dense<"0x0000803F000000BF0000003F0000803E0000003F000080BF0000803F0000C03F0000803F000000BF0000003F0000803E0000003F000080BF0000803F0000C03F"> : tensor<2x8xf32>
-  %wq = quant.qcast %w : tensor<2x8xf32> to tensor<2x8x!quant.uniform<i8:f32, 0.0125>>
-  %wf = quant.dcast %wq : tensor<2x8x!quant.uniform<i8:f32, 0.0125>> to tensor<2x8xf32>
+  %wq = quant.qcast %w : tensor<2x8xf32> to tensor<2x8x!quant.uniform<i8:f32, 1.250000e-02>>
+  %wf = quant.dcast %wq : tensor<2x8x!quant.uniform<i8:f32, 1.250000e-02>> to tensor<2x8xf32>
   %y = nn.fully_connected %xf, %wf : (tensor<1x8xf32>, tensor<2x8xf32>) -> tensor<1x2xf32>
   %yq = quant.qcast %y : tensor<1x2xf32> to tensor<1x2x{Q_OUT}>
   %yf = quant.dcast %yq : tensor<1x2x{Q_OUT}> to tensor<1x2xf32>
-  %z = quant.qcast %yf : tensor<1x2xf32> to tensor<1x2x!quant.uniform<u8:f32, 0.2:128>>
-  func.return %z : tensor<1x2x!quant.uniform<u8:f32, 0.2:128>>""",
+  %z = quant.qcast %yf : tensor<1x2xf32> to tensor<1x2x!quant.uniform<u8:f32, 2.000000e-01:128>>
+  func.return %z : tensor<1x2x!quant.uniform<u8:f32, 2.000000e-01:128>>""",
         f"%x: tensor<1x8x{Q_IN}>",
-        "tensor<1x2x!quant.uniform<u8:f32, 0.2:128>>",
+        "tensor<1x2x!quant.uniform<u8:f32, 2.000000e-01:128>>",
     )
     back, report = raised(parse(text))
     assert op_names(back) == {"qnn.constant", "qnn.fully_connected", "qnn.requantize"}
@@ -252,16 +252,16 @@ def test_requantize_through_float_and_constant_weights():
 def test_regions_left_in_float_are_remarks():
     text = _module(
         """
-  %xf = quant.dcast %x : tensor<1x8x!quant.uniform<i8:f32, 0.05:-3>> to tensor<1x8xf32>
+  %xf = quant.dcast %x : tensor<1x8x!quant.uniform<i8:f32, 5.000000e-02:-3>> to tensor<1x8xf32>
   %c = nn.constant dense<"0x0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F"> : tensor<1x8xf32>
   %a = nn.add %xf, %c : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
-  %aq = quant.qcast %a : tensor<1x8xf32> to tensor<1x8x!quant.uniform<i8:f32, 0.1:5>>
+  %aq = quant.qcast %a : tensor<1x8xf32> to tensor<1x8x!quant.uniform<i8:f32, 1.000000e-01:5>>
   %t = nn.tanh %xf : (tensor<1x8xf32>) -> tensor<1x8xf32>
   %l = nn.logistic %t : (tensor<1x8xf32>) -> tensor<1x8xf32>
-  %lq = quant.qcast %l : tensor<1x8xf32> to tensor<1x8x!quant.uniform<i8:f32, 0.00390625:-128>>
-  func.return %aq, %lq : tensor<1x8x!quant.uniform<i8:f32, 0.1:5>>, tensor<1x8x!quant.uniform<i8:f32, 0.00390625:-128>>""",
-        "%x: tensor<1x8x!quant.uniform<i8:f32, 0.05:-3>>",
-        "tensor<1x8x!quant.uniform<i8:f32, 0.1:5>>, tensor<1x8x!quant.uniform<i8:f32, 0.00390625:-128>>",
+  %lq = quant.qcast %l : tensor<1x8xf32> to tensor<1x8x!quant.uniform<i8:f32, 3.906250e-03:-128>>
+  func.return %aq, %lq : tensor<1x8x!quant.uniform<i8:f32, 1.000000e-01:5>>, tensor<1x8x!quant.uniform<i8:f32, 3.906250e-03:-128>>""",
+        "%x: tensor<1x8x!quant.uniform<i8:f32, 5.000000e-02:-3>>",
+        "tensor<1x8x!quant.uniform<i8:f32, 1.000000e-01:5>>, tensor<1x8x!quant.uniform<i8:f32, 3.906250e-03:-128>>",
     )
     back, report = raised(parse(text))
     assert report.regions_left == 3 and report.regions_raised == 0
@@ -276,10 +276,10 @@ def test_qd_opt_prints_the_ir_and_the_remarks(tmp_path: Path):
     src.write_text(
         _module(
             """
-  %xf = quant.dcast %x : tensor<1x8x!quant.uniform<i8:f32, 0.05:-3>> to tensor<1x8xf32>
+  %xf = quant.dcast %x : tensor<1x8x!quant.uniform<i8:f32, 5.000000e-02:-3>> to tensor<1x8xf32>
   %t = nn.tanh %xf : (tensor<1x8xf32>) -> tensor<1x8xf32>
   func.return %t : tensor<1x8xf32>""",
-            "%x: tensor<1x8x!quant.uniform<i8:f32, 0.05:-3>>",
+            "%x: tensor<1x8x!quant.uniform<i8:f32, 5.000000e-02:-3>>",
             "tensor<1x8xf32>",
         )
     )

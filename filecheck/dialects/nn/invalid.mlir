@@ -45,21 +45,21 @@ func.func @pool_shape(%x: tensor<1x4x4x3xf32>) {
 
 // -----
 func.func @avg_pool_quantized(%x: tensor<1x2x2x1x!quant.uniform<i8:f32, 0.5>>) {
-  // expected-error@+1 {{nn.avg_pool2d: result element type !quant.uniform<i8:f32, 0.5> must be a float or integer type}}
+  // expected-error@+1 {{nn.avg_pool2d: result element type !quant.uniform<i8:f32, 5.000000e-01> must be a float or integer type}}
   %0 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>} : (tensor<1x2x2x1x!quant.uniform<i8:f32, 0.5>>) -> tensor<1x1x1x1x!quant.uniform<i8:f32, 0.5>>
   func.return
 }
 
 // -----
 func.func @max_params(%a: tensor<4x!quant.uniform<i8:f32, 0.5>>, %b: tensor<4x!quant.uniform<i8:f32, 0.25>>) {
-  // expected-error@+1 {{nn.maximum: operand 1 (rhs) element type !quant.uniform<i8:f32, 0.25> differs from the result's !quant.uniform<i8:f32, 0.5>}}
+  // expected-error@+1 {{nn.maximum: operand 1 (rhs) element type !quant.uniform<i8:f32, 2.500000e-01> differs from the result's !quant.uniform<i8:f32, 5.000000e-01>}}
   %0 = nn.maximum %a, %b : (tensor<4x!quant.uniform<i8:f32, 0.5>>, tensor<4x!quant.uniform<i8:f32, 0.25>>) -> tensor<4x!quant.uniform<i8:f32, 0.5>>
   func.return
 }
 
 // -----
 func.func @cast_to_float(%a: tensor<4x!quant.uniform<i8:f32, 0.5>>) {
-  // expected-error@+1 {{nn.cast: cannot cast !quant.uniform<i8:f32, 0.5> to f32: quantized values convert to and from integers (use quant.dcast / quant.qcast for floats)}}
+  // expected-error@+1 {{nn.cast: cannot cast !quant.uniform<i8:f32, 5.000000e-01> to f32: quantized values convert to and from integers (use quant.dcast / quant.qcast for floats)}}
   %0 = nn.cast %a : (tensor<4x!quant.uniform<i8:f32, 0.5>>) -> tensor<4xf32>
   func.return
 }

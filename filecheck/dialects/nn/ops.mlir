@@ -59,14 +59,14 @@ func.func @float_ops(%x: tensor<1x4x4x3xf32>, %v: tensor<2x8xf32>) {
 
 // CHECK-LABEL: func.func @integer_and_quantized
 func.func @integer_and_quantized(%q: tensor<1x4x4x3x!q>) {
-  // CHECK: nn.cast %q : (tensor<1x4x4x3x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x4x4x3xi32>
+  // CHECK: nn.cast %q : (tensor<1x4x4x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>) -> tensor<1x4x4x3xi32>
   %i = nn.cast %q : (tensor<1x4x4x3x!q>) -> tensor<1x4x4x3xi32>
   %a = nn.avg_pool2d %i {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x4x4x3xi32>) -> tensor<1x2x2x3xi32>
   %m = nn.mean %i {axes = array<i64: 1, 2>} : (tensor<1x4x4x3xi32>) -> tensor<1x3xi32>
   %f = nn.cast %m : (tensor<1x3xi32>) -> tensor<1x3xf32>
-  // CHECK: nn.cast %a : (tensor<1x2x2x3xi32>) -> tensor<1x2x2x3x!quant.uniform<i8:f32, 0.05:-3>>
+  // CHECK: nn.cast %a : (tensor<1x2x2x3xi32>) -> tensor<1x2x2x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>
   %b = nn.cast %a : (tensor<1x2x2x3xi32>) -> tensor<1x2x2x3x!q>
-  // CHECK: nn.max_pool2d %q {kernel = array<i64: 2, 2>} : (tensor<1x4x4x3x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x3x3x3x!quant.uniform<i8:f32, 0.05:-3>>
+  // CHECK: nn.max_pool2d %q {kernel = array<i64: 2, 2>} : (tensor<1x4x4x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>) -> tensor<1x3x3x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>
   %p = nn.max_pool2d %q {kernel = array<i64: 2, 2>} : (tensor<1x4x4x3x!q>) -> tensor<1x3x3x3x!q>
   %r = nn.relu %q : (tensor<1x4x4x3x!q>) -> tensor<1x4x4x3x!q>
   %z = nn.pad %q {paddings = array<i64: 0, 0, 1, 1, 1, 1, 0, 0>} : (tensor<1x4x4x3x!q>) -> tensor<1x6x6x3x!q>

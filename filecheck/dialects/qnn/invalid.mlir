@@ -6,7 +6,7 @@
 !o = !quant.uniform<i8:f32, 0.25:5>
 
 func.func @logistic_fixed(%a: tensor<4x!a>) {
-  // expected-error@+1 {{qnn.logistic: result for i8 must have scale 0.00390625 and zero point -128 (fixed by TFLite), got !quant.uniform<i8:f32, 0.25:5>}}
+  // expected-error@+1 {{qnn.logistic: result for i8 must have scale 0.00390625 and zero point -128 (fixed by TFLite), got !quant.uniform<i8:f32, 2.500000e-01:5>}}
   %0 = qnn.logistic %a : (tensor<4x!a>) -> tensor<4x!o>
   func.return
 }
@@ -14,7 +14,7 @@ func.func @logistic_fixed(%a: tensor<4x!a>) {
 // -----
 !a = !quant.uniform<i8:f32, 0.5:-3>
 func.func @tanh_fixed(%a: tensor<4x!a>) {
-  // expected-error@+1 {{qnn.tanh: result for i8 must have scale 0.0078125 and zero point 0 (fixed by TFLite), got !quant.uniform<i8:f32, 0.0078125:1>}}
+  // expected-error@+1 {{qnn.tanh: result for i8 must have scale 0.0078125 and zero point 0 (fixed by TFLite), got !quant.uniform<i8:f32, 7.812500e-03:1>}}
   %0 = qnn.tanh %a : (tensor<4x!a>) -> tensor<4x!quant.uniform<i8:f32, 0.0078125:1>>
   func.return
 }
@@ -65,7 +65,7 @@ func.func @bad_clamp(%a: tensor<4x!quant.uniform<i8:f32, 0.5:-3>>) {
 
 // -----
 func.func @same_params(%a: tensor<4x!quant.uniform<i8:f32, 0.5:-3>>, %b: tensor<4x!quant.uniform<i8:f32, 0.25:-3>>) {
-  // expected-error@+1 {{qnn.maximum: operand 1 (rhs) and result must have the same quantization parameters, got !quant.uniform<i8:f32, 0.25:-3> and !quant.uniform<i8:f32, 0.5:-3>}}
+  // expected-error@+1 {{qnn.maximum: operand 1 (rhs) and result must have the same quantization parameters, got !quant.uniform<i8:f32, 2.500000e-01:-3> and !quant.uniform<i8:f32, 5.000000e-01:-3>}}
   %0 = qnn.maximum %a, %b : (tensor<4x!quant.uniform<i8:f32, 0.5:-3>>, tensor<4x!quant.uniform<i8:f32, 0.25:-3>>) -> tensor<4x!quant.uniform<i8:f32, 0.5:-3>>
   func.return
 }
@@ -157,7 +157,7 @@ func.func @constant_range() {
 
 // -----
 func.func @constant_size() {
-  // expected-error@+1 {{qnn.constant: 2 bytes of data but tensor<4x!quant.uniform<i8:f32, 0.1>> needs 4}}
+  // expected-error@+1 {{qnn.constant: 2 bytes of data but tensor<4x!quant.uniform<i8:f32, 1.000000e-01>> needs 4}}
   %w = qnn.constant dense<"0x0102"> : tensor<4x!quant.uniform<i8:f32, 0.1>>
   func.return
 }
@@ -206,7 +206,7 @@ func.func @unknown_attr(%a: tensor<4x!quant.uniform<i8:f32, 0.5:-3>>) {
 
 // -----
 func.func @per_axis_activation(%a: tensor<4x!quant.uniform<i8:f32:0, {0.5, 0.5, 0.5, 0.5}>>, %b: tensor<4x!quant.uniform<i8:f32, 0.5>>) {
-  // expected-error@+1 {{qnn.add: operand 0 (lhs) must be per-tensor quantized, got !quant.uniform<i8:f32:0, {0.5, 0.5, 0.5, 0.5}>}}
+  // expected-error@+1 {{qnn.add: operand 0 (lhs) must be per-tensor quantized, got !quant.uniform<i8:f32:0, {5.000000e-01,5.000000e-01,5.000000e-01,5.000000e-01}>}}
   %0 = qnn.add %a, %b : (tensor<4x!quant.uniform<i8:f32:0, {0.5, 0.5, 0.5, 0.5}>>, tensor<4x!quant.uniform<i8:f32, 0.5>>) -> tensor<4x!quant.uniform<i8:f32, 0.5>>
   func.return
 }

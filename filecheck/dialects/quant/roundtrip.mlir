@@ -5,63 +5,63 @@
 // Every syntax form of !quant.uniform prints back in MLIR's syntax.
 
 // CHECK-LABEL: func.func @per_tensor
-// CHECK-SAME: tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>
-// CHECK-SAME: tensor<4x!quant.uniform<i8:f32, 0.25>>
+// CHECK-SAME: tensor<2x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>
+// CHECK-SAME: tensor<4x!quant.uniform<i8:f32, 2.500000e-01>>
 func.func @per_tensor(%a: tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>, %b: tensor<4x!quant.uniform<i8:f32, 0.25:0>>) {
   func.return
 }
 
 // CHECK-LABEL: func.func @narrowed
-// CHECK-SAME: !quant.uniform<i8<-127:127>:f32, 0.0078125>
-// CHECK-SAME: !quant.uniform<i4<-7:7>:f16, 0.125:1>
-// CHECK-SAME: !quant.uniform<i8:f32, 0.5>
+// CHECK-SAME: !quant.uniform<i8<-127:127>:f32, 7.812500e-03>
+// CHECK-SAME: !quant.uniform<i4<-7:7>:f16, 1.250000e-01:1>
+// CHECK-SAME: !quant.uniform<i8:f32, 5.000000e-01>
 func.func @narrowed(%a: tensor<4x!quant.uniform<i8<-127:127>:f32, 0.0078125>>, %b: tensor<4x!quant.uniform<i4<-7:7>:f16, 0.125:1>>, %c: tensor<4x!quant.uniform<i8<-128:127>:f32, 0.5>>) {
   func.return
 }
 
 // CHECK-LABEL: func.func @unsigned_and_widths
-// CHECK-SAME: !quant.uniform<u8:f32, 0.02:128>
-// CHECK-SAME: !quant.uniform<u2:f32, 1.0:3>
-// CHECK-SAME: !quant.uniform<i2:f32, 1.0:-2>
-// CHECK-SAME: !quant.uniform<i16:f32, 3.0517578125e-05>
-// CHECK-SAME: !quant.uniform<u32:f32, 2.5:4294967295>
-// CHECK-SAME: !quant.uniform<i32:bf16, 0.001:-2147483648>
+// CHECK-SAME: !quant.uniform<u8:f32, 2.000000e-02:128>
+// CHECK-SAME: !quant.uniform<u2:f32, 1.000000e+00:3>
+// CHECK-SAME: !quant.uniform<i2:f32, 1.000000e+00:-2>
+// CHECK-SAME: !quant.uniform<i16:f32, 3.0517578125E-5>
+// CHECK-SAME: !quant.uniform<u32:f32, 2.500000e+00:4294967295>
+// CHECK-SAME: !quant.uniform<i32:bf16, 1.000000e-03:-2147483648>
 func.func @unsigned_and_widths(%a: tensor<4x!quant.uniform<u8:f32, 0.02:128>>, %b: tensor<4x!quant.uniform<u2:f32, 1.0:3>>, %c: tensor<4x!quant.uniform<i2:f32, 1.0:-2>>, %d: tensor<4x!quant.uniform<i16:f32, 3.0517578125e-05>>, %e: tensor<4x!quant.uniform<u32:f32, 2.5:4294967295>>, %f: tensor<4x!quant.uniform<i32:bf16, 1.000000e-03:-2147483648>>) {
   func.return
 }
 
 // Scales print without precision loss: the shortest text that reads back to the same double.
 // CHECK-LABEL: func.func @exact_scales
-// CHECK-SAME: !quant.uniform<i8:f32, 0.0235294122248888:-128>
-// CHECK-SAME: !quant.uniform<i8:f32, 1.0e-05>
-// CHECK-SAME: !quant.uniform<i8:f32, 1.401298464324817e-45>
-// CHECK-SAME: !quant.uniform<i8:f32, 3.4028234663852886e+38>
-// CHECK-SAME: !quant.uniform<i2:f32, 1000001.0>
+// CHECK-SAME: !quant.uniform<i8:f32, 0.023529412224888802:-128>
+// CHECK-SAME: !quant.uniform<i8:f32, 1.000000e-05>
+// CHECK-SAME: !quant.uniform<i8:f32, 1.4012984643248171E-45>
+// CHECK-SAME: !quant.uniform<i8:f32, 3.4028234663852886E+38>
+// CHECK-SAME: !quant.uniform<i2:f32, 0x412E848200000000>
 func.func @exact_scales(%a: tensor<4x!quant.uniform<i8:f32, 0.023529412224888802:-128>>, %b: tensor<4x!quant.uniform<i8:f32, 1.000000e-05>>, %c: tensor<4x!quant.uniform<i8:f32, 1.401298464324817e-45>>, %d: tensor<4x!quant.uniform<i8:f32, 3.4028234663852886e+38>>, %e: tensor<4x!quant.uniform<i2:f32, 0x412E848200000000>>) {
   func.return
 }
 
 // CHECK-LABEL: func.func @per_axis
-// CHECK-SAME: tensor<3x2x!quant.uniform<i8:f32:0, {0.1:1, 0.2:2, 0.3:3}>>
-// CHECK-SAME: tensor<2x4x!quant.uniform<i8<-127:127>:f32:1, {0.5, 0.25, 0.125:-1, 1.0}>>
-// CHECK-SAME: tensor<1x!quant.uniform<u8:f16:0, {2.0:255}>>
+// CHECK-SAME: tensor<3x2x!quant.uniform<i8:f32:0, {1.000000e-01:1,2.000000e-01:2,3.000000e-01:3}>>
+// CHECK-SAME: tensor<2x4x!quant.uniform<i8<-127:127>:f32:1, {5.000000e-01,2.500000e-01,1.250000e-01:-1,1.000000e+00}>>
+// CHECK-SAME: tensor<1x!quant.uniform<u8:f16:0, {2.000000e+00:255}>>
 func.func @per_axis(%a: tensor<3x2x!quant.uniform<i8:f32:0, {0.1:1, 0.2:2, 0.3:3}>>, %b: tensor<2x4x!quant.uniform<i8<-127:127>:f32:1, {0.5, 0.25:0, 0.125:-1, 1.0}>>, %c: tensor<1x!quant.uniform<u8:f16:0, {2.0:255}>>) {
   func.return
 }
 
 // CHECK-LABEL: func.func @scalar_and_unranked
-// CHECK-SAME: !quant.uniform<i8:f32, 0.5:1>
-// CHECK-SAME: tensor<*x!quant.uniform<i8:f32, 0.5:1>>
+// CHECK-SAME: !quant.uniform<i8:f32, 5.000000e-01:1>
+// CHECK-SAME: tensor<*x!quant.uniform<i8:f32, 5.000000e-01:1>>
 func.func @scalar_and_unranked(%a: !quant.uniform<i8:f32, 0.5:1>, %b: tensor<*x!quant.uniform<i8:f32, 0.5:1>>) {
   func.return
 }
 
 // CHECK-LABEL: func.func @casts
-// CHECK-NEXT: %[[F:.*]] = quant.dcast %{{.*}} : tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>> to tensor<2x3xf32>
-// CHECK-NEXT: %[[Q:.*]] = quant.qcast %[[F]] : tensor<2x3xf32> to tensor<2x3x!quant.uniform<i8:f32, 0.25:1>>
-// CHECK-NEXT: %[[S:.*]] = quant.scast %[[Q]] : tensor<2x3x!quant.uniform<i8:f32, 0.25:1>> to tensor<2x3xi8>
-// CHECK-NEXT: %{{.*}} = quant.scast %[[S]] : tensor<2x3xi8> to tensor<2x3x!quant.uniform<i8:f32, 0.25:1>>
-// CHECK-NEXT: %{{.*}} = quant.dcast %{{.*}} : !quant.uniform<u8:bf16, 0.5:3> to bf16
+// CHECK-NEXT: %[[F:.*]] = quant.dcast %{{.*}} : tensor<2x3x!quant.uniform<i8:f32, 5.000000e-01:-3>> to tensor<2x3xf32>
+// CHECK-NEXT: %[[Q:.*]] = quant.qcast %[[F]] : tensor<2x3xf32> to tensor<2x3x!quant.uniform<i8:f32, 2.500000e-01:1>>
+// CHECK-NEXT: %[[S:.*]] = quant.scast %[[Q]] : tensor<2x3x!quant.uniform<i8:f32, 2.500000e-01:1>> to tensor<2x3xi8>
+// CHECK-NEXT: %{{.*}} = quant.scast %[[S]] : tensor<2x3xi8> to tensor<2x3x!quant.uniform<i8:f32, 2.500000e-01:1>>
+// CHECK-NEXT: %{{.*}} = quant.dcast %{{.*}} : !quant.uniform<u8:bf16, 5.000000e-01:3> to bf16
 func.func @casts(%a: tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>, %s: !quant.uniform<u8:bf16, 0.5:3>) -> tensor<2x3xi8> {
   %0 = quant.dcast %a : tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>> to tensor<2x3xf32>
   %1 = quant.qcast %0 : tensor<2x3xf32> to tensor<2x3x!quant.uniform<i8:f32, 0.25:1>>

@@ -10,7 +10,7 @@
 
 // A requantize between equal types is the identity.
 // CHECK-LABEL: func.func @identity_requantize
-// CHECK-NEXT:    func.return %{{.*}} : tensor<4x!quant.uniform<i8:f32, 0.05:-3>>
+// CHECK-NEXT:    func.return %{{.*}} : tensor<4x!quant.uniform<i8:f32, 5.000000e-02:-3>>
 func.func @identity_requantize(%x: tensor<4x!x>) -> tensor<4x!x> {
   %0 = qnn.requantize %x : (tensor<4x!x>) -> tensor<4x!x>
   func.return %0 : tensor<4x!x>
@@ -51,7 +51,7 @@ func.func @max_with_zero_point(%x: tensor<1x4x!y>) -> tensor<1x4x!y> {
 
 // min with a constant on a graph input: a clamp (nothing to fold into).
 // CHECK-LABEL: func.func @min_with_constant
-// CHECK-NEXT:    qnn.clamp %{{.*}} {act_max = 20 : i64} : (tensor<1x4x!quant.uniform<i8:f32, 0.1:5>>) -> tensor<1x4x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    qnn.clamp %{{.*}} {act_max = 20 : i64} : (tensor<1x4x!quant.uniform<i8:f32, 1.000000e-01:5>>) -> tensor<1x4x!quant.uniform<i8:f32, 1.000000e-01:5>>
 func.func @min_with_constant(%x: tensor<1x4x!y>) -> tensor<1x4x!y> {
   %z = qnn.constant dense<"0x14141414"> : tensor<4x!y>
   %m = qnn.minimum %z, %x : (tensor<4x!y>, tensor<1x4x!y>) -> tensor<1x4x!y>
@@ -60,7 +60,7 @@ func.func @min_with_constant(%x: tensor<1x4x!y>) -> tensor<1x4x!y> {
 
 // Two requantizes whose composition is exactly one (0.1 -> 0.05 doubles, then back with a new zero point).
 // CHECK-LABEL: func.func @exact_requantize_chain
-// CHECK-NEXT:    %{{.*}} = qnn.requantize %{{.*}} : (tensor<4x!quant.uniform<i8:f32, 0.1>>) -> tensor<4x!quant.uniform<i8:f32, 0.1:3>>
+// CHECK-NEXT:    %{{.*}} = qnn.requantize %{{.*}} : (tensor<4x!quant.uniform<i8:f32, 1.000000e-01>>) -> tensor<4x!quant.uniform<i8:f32, 1.000000e-01:3>>
 // CHECK-NEXT:    func.return
 func.func @exact_requantize_chain(%x: tensor<4x!quant.uniform<i8:f32, 0.1>>) -> tensor<4x!quant.uniform<i8:f32, 0.1:3>> {
   %a = qnn.requantize %x : (tensor<4x!quant.uniform<i8:f32, 0.1>>) -> tensor<4x!quant.uniform<i16:f32, 0.05>>
@@ -118,8 +118,8 @@ func.func @clamp_into_pool(%x: tensor<1x2x4x2x!y>) -> tensor<1x1x2x2x!y> {
 
 // A requantize after a reshape moves before it when it then folds with the requantize before.
 // CHECK-LABEL: func.func @requantize_through_reshape
-// CHECK-NEXT:    %[[Q:.*]] = qnn.requantize %{{.*}} : (tensor<2x2x!quant.uniform<i8:f32, 0.1>>) -> tensor<2x2x!quant.uniform<i8:f32, 0.1:3>>
-// CHECK-NEXT:    qnn.reshape %[[Q]] : (tensor<2x2x!quant.uniform<i8:f32, 0.1:3>>) -> tensor<4x!quant.uniform<i8:f32, 0.1:3>>
+// CHECK-NEXT:    %[[Q:.*]] = qnn.requantize %{{.*}} : (tensor<2x2x!quant.uniform<i8:f32, 1.000000e-01>>) -> tensor<2x2x!quant.uniform<i8:f32, 1.000000e-01:3>>
+// CHECK-NEXT:    qnn.reshape %[[Q]] : (tensor<2x2x!quant.uniform<i8:f32, 1.000000e-01:3>>) -> tensor<4x!quant.uniform<i8:f32, 1.000000e-01:3>>
 // CHECK-NEXT:    func.return
 func.func @requantize_through_reshape(%x: tensor<2x2x!quant.uniform<i8:f32, 0.1>>) -> tensor<4x!quant.uniform<i8:f32, 0.1:3>> {
   %a = qnn.requantize %x : (tensor<2x2x!quant.uniform<i8:f32, 0.1>>) -> tensor<2x2x!quant.uniform<i16:f32, 0.05>>
@@ -141,7 +141,7 @@ func.func @clamp_through_pad(%x: tensor<4x!y>) -> tensor<6x!y> {
 
 // A requantize of a constant is computed now.
 // CHECK-LABEL: func.func @requantize_constant
-// CHECK-NEXT:    %{{.*}} = qnn.constant dense<"0xFCFE0002"> : tensor<4x!quant.uniform<i8:f32, 0.1>>
+// CHECK-NEXT:    %{{.*}} = qnn.constant dense<"0xFCFE0002"> : tensor<4x!quant.uniform<i8:f32, 1.000000e-01>>
 // CHECK-NEXT:    func.return
 func.func @requantize_constant() -> tensor<4x!quant.uniform<i8:f32, 0.1>> {
   %c = qnn.constant dense<"0xFEFF0001"> : tensor<4x!quant.uniform<i8:f32, 0.2>>
@@ -172,7 +172,7 @@ func.func @second_use_blocks_folding(%x: tensor<4x!y>) -> (tensor<4x!y>, tensor<
 // A requantize to the same grid with a narrower storage range is a clamp: the
 // conv takes the narrower result type (its arithmetic does not depend on the range).
 // CHECK-LABEL: func.func @narrowing_requantize
-// CHECK:         %[[C:.*]] = qnn.conv2d {{.*}} -> tensor<1x2x2x2x!quant.uniform<i8<-127:127>:f32, 0.1:5>>
+// CHECK:         %[[C:.*]] = qnn.conv2d {{.*}} -> tensor<1x2x2x2x!quant.uniform<i8<-127:127>:f32, 1.000000e-01:5>>
 // CHECK-NEXT:    func.return %[[C]]
 func.func @narrowing_requantize(%x: tensor<1x2x2x3x!x>) -> tensor<1x2x2x2x!quant.uniform<i8<-127:127>:f32, 0.1:5>> {
   %w = qnn.constant dense<"0x0AF6147FE281"> : tensor<2x1x1x3x!w>

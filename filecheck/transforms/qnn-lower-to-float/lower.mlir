@@ -10,13 +10,13 @@
 // Weights stay quantized constants and are dequantized; relu (act_min at the
 // zero point) becomes the real fused clamp act_min = 0.0.
 // CHECK-LABEL: func.func @conv
-// CHECK-NEXT:    %[[X:.*]] = quant.dcast %x : tensor<1x2x2x3x!quant.uniform<i8:f32, 0.05:-3>> to tensor<1x2x2x3xf32>
-// CHECK-NEXT:    %[[W:.*]] = qnn.constant dense<"0x0AF6147FE281"> : tensor<2x1x1x3x!quant.uniform<i8:f32:0, {0.01, 0.02}>>
-// CHECK-NEXT:    %[[WF:.*]] = quant.dcast %[[W]] : tensor<2x1x1x3x!quant.uniform<i8:f32:0, {0.01, 0.02}>> to tensor<2x1x1x3xf32>
+// CHECK-NEXT:    %[[X:.*]] = quant.dcast %x : tensor<1x2x2x3x!quant.uniform<i8:f32, 5.000000e-02:-3>> to tensor<1x2x2x3xf32>
+// CHECK-NEXT:    %[[W:.*]] = qnn.constant dense<"0x0AF6147FE281"> : tensor<2x1x1x3x!quant.uniform<i8:f32:0, {1.000000e-02,2.000000e-02}>>
+// CHECK-NEXT:    %[[WF:.*]] = quant.dcast %[[W]] : tensor<2x1x1x3x!quant.uniform<i8:f32:0, {1.000000e-02,2.000000e-02}>> to tensor<2x1x1x3xf32>
 // CHECK-NEXT:    %[[B:.*]] = qnn.constant
-// CHECK-NEXT:    %[[BF:.*]] = quant.dcast %[[B]] : tensor<2x!quant.uniform<i32:f32:0, {0.0005, 0.001}>> to tensor<2xf32>
+// CHECK-NEXT:    %[[BF:.*]] = quant.dcast %[[B]] : tensor<2x!quant.uniform<i32:f32:0, {5.000000e-04,1.000000e-03}>> to tensor<2xf32>
 // CHECK-NEXT:    %[[C:.*]] = nn.conv2d %[[X]], %[[WF]], %[[BF]] {strides = array<i64: 1, 1>, act_min = 0.000000e+00 : f64} : (tensor<1x2x2x3xf32>, tensor<2x1x1x3xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
-// CHECK-NEXT:    %[[Q:.*]] = quant.qcast %[[C]] : tensor<1x2x2x2xf32> to tensor<1x2x2x2x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    %[[Q:.*]] = quant.qcast %[[C]] : tensor<1x2x2x2xf32> to tensor<1x2x2x2x!quant.uniform<i8:f32, 1.000000e-01:5>>
 // CHECK-NEXT:    func.return %[[Q]]
 func.func @conv(%x: tensor<1x2x2x3x!x>) -> tensor<1x2x2x2x!y> {
   %w = qnn.constant dense<"0x0AF6147FE281"> : tensor<2x1x1x3x!w>
@@ -30,7 +30,7 @@ func.func @conv(%x: tensor<1x2x2x3x!x>) -> tensor<1x2x2x2x!y> {
 // CHECK-LABEL: func.func @add_twice
 // CHECK-NEXT:    %[[X:.*]] = quant.dcast %x
 // CHECK-NEXT:    %[[A:.*]] = nn.add %[[X]], %[[X]] {qnn.rounding = "half_even"} :
-// CHECK-NEXT:    qnn.quantize %[[A]] {rounding = "half_even"} : (tensor<4xf32>) -> tensor<4x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    qnn.quantize %[[A]] {rounding = "half_even"} : (tensor<4xf32>) -> tensor<4x!quant.uniform<i8:f32, 1.000000e-01:5>>
 // CHECK-NEXT:    nn.mul %[[X]], %[[X]] :
 // CHECK-NEXT:    quant.qcast
 func.func @add_twice(%x: tensor<4x!x>) -> (tensor<4x!y>, tensor<4x!y>) {
@@ -42,9 +42,9 @@ func.func @add_twice(%x: tensor<4x!x>) -> (tensor<4x!y>, tensor<4x!y>) {
 // A requantize is dcast -> qcast; with a clamp, an nn.clip marked qnn.requantize in between.
 // CHECK-LABEL: func.func @requantize
 // CHECK-NEXT:    %[[X:.*]] = quant.dcast %x
-// CHECK-NEXT:    quant.qcast %[[X]] : tensor<4xf32> to tensor<4x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    quant.qcast %[[X]] : tensor<4xf32> to tensor<4x!quant.uniform<i8:f32, 1.000000e-01:5>>
 // CHECK-NEXT:    %[[C:.*]] = nn.clip %[[X]] {min = 5.000000e-01 : f64, qnn.requantize} : (tensor<4xf32>) -> tensor<4xf32>
-// CHECK-NEXT:    quant.qcast %[[C]] : tensor<4xf32> to tensor<4x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    quant.qcast %[[C]] : tensor<4xf32> to tensor<4x!quant.uniform<i8:f32, 1.000000e-01:5>>
 func.func @requantize(%x: tensor<4x!x>) -> (tensor<4x!y>, tensor<4x!y>) {
   %a = qnn.requantize %x : (tensor<4x!x>) -> tensor<4x!y>
   %b = qnn.requantize %x {act_min = 10 : i64} : (tensor<4x!x>) -> tensor<4x!y>
@@ -70,7 +70,7 @@ func.func @pad(%x: tensor<4x!x>) -> tensor<6x!x> {
 // Fixed output types (softmax 1/256, -128) are just the qcast's type.
 // CHECK-LABEL: func.func @softmax
 // CHECK:         %[[S:.*]] = nn.softmax %{{.*}} {beta = 1.000000e+00 : f64} : (tensor<1x4xf32>) -> tensor<1x4xf32>
-// CHECK-NEXT:    quant.qcast %[[S]] : tensor<1x4xf32> to tensor<1x4x!quant.uniform<i8:f32, 0.00390625:-128>>
+// CHECK-NEXT:    quant.qcast %[[S]] : tensor<1x4xf32> to tensor<1x4x!quant.uniform<i8:f32, 3.906250e-03:-128>>
 func.func @softmax(%x: tensor<1x4x!x>) -> tensor<1x4x!quant.uniform<i8:f32, 0.00390625:-128>> {
   %s = qnn.softmax %x {beta = 1.0 : f64} : (tensor<1x4x!x>) -> tensor<1x4x!quant.uniform<i8:f32, 0.00390625:-128>>
   func.return %s : tensor<1x4x!quant.uniform<i8:f32, 0.00390625:-128>>
@@ -78,7 +78,7 @@ func.func @softmax(%x: tensor<1x4x!x>) -> tensor<1x4x!quant.uniform<i8:f32, 0.00
 
 // An integer bias constant is retyped with the scales input_scale * weight_scale[c].
 // CHECK-LABEL: func.func @integer_bias
-// CHECK:         %[[B:.*]] = qnn.constant dense<"0x64000000CEFFFFFF"> : tensor<2x!quant.uniform<i32:f32:0, {0.0005, 0.001}>>
+// CHECK:         %[[B:.*]] = qnn.constant dense<"0x64000000CEFFFFFF"> : tensor<2x!quant.uniform<i32:f32:0, {5.000000e-04,1.000000e-03}>>
 // CHECK-NEXT:    %[[BF:.*]] = quant.dcast %[[B]]
 // CHECK-NEXT:    nn.fully_connected %{{.*}}, %{{.*}}, %[[BF]] :
 func.func @integer_bias(%x: tensor<1x3x!x>) -> tensor<1x2x!y> {

@@ -7,7 +7,7 @@
 !a = !quant.uniform<i8:f32, 0.5:-3>
 
 // CHECK:      remark: qnn.sub %s stays on host for cmsis-nn: cmsis-nn has no row for qnn.sub [op]
-// CHECK-LABEL: func.func @main(%x: tensor<4x!quant.uniform<i8:f32, 0.5:-3>>)
+// CHECK-LABEL: func.func @main(%x: tensor<4x!quant.uniform<i8:f32, 5.000000e-01:-3>>)
 // CHECK-NEXT:   %shared = qnn.constant dense<"0x01020304">
 // CHECK-NEXT:   %m = func.call @main_cmsis_nn_0(%x)
 // CHECK-NEXT:   %s = qnn.sub %m, %shared

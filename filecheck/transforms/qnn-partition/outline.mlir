@@ -16,20 +16,20 @@
 !o = !quant.uniform<i8:f32, 0.125:1>
 
 // ETHOS:      remark: qnn.fully_connected %fc stays on host for ethos-u: operand 1 (weights) is per-axis quantized (axis 0); ethos-u takes per-axis tensors only on conv2d and depthwise_conv2d [per-axis]
-// ETHOS-LABEL: func.func @main(%x: tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-3>>)
-// ETHOS-NEXT:   %[[FLAT:.*]] = func.call @main_ethos_u_0(%x) : (tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-3>>) -> tensor<1x8x!quant.uniform<i8:f32, 0.25:-128>>
+// ETHOS-LABEL: func.func @main(%x: tensor<1x4x4x2x!quant.uniform<i8:f32, 5.000000e-01:-3>>)
+// ETHOS-NEXT:   %[[FLAT:.*]] = func.call @main_ethos_u_0(%x) : (tensor<1x4x4x2x!quant.uniform<i8:f32, 5.000000e-01:-3>>) -> tensor<1x8x!quant.uniform<i8:f32, 2.500000e-01:-128>>
 // ETHOS-NEXT:   %fw = qnn.constant
 // ETHOS-NEXT:   %fb = qnn.constant
 // ETHOS-NEXT:   %fc = qnn.fully_connected %[[FLAT]], %fw, %fb
 // ETHOS-NEXT:   func.return %fc
 // ETHOS-NEXT: }
-// ETHOS-NEXT: func.func private @main_ethos_u_0(%x: tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-3>>) -> tensor<1x8x!quant.uniform<i8:f32, 0.25:-128>> attributes {qd.target = "ethos-u"} {
+// ETHOS-NEXT: func.func private @main_ethos_u_0(%x: tensor<1x4x4x2x!quant.uniform<i8:f32, 5.000000e-01:-3>>) -> tensor<1x8x!quant.uniform<i8:f32, 2.500000e-01:-128>> attributes {qd.target = "ethos-u"} {
 // ETHOS-NEXT:   %w = qnn.constant dense<"0x01020304">
 // ETHOS-NEXT:   %b = qnn.constant dense<"0x0100000002000000">
 // ETHOS-NEXT:   %conv = qnn.conv2d %x, %w, %b
 // ETHOS-NEXT:   %pool = qnn.max_pool2d %conv
 // ETHOS-NEXT:   %flat = qnn.reshape %pool
-// ETHOS-NEXT:   func.return %flat : tensor<1x8x!quant.uniform<i8:f32, 0.25:-128>>
+// ETHOS-NEXT:   func.return %flat : tensor<1x8x!quant.uniform<i8:f32, 2.500000e-01:-128>>
 // ETHOS-NEXT: }
 // ETHOS-NOT:  func.func
 
@@ -38,7 +38,7 @@
 // CMSIS-NEXT:   %fc = func.call @main_cmsis_nn_0(%x)
 // CMSIS-NEXT:   func.return %fc
 // CMSIS-NEXT: }
-// CMSIS-NEXT: func.func private @main_cmsis_nn_0({{.*}}) -> tensor<1x3x!quant.uniform<i8:f32, 0.125:1>> attributes {qd.target = "cmsis-nn"} {
+// CMSIS-NEXT: func.func private @main_cmsis_nn_0({{.*}}) -> tensor<1x3x!quant.uniform<i8:f32, 1.250000e-01:1>> attributes {qd.target = "cmsis-nn"} {
 // CMSIS-NEXT:   %w = qnn.constant
 // CMSIS-NEXT:   %b = qnn.constant
 // CMSIS-NEXT:   %conv = qnn.conv2d

@@ -46,7 +46,7 @@ func.func @relu_after_qnn_op(%x: tensor<4x!y>) -> tensor<4x!y> {
 
 // min with a float constant: a clamp from above (6.0 / 0.1 + 5 = 65).
 // CHECK-LABEL: func.func @min_with_float_constant
-// CHECK-NEXT:    qnn.clamp %x {act_max = 65 : i64} : (tensor<4x!quant.uniform<i8:f32, 0.1:5>>) -> tensor<4x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    qnn.clamp %x {act_max = 65 : i64} : (tensor<4x!quant.uniform<i8:f32, 1.000000e-01:5>>) -> tensor<4x!quant.uniform<i8:f32, 1.000000e-01:5>>
 func.func @min_with_float_constant(%x: tensor<4x!y>) -> tensor<4x!y> {
   %xf = quant.dcast %x : tensor<4x!y> to tensor<4xf32>
   %c = nn.constant dense<"0x0000C040"> : tensor<1xf32>
@@ -57,7 +57,7 @@ func.func @min_with_float_constant(%x: tensor<4x!y>) -> tensor<4x!y> {
 
 // A clip marked as coming from a requantize raises to qnn.requantize.
 // CHECK-LABEL: func.func @clip_from_requantize
-// CHECK-NEXT:    qnn.requantize %x {act_min = 10 : i64} : (tensor<4x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<4x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    qnn.requantize %x {act_min = 10 : i64} : (tensor<4x!quant.uniform<i8:f32, 5.000000e-02:-3>>) -> tensor<4x!quant.uniform<i8:f32, 1.000000e-01:5>>
 func.func @clip_from_requantize(%x: tensor<4x!x>) -> tensor<4x!y> {
   %xf = quant.dcast %x : tensor<4x!x> to tensor<4xf32>
   %c = nn.clip %xf {min = 0.5 : f64, qnn.requantize} : (tensor<4xf32>) -> tensor<4xf32>

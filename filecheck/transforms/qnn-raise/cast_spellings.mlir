@@ -7,7 +7,7 @@
 
 // cast -> avg_pool -> cast on the stored values is exactly qnn.avg_pool2d.
 // CHECK-LABEL: func.func @cast_avg_pool_cast
-// CHECK-NEXT:    %[[P:.*]] = qnn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x4x4x3x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x2x2x3x!quant.uniform<i8:f32, 0.05:-3>>
+// CHECK-NEXT:    %[[P:.*]] = qnn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x4x4x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>) -> tensor<1x2x2x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>
 // CHECK-NEXT:    func.return %[[P]]
 func.func @cast_avg_pool_cast(%x: tensor<1x4x4x3x!x>) -> tensor<1x2x2x3x!x> {
   %i = nn.cast %x : (tensor<1x4x4x3x!x>) -> tensor<1x4x4x3xi32>
@@ -18,7 +18,7 @@ func.func @cast_avg_pool_cast(%x: tensor<1x4x4x3x!x>) -> tensor<1x2x2x3x!x> {
 
 // cast -> mean -> (read as i32 with the input's parameters) -> requantize is qnn.mean.
 // CHECK-LABEL: func.func @cast_mean_requantize
-// CHECK-NEXT:    %[[M:.*]] = qnn.mean %x {axes = array<i64: 1, 2>, keep_dims = true} : (tensor<1x4x4x3x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x1x1x3x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    %[[M:.*]] = qnn.mean %x {axes = array<i64: 1, 2>, keep_dims = true} : (tensor<1x4x4x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>) -> tensor<1x1x1x3x!quant.uniform<i8:f32, 1.000000e-01:5>>
 // CHECK-NEXT:    func.return %[[M]]
 func.func @cast_mean_requantize(%x: tensor<1x4x4x3x!x>) -> tensor<1x1x1x3x!y> {
   %i = nn.cast %x : (tensor<1x4x4x3x!x>) -> tensor<1x4x4x3xi32>

@@ -8,9 +8,9 @@
 
 // weights [1.0, -0.5, 0.25] / 0.0125 = [80, -40, 20]; bias 0.01 / (0.05 * 0.0125) = 16.
 // CHECK-LABEL: func.func @float_weights_and_bias
-// CHECK-NEXT:    %[[W:.*]] = qnn.constant dense<"0x50D814"> : tensor<1x3x!quant.uniform<i8:f32, 0.0125>>
-// CHECK-NEXT:    %[[B:.*]] = qnn.constant dense<"0x10000000"> : tensor<1x!quant.uniform<i32:f32:0, {0.0006250000000000001}>>
-// CHECK-NEXT:    qnn.fully_connected %x, %[[W]], %[[B]] : (tensor<1x3x!quant.uniform<i8:f32, 0.05:-3>>, tensor<1x3x!quant.uniform<i8:f32, 0.0125>>, tensor<1x!quant.uniform<i32:f32:0, {0.0006250000000000001}>>) -> tensor<1x1x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    %[[W:.*]] = qnn.constant dense<"0x50D814"> : tensor<1x3x!quant.uniform<i8:f32, 1.250000e-02>>
+// CHECK-NEXT:    %[[B:.*]] = qnn.constant dense<"0x10000000"> : tensor<1x!quant.uniform<i32:f32:0, {6.2500000000000012E-4}>>
+// CHECK-NEXT:    qnn.fully_connected %x, %[[W]], %[[B]] : (tensor<1x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>, tensor<1x3x!quant.uniform<i8:f32, 1.250000e-02>>, tensor<1x!quant.uniform<i32:f32:0, {6.2500000000000012E-4}>>) -> tensor<1x1x!quant.uniform<i8:f32, 1.000000e-01:5>>
 func.func @float_weights_and_bias(%x: tensor<1x3x!x>) -> tensor<1x1x!y> {
   %xf = quant.dcast %x : tensor<1x3x!x> to tensor<1x3xf32>
   %w = nn.constant dense<"0x0000803F000000BF0000803E"> : tensor<1x3xf32>

@@ -5,7 +5,7 @@
 !x = !quant.uniform<i8:f32, 0.05:-3>
 
 // CHECK-LABEL: func.func @need_nothing
-// CHECK-NEXT:    %[[P:.*]] = qnn.pad %x {paddings = array<i64: 0, 0, 1, 1, 1, 1, 0, 0>} : (tensor<1x2x2x1x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x4x4x1x!quant.uniform<i8:f32, 0.05:-3>>
+// CHECK-NEXT:    %[[P:.*]] = qnn.pad %x {paddings = array<i64: 0, 0, 1, 1, 1, 1, 0, 0>} : (tensor<1x2x2x1x!quant.uniform<i8:f32, 5.000000e-02:-3>>) -> tensor<1x4x4x1x!quant.uniform<i8:f32, 5.000000e-02:-3>>
 // CHECK-NEXT:    %[[M:.*]] = qnn.max_pool2d %[[P]] {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>}
 // CHECK-NEXT:    %[[R:.*]] = qnn.reshape %[[M]]
 // CHECK-NEXT:    %[[T:.*]] = qnn.transpose %[[R]] {perm = array<i64: 1, 0>}

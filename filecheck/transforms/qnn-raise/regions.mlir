@@ -10,7 +10,7 @@
 
 // The real fused clamp [0, 6] becomes [zp + 0/s, zp + 6/s] = [5, 65]; hints become knobs.
 // CHECK-LABEL: func.func @conv
-// CHECK:         %[[C:.*]] = qnn.conv2d %x, %{{.*}}, %{{.*}} {padding = array<i64: 0, 0, 0, 0>, act_min = 5 : i64, act_max = 65 : i64, bias = "output"} : (tensor<1x2x2x3x!quant.uniform<i8:f32, 0.05:-3>>, tensor<2x1x1x3x!quant.uniform<i8:f32:0, {0.01, 0.02}>>, tensor<2x!quant.uniform<i32:f32:0, {0.0005, 0.001}>>) -> tensor<1x2x2x2x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK:         %[[C:.*]] = qnn.conv2d %x, %{{.*}}, %{{.*}} {padding = array<i64: 0, 0, 0, 0>, act_min = 5 : i64, act_max = 65 : i64, bias = "output"} : (tensor<1x2x2x3x!quant.uniform<i8:f32, 5.000000e-02:-3>>, tensor<2x1x1x3x!quant.uniform<i8:f32:0, {1.000000e-02,2.000000e-02}>>, tensor<2x!quant.uniform<i32:f32:0, {5.000000e-04,1.000000e-03}>>) -> tensor<1x2x2x2x!quant.uniform<i8:f32, 1.000000e-01:5>>
 // CHECK-NEXT:    func.return %[[C]]
 func.func @conv(%x: tensor<1x2x2x3x!x>) -> tensor<1x2x2x2x!y> {
   %xf = quant.dcast %x : tensor<1x2x2x3x!x> to tensor<1x2x2x3xf32>
@@ -25,7 +25,7 @@ func.func @conv(%x: tensor<1x2x2x3x!x>) -> tensor<1x2x2x2x!y> {
 
 // Without a bias, a zero i32 bias at scale input_scale * weight_scale[c] is made.
 // CHECK-LABEL: func.func @no_bias
-// CHECK:         %[[B:.*]] = qnn.constant dense<"0x0000000000000000"> : tensor<2x!quant.uniform<i32:f32:0, {0.0005, 0.001}>>
+// CHECK:         %[[B:.*]] = qnn.constant dense<"0x0000000000000000"> : tensor<2x!quant.uniform<i32:f32:0, {5.000000e-04,1.000000e-03}>>
 // CHECK-NEXT:    qnn.fully_connected %x, %{{.*}}, %[[B]]
 func.func @no_bias(%x: tensor<1x3x!x>) -> tensor<1x2x!y> {
   %xf = quant.dcast %x : tensor<1x3x!x> to tensor<1x3xf32>
@@ -38,7 +38,7 @@ func.func @no_bias(%x: tensor<1x3x!x>) -> tensor<1x2x!y> {
 
 // Several qcasts of one result to the same type share the raised op.
 // CHECK-LABEL: func.func @two_qcasts
-// CHECK-NEXT:    %[[L:.*]] = qnn.logistic %x : (tensor<4x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<4x!quant.uniform<i8:f32, 0.00390625:-128>>
+// CHECK-NEXT:    %[[L:.*]] = qnn.logistic %x : (tensor<4x!quant.uniform<i8:f32, 5.000000e-02:-3>>) -> tensor<4x!quant.uniform<i8:f32, 3.906250e-03:-128>>
 // CHECK-NEXT:    func.return %[[L]], %[[L]]
 func.func @two_qcasts(%x: tensor<4x!x>) -> (tensor<4x!quant.uniform<i8:f32, 0.00390625:-128>>, tensor<4x!quant.uniform<i8:f32, 0.00390625:-128>>) {
   %xf = quant.dcast %x : tensor<4x!x> to tensor<4xf32>
@@ -50,8 +50,8 @@ func.func @two_qcasts(%x: tensor<4x!x>) -> (tensor<4x!quant.uniform<i8:f32, 0.00
 
 // qnn.avg_pool2d needs equal parameters in and out: the input is requantized first.
 // CHECK-LABEL: func.func @pool_to_new_params
-// CHECK-NEXT:    %[[R:.*]] = qnn.requantize %x : (tensor<1x2x2x1x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x2x2x1x!quant.uniform<i8:f32, 0.1:5>>
-// CHECK-NEXT:    qnn.avg_pool2d %[[R]] {kernel = array<i64: 2, 2>} : (tensor<1x2x2x1x!quant.uniform<i8:f32, 0.1:5>>) -> tensor<1x1x1x1x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    %[[R:.*]] = qnn.requantize %x : (tensor<1x2x2x1x!quant.uniform<i8:f32, 5.000000e-02:-3>>) -> tensor<1x2x2x1x!quant.uniform<i8:f32, 1.000000e-01:5>>
+// CHECK-NEXT:    qnn.avg_pool2d %[[R]] {kernel = array<i64: 2, 2>} : (tensor<1x2x2x1x!quant.uniform<i8:f32, 1.000000e-01:5>>) -> tensor<1x1x1x1x!quant.uniform<i8:f32, 1.000000e-01:5>>
 func.func @pool_to_new_params(%x: tensor<1x2x2x1x!x>) -> tensor<1x1x1x1x!y> {
   %xf = quant.dcast %x : tensor<1x2x2x1x!x> to tensor<1x2x2x1xf32>
   %p = nn.avg_pool2d %xf {kernel = array<i64: 2, 2>} : (tensor<1x2x2x1xf32>) -> tensor<1x1x1x1xf32>
@@ -72,7 +72,7 @@ func.func @would_not_verify(%x: tensor<4x!x>) -> tensor<4x!y> {
 
 // qcast(dcast(x)) is a requantize, or nothing between equal types.
 // CHECK-LABEL: func.func @requantize
-// CHECK-NEXT:    %[[R:.*]] = qnn.requantize %x : (tensor<4x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<4x!quant.uniform<i8:f32, 0.1:5>>
+// CHECK-NEXT:    %[[R:.*]] = qnn.requantize %x : (tensor<4x!quant.uniform<i8:f32, 5.000000e-02:-3>>) -> tensor<4x!quant.uniform<i8:f32, 1.000000e-01:5>>
 // CHECK-NEXT:    func.return %[[R]], %x
 func.func @requantize(%x: tensor<4x!x>) -> (tensor<4x!y>, tensor<4x!x>) {
   %xf = quant.dcast %x : tensor<4x!x> to tensor<4xf32>

@@ -9,7 +9,7 @@
 // CHECK-DAG: remark: qnn-raise: @left: nn.tanh (%t) left in float: its result is used in float by nn.logistic, not only by quant.qcast
 // CHECK-DAG: remark: qnn-raise: @left: nn.logistic (%l) left in float: operand 0 (input) is a float value not produced by quant.dcast
 // CHECK-DAG: remark: qnn-raise: @left: nn.sub (%s) left in float: its result is quantized to 2 different types
-// CHECK-DAG: remark: qnn-raise: @left: nn.softmax (%m) left in float: the qnn op would not verify: qnn.softmax: result for i8 must have scale 0.00390625 and zero point -128 (fixed by TFLite), got !quant.uniform<i8:f32, 0.1:5>
+// CHECK-DAG: remark: qnn-raise: @left: nn.softmax (%m) left in float: the qnn op would not verify: qnn.softmax: result for i8 must have scale 0.00390625 and zero point -128 (fixed by TFLite), got !quant.uniform<i8:f32, 1.000000e-01:5>
 // CHECK-LABEL: func.func @left
 // CHECK:         nn.add
 // CHECK:         nn.tanh

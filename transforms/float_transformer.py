@@ -7,13 +7,16 @@ written with upstream func / arith / linalg / tensor / math.fma ops only:
 | op (float32 island, `qnn.rounding = "onnx"`) | L3 |
 | --- | --- |
 | nn.div | one `arith.divf` per element, numpy broadcasting maps |
-| nn.sqrt | IEEE square root from arith alone: Newton's iteration in float64 from an exponent-halving estimate, rounded to float32, then corrected to the nearest float32 by comparing the input with the squares of the two neighbouring midpoints (25-bit midpoints: their squares are exact in float64) |
+| nn.sqrt | (in its own buffer) IEEE square root from arith alone: Newton's iteration in float64 from an exponent-halving estimate, rounded to float32, then corrected to the nearest float32 by comparing the input with the squares of the two neighbouring midpoints (25-bit midpoints: their squares are exact in float64) |
 | nn.erf | MLAS's FMA3 erf kernel: the small and big polynomials as `math.fma` chains (each in its own buffer), MLAS's exp with `2^r` built in the exponent field, the sign or-ed back |
 | nn.layer_norm | MLAS's AVX2 LayerNorm; per row (three one-step reductions, so TVM keeps each in a buffer), the row's values unrolled in the body: the four float64 lanes of the mean, `(0 + 2) + (1 + 3)`, the tail in order; eight float32 FMA lanes of centred squares, their reduction tree and the tail (rounded products for GCC's fold-left blocks of four, FMA for the rest); `1 / sqrt(var / n + eps)`; then `fma((x - mean) * inv, scale, bias)` per element |
 | nn.mean / qnn.mean (`onnx`) over leading axes | ORT's `FastReduceRK`: an in-order `math.fma(x, 1.0, acc)` chain over the reduced rows from -0.0, `/ f32(rows)`; other axis patterns go to `float_reductions` |
 
 Products an add could follow sit behind `decompose_onnx.no_contract`, so LLVM
-cannot contract them into fused multiply-adds MLAS does not do.  Registered into
+cannot contract them into fused multiply-adds MLAS does not do.  TVM's schedule
+inlines elementwise producers into their readers as expression trees (a value
+read twice is computed twice), so the large per-element or per-row kernels are
+written as one-step reductions (`_per_row`), which it keeps in buffers.  Registered into
 `transforms.decompose.DECOMPOSITIONS` / `decompose_onnx.FLOAT_LOWERINGS` on import.
 """
 
@@ -153,8 +156,15 @@ def lower_div(e: Emitter, op) -> SSAValue:
 
 
 def lower_sqrt(e: Emitter, op) -> SSAValue:
+    """Elementwise, as a one-step reduction (`_per_row`): TVM keeps the root in a buffer."""
     _check(op)
-    return _elementwise(e, op, lambda s, a, _o: ieee_sqrt(s, a))
+    shape = _shape(op.operands[0])
+    low = Lowering()
+    flat = low.reshape(op.operands[0], (math.prod(shape),))
+    y = _per_row(low, [flat], [amap(2, [dim(0)])], math.prod(shape), ieee_sqrt)
+    y = low.reshape(y, shape)
+    e.ops.extend(low.ops)
+    return y
 
 
 def lower_erf(e: Emitter, op) -> SSAValue:

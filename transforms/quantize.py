@@ -377,7 +377,8 @@ class _Quantizer:
             q_operands = [self.quantized_operand(v, layer) for v in operands]
             if not isinstance(op, INHERIT):
                 bits = 8 if isinstance(op, EIGHT_BIT_ONLY) else self.strategy.activation_bits(layer)
-                q_operands = [self.match_width(v, bits, n) for v in q_operands]
+                symmetric = self.strategy.activation_symmetric(layer)
+                q_operands = [self.match_width(v, bits, n, symmetric) for v in q_operands]
             if self.mode == "layerwise":
                 deq = [self.dequantized(v) for v in operands]
                 seen = self.float_eval(op, [[d[s] for d in deq] for s in range(n)])
@@ -490,15 +491,24 @@ class _Quantizer:
         self.run_new(req, n)
         return req.results[0]
 
-    def match_width(self, value: SSAValue, bits: int, n: int) -> SSAValue:
-        """`value` requantized to `bits`-wide storage covering the same real range (TFLite's kernels other
-        than conv / fully connected take and give one storage type; mixed widths meet through a requantize)."""
+    def match_width(self, value: SSAValue, bits: int, n: int, symmetric: bool | None = None) -> SSAValue:
+        """`value` requantized to `bits`-wide storage (TFLite's kernels other than conv / fully connected
+        take and give one storage type; mixed widths meet through a requantize).  Widening keeps the
+        real range of the narrow type; narrowing takes the range the values take on the calibration
+        data (a 16-bit softmax's [0, 1], not its type's [-1, 1]), symmetric as `symmetric` says
+        (default: when the wide type's zero point is 0)."""
         q = quantized_element_type(value.type)
         if q.storage_width.data == bits:
             return value
         lo, hi = (float(v) for v in q.qparams().dequantize(np.array(q.storage_range())))
+        if q.storage_width.data > bits and value in self.qenv:
+            stored = [np.asarray(v) for v in self.qenv[value]]
+            lo, hi = (float(v) for v in q.qparams().dequantize(
+                np.array([min(int(v.min()) for v in stored), max(int(v.max()) for v in stored)])))
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
         qmin, qmax = _bounds(bits)
-        symmetric = int(q.zero_point_array()) == 0
+        if symmetric is None:
+            symmetric = int(q.zero_point_array()) == 0
         scale, zp = affine_params(lo, hi, qmin, qmax, symmetric)
         new_type = UniformQuantizedType.per_tensor(scale, zp, _storage(bits))
         req = qnn.RequantizeOp([value], [TensorType(new_type, list(value.type.get_shape()))])

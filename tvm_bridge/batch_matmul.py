@@ -19,8 +19,11 @@ uint8, or int16), packs the rhs as the convolution kernel packs its weights
 (`[K/G, N/KB, KB x G]`: the G values of one 32-bit lane are consecutive k) and forms the
 two corrections; then TT rows x KB columns (NV vectors of L lanes) are accumulated in
 registers over k in steps of G, and the corrections added in 64-bit arithmetic before
-the result is truncated to i32 (which is the generic's wrapping sum exactly).  The
-requantization after it runs as the next kernel.
+the result is truncated to i32 (which is the generic's wrapping sum exactly).  For a 4-D
+[1, H, M, N] result (attention's heads) the elementwise chain after it (the requantization,
+a clamp) runs on those values inside the kernel (tvm_bridge/epilogue.py, as for the
+convolutions: its additive steps folded into the column correction), and only the int8
+result is written; other ranks write the i32 sums.
 
 `vpdpbusd` adds without saturation.  `vpmaddwd`'s accumulation is a vector add (`nsw`
 in TVM's LLVM code): it is used only where no partial sum can leave int32 (K 2^14 <=
@@ -127,8 +130,10 @@ def match(tr, op) -> dict | None:
                 out_shape=tuple(out_shape), M=m, N=n, K=k, ZA=za, ZB=zb)
 
 
-def _kernel(g: dict, f: Flavor):
-    """The kernel's PrimFunc (built node by node, as tvm_bridge/vnni.py's)."""
+def _kernel(g: dict, f: Flavor, epi=None, ebufs=()):
+    """The kernel's PrimFunc (built node by node, as tvm_bridge/vnni.py's); with `epi` (an
+    `epilogue.Epilogue` of a 4-D [1, H, M, N] result, its parameters in `ebufs`) the chain
+    after the sums runs on them before the result is written."""
     from tvm import tirx
     from tvm.tirx.script.builder import ir as T
 
@@ -141,7 +146,8 @@ def _kernel(g: dict, f: Flavor):
     r = nb + 2
     A = _buffer(g["a_shape"], "int8", "A")
     B = _buffer(g["b_shape"], "int8", "B")
-    Y = _buffer(out_shape, "int32", "Y")
+    INIT = _buffer((N,), "int32", "INIT")  # the epilogue's additive steps folded (mod 2^32)
+    Y = _buffer(out_shape, "int32" if epi is None else epi.out_dtype, "Y")
     XU = _buffer((M, KP), f.xdtype, "XU")
     WP = _buffer((KP // G, N // KB, G * KB), f.wdtype, "WP")
     COL = _buffer((N,), "int32", "COL")  # the column correction, then read by the epilogue
@@ -190,7 +196,8 @@ def _kernel(g: dict, f: Flavor):
     stage.append(_loops("vectorized", (N,), ("n",), lambda nn: tirx.BufferStore(COL, zero32, [nn])))
     stage.append(over_b(lambda kk, nn: tirx.BufferStore(COL, COL[nn] + T.Cast("int32", b_at(kk, nn)), [nn])))
     stage.append(_loops("vectorized", (N,), ("n",), lambda nn: tirx.BufferStore(COL, T.Cast("int32", (
-        T.Cast("int64", COL[nn]) * (-(f.bias + za)) + K * za * zb + (1 << 31)) % (1 << 32) - (1 << 31)), [nn])))
+        T.Cast("int64", COL[nn]) * (-(f.bias + za)) + T.Cast("int64", INIT[nn]) + K * za * zb + (1 << 31))
+        % (1 << 32) - (1 << 31)), [nn])))
     if zb:
         stage.append(_loops("serial", (M,), ("m",), lambda mm: tirx.BufferStore(ROW, zero32, [mm])))
         stage.append(over_a(lambda mm, kk: tirx.BufferStore(ROW, ROW[mm] + T.Cast("int32", a_at(mm, kk)), [mm])))
@@ -222,20 +229,27 @@ def _kernel(g: dict, f: Flavor):
         # (the i32 wrap of the generic's sum, as a 64-bit remainder: no signed overflow)
         return T.Cast("int32", (total + (1 << 31)) % (1 << 32) - (1 << 31))
 
+    if epi is None:
+        temps, value = [], result(tv, lv)
+    else:  # positions (y, x, k) of the 4-D [1, H, M, N] result: (head, row, column)
+        temps, value = epi.expr(result(tv, lv), batch[1], mo * TT + tv, ko * KB + lv, list(ebufs), lv, KB)
+        if str(value.ty) != Y.dtype:
+            raise ValueError(f"batch matmul epilogue computes {value.ty}, its result is {Y.dtype}")
+    store = _seq([*(tirx.BufferStore(b, e, [lv]) for b, e in temps),
+                  tirx.BufferStore(Y, value, [*batch, mo * TT + tv, ko * KB + lv])])
     tiles = _seq([
         _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
             acc_buf, T.Broadcast(zero32, KB), [t, T.ramp(0, 1, KB)])),
         _loops("serial", (KP // G,), ("rc",), accumulate),
         tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED,
-                 tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED,
-                          tirx.BufferStore(Y, result(tv, lv), [*batch, mo * TT + tv, ko * KB + lv])))])
+                 tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED, store))])
     for v, e in ((ko, N // KB), (mo, M // TT)):
         tiles = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, tiles)
     per_batch = _seq([*stage, tiles])
     for v, e in zip(reversed(batch), reversed(out_shape[:nb])):
         per_batch = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, per_batch)
-    body = [tirx.AllocBuffer(b) for b in (XU, WP, COL, ROW, acc_buf)] + [per_batch]
-    return _prim_func([A, B, Y], body)
+    body = [tirx.AllocBuffer(b) for b in (XU, WP, COL, ROW, acc_buf, *(b for b, _ in temps))] + [per_batch]
+    return _prim_func([A, B, INIT, *ebufs, Y], body)
 
 
 def applicable(g: dict, f: Flavor) -> bool:
@@ -243,20 +257,60 @@ def applicable(g: dict, f: Flavor) -> bool:
     return f.name == "vnni" or g["K"] * (1 << 14) <= _HALF_RANGE
 
 
+def _epilogue(tr, op, g: dict):
+    """The elementwise chain after a 4-D [1, H, M, N] result (tvm_bridge/epilogue.py: the
+    requantization, a clamp), or None (another rank, or a chain ending in a pad)."""
+    from tvm_bridge import epilogue
+
+    shape = g["out_shape"]
+    if len(shape) != 4 or shape[0] != 1:
+        return None
+    epi = epilogue.collect(tr, op)
+    if not epi.ops or epi.pad is not None or epi.collapsed is not None:
+        return None
+    return epi
+
+
 def emit(tr, op, g: dict, flavor: Flavor) -> None:
-    """Emit the kernel for generic `op` of geometry `g` (`match`)."""
+    """Emit the kernel for generic `op` of geometry `g` (`match`), with the elementwise chain
+    after it fused in when it can be."""
+    import numpy as np
     from tvm import relax
+
+    from tvm_bridge.translate import tensor_constant
 
     lanes = 16 if g["N"] % 16 == 0 and flavor.max_lanes == 16 else 8
     tt, nv = next((t, v) for t, v in BLOCKS if g["M"] % t == 0 and g["N"] % (v * lanes) == 0)
     g = dict(g, L=lanes, TT=tt, NV=nv)
-    key = ("batch_matmul", flavor, tuple(sorted(g.items())))
-    prim_func = tr.vnni_kernels.get(key)
-    if prim_func is None:
-        prim_func = tr.vnni_kernels[key] = _kernel(g, flavor)
+    epi = _epilogue(tr, op, g)
+    prim_func = None
+    if epi is not None:
+        key = ("batch_matmul", flavor, tuple(sorted(g.items())), epi.key(tr))
+        prim_func = tr.vnni_kernels.get(key)
+        if prim_func is None:
+            from tvm_bridge.vnni import _buffer as buffer
+
+            try:
+                ebufs = [buffer(p.shape, p.dtype, f"E{i}") for i, p in enumerate(epi.params)]
+                prim_func = tr.vnni_kernels[key] = _kernel(g, flavor, epi, ebufs)
+            except Exception:  # noqa: BLE001 - an epilogue the kernel cannot take (nothing emitted
+                # yet): the bare sums, and the chain translated op by op
+                epi = prim_func = None
+    if epi is None:
+        key = ("batch_matmul", flavor, tuple(sorted(g.items())))
+        prim_func = tr.vnni_kernels.get(key)
+        if prim_func is None:
+            prim_func = tr.vnni_kernels[key] = _kernel(g, flavor)
     gvar = tr.vnni_kernels.get(("gvar", id(prim_func)), (None, None))[1]
     if gvar is None:
         gvar = tr.bb.add_func(prim_func, f"{flavor.name}_batch_matmul")
         tr.vnni_kernels[("gvar", id(prim_func))] = (prim_func, gvar)
     a, b = (tr.tensor(v) for v in op.inputs)
-    tr.env[op.results[0]] = tr.bb.emit(call_tir(gvar, [a, b], relax.TensorType(list(g["out_shape"]), "int32")))
+    init = np.zeros(g["N"], np.int32) if epi is None else epi.init
+    args = [a, b, tensor_constant(np.ascontiguousarray(init, np.int32))]
+    if epi is None:
+        tr.env[op.results[0]] = tr.bb.emit(call_tir(gvar, args, relax.TensorType(list(g["out_shape"]), "int32")))
+        return
+    args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in epi.params]
+    tr.env[epi.result] = tr.bb.emit(call_tir(gvar, args, relax.TensorType(list(g["out_shape"]), epi.out_dtype)))
+    tr.fused.update(map(id, epi.ops))

@@ -110,3 +110,70 @@ def test_onnx_encoder_raised_equals_chain_and_onnxruntime(path, profile):
         assert differing(ours, run_module(chain, inputs)) == [0] * len(ours), seed
         theirs = ort_run(path, inputs, disable_all=profile == "onnx")
         assert differing(ours[:n_out], theirs) == [0] * n_out, seed
+
+
+def _hand_chain_model(dtype: str) -> bytes:
+    """`d = x - mean(x); d * (rsqrt(mean(d * d) + eps) * gamma)` as a TFLite model (int8 or 16x8)."""
+    from tests.tflite_writer import OpSpec, TensorSpec, build_model
+
+    z = (3, 2, 0, -128, -128, -2) if dtype == "int8" else (0,) * 6
+    top = 127 if dtype == "int8" else 32767
+    gamma = np.random.default_rng(3).integers(top // 2, top + 1, 16)
+    tensors = [
+        TensorSpec((2, 8, 16), dtype, 0.05, z[0]),
+        TensorSpec((1,), "int32", data=np.array([-1])),
+        TensorSpec((2, 8, 1), dtype, 0.01, z[1]),
+        TensorSpec((2, 8, 16), dtype, 0.04, z[2]),
+        TensorSpec((2, 8, 16), dtype, 0.02, z[3]),
+        TensorSpec((2, 8, 1), dtype, 0.01, z[4]),
+        TensorSpec((), dtype, 1e-3 / top, z[4], data=np.array(top)),
+        TensorSpec((2, 8, 1), dtype, 0.01, z[4]),
+        TensorSpec((2, 8, 1), dtype, 0.05, z[4]),
+        TensorSpec((16,), dtype, 1.0 / top, z[4] if dtype == "int8" else 0, data=gamma),
+        TensorSpec((2, 8, 16), dtype, 0.05, z[4]),
+        TensorSpec((2, 8, 16), dtype, 0.03, z[5]),
+    ]
+    ops = [OpSpec("MEAN", [0, 1], [2], {"keep_dims": True}), OpSpec("SUB", [0, 2], [3]), OpSpec("MUL", [3, 3], [4]),
+           OpSpec("MEAN", [4, 1], [5], {"keep_dims": True}), OpSpec("ADD", [5, 6], [7]), OpSpec("RSQRT", [7], [8]),
+           OpSpec("MUL", [8, 9], [10]), OpSpec("MUL", [3, 10], [11])]
+    return build_model(ops, tensors, [0], [11])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_hand_chain_through_tvm_matches_litert(dtype):
+    """The raised op lowers (expanded to its chain first) and TVM's integers are LiteRT's."""
+    from qdialect.importer import import_tflite
+    from tests.tflite_writer import run_tflite
+    from transforms.pipelines import lower_to_l3
+    from tvm_bridge.compile import compile_module
+
+    model = _hand_chain_model(dtype)
+    module = import_tflite(model)
+    (op,) = raise_layer_norms(module)
+    assert op.spelling.data == "tflite_hand" and op.axis.value.data == 2
+    compiled = compile_module(lower_to_l3(module.clone()))
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = rng.integers(info.min, int(info.max) + 1, (2, 8, 16)).astype(dtype)
+        (expected,) = run_tflite(model, [x], reference=True)
+        (interp,) = run_module(module, [x])
+        (tvm,) = compiled(x)
+        np.testing.assert_array_equal(interp, expected)
+        np.testing.assert_array_equal(tvm.view(expected.dtype), expected)
+
+
+def test_partitioning_keeps_the_raised_op_whole_on_the_host():
+    """No target has a row for qnn.layer_norm yet: it stays one op on the host, outputs unchanged."""
+    from transforms.partition import partition
+
+    module = import_tflite_file(ZOO / "kws_attn.tflite")
+    raised = module.clone()
+    raise_layer_norms(raised)
+    result = partition(raised, "cmsis-nn")
+    raised.verify()
+    host = [o for o in raised.body.block.first_op.body.block.ops if isinstance(o, qnn.LayerNormOp)]
+    assert len(host) == LAYER_NORMS["kws_attn"]
+    assert any(r.op == "qnn.layer_norm" for r in result.remarks)
+    x = [np.random.default_rng(0).integers(-128, 128, (1, 49, 10)).astype(np.int8)]
+    assert differing(run_module(raised, x), run_module(module, x)) == [0]

@@ -123,3 +123,20 @@ def test_columns_not_a_multiple_of_8_take_the_generic_path(tmp_path):
     ours, theirs, kernels = _run(_model(lhs, rhs, False, False, 2, 1), inputs, "tflite", flavor("vnni"), tmp_path)
     assert kernels == []
     assert int(np.count_nonzero(ours != theirs)) == 0
+
+
+@pytest.mark.parametrize("rounding", ["tflite", "litert"])
+def test_requantization_runs_inside_the_kernel(rounding, tmp_path):
+    """A [1, H, M, N] product and its requantization are one kernel writing int8 (the chain
+    after it fused, tvm_bridge/epilogue.py); the values are LiteRT's."""
+    from tvm_bridge.translate import translate
+
+    lhs, rhs = (1, 4, 12, 16), (1, 4, 16, 16)
+    model = _model(lhs, rhs, False, False, -3, 0)
+    mod, _ = translate(lowered_tflite(model, rounding, tmp_path)(), dot=flavor("vnni"))
+    kernels = [gv.name_hint for gv, f in mod.functions_items() if isinstance(f, tvm.tirx.PrimFunc)]
+    assert kernels == ["vnni_batch_matmul"]
+    rng = np.random.default_rng(12)
+    inputs = [rng.integers(-128, 128, lhs).astype(np.int8), rng.integers(-128, 128, rhs).astype(np.int8)]
+    ours, theirs, _ = _run(model, inputs, rounding, flavor("vnni"), tmp_path)
+    assert ours.dtype == np.int8 and int(np.count_nonzero(ours != theirs)) == 0

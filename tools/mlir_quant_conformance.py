@@ -90,7 +90,7 @@ class Chunk:
 def split_chunks(path: Path) -> list[Chunk]:
     """`path` split as `--split-input-file` splits it."""
     text = path.read_text()
-    rel = str(path.relative_to(DATA))
+    rel = str(path.relative_to(DATA)) if path.is_relative_to(DATA) else path.name
     chunks, line = [], 1
     for i, piece in enumerate(text.split(SPLIT)):
         newlines = piece.count("\n")

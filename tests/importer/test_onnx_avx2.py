@@ -89,17 +89,19 @@ def test_zoo_models_match_onnxruntime_without_vnni(monkeypatch):
     assert saturated > 0  # the exact dot products do not reproduce ORT on this CPU
 
 
-def _qlinear_conv_model(path: Path, w: np.ndarray, x_zp: int, w_zp: int, y_scale: float) -> None:
-    """QLinearConv, uint8 x int8, 3 x 3, pads 1, 3 input channels (K = 27: odd, pairs cross taps)."""
+def _qlinear_conv_model(path: Path, w: np.ndarray, bias: np.ndarray | None, case: dict) -> None:
+    """QLinearConv, uint8 x int8, 3 x 3, 3 input channels (K = 27: odd, pairs cross taps)."""
     o, c = w.shape[0], w.shape[1]
-    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"],
-                            pads=[1, 1, 1, 1])
-    inits = [numpy_helper.from_array(np.float32(0.02), "xs"), numpy_helper.from_array(np.uint8(x_zp), "xz"),
-             numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.float32(0.01), "ws"),
-             numpy_helper.from_array(np.int8(w_zp), "wz"), numpy_helper.from_array(np.float32(y_scale), "ys"),
-             numpy_helper.from_array(np.uint8(128), "yz")]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"] + (["b"] if bias is not None else []),
+                            ["y"], pads=case["pads"], strides=case["strides"])
+    inits = [numpy_helper.from_array(np.float32(0.02), "xs"), numpy_helper.from_array(np.uint8(case["x_zp"]), "xz"),
+             numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.full(np.shape(case["w_zp"]), 0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.asarray(case["w_zp"], np.int8), "wz"),
+             numpy_helper.from_array(np.float32(case["y_scale"]), "ys"), numpy_helper.from_array(np.uint8(128), "yz")]
+    if bias is not None:
+        inits.append(numpy_helper.from_array(bias, "b"))
     graph = helper.make_graph([node], "sat", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, c, 6, 6])],
-                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, o, 6, 6])], inits)
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], inits)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     m.ir_version = 9
     onnx.save(m, str(path))
@@ -114,23 +116,30 @@ def test_crafted_saturation(tmp_path, monkeypatch):
     w = np.where(rng.random((8, 3, 3, 3)) < 0.5, rng.integers(100, 128, (8, 3, 3, 3)),
                  rng.integers(-128, -100, (8, 3, 3, 3))).astype(np.int8)
     x = rng.integers(200, 256, (1, 3, 6, 6)).astype(np.uint8)
-    cases = [(0, 0, 2.0), (7, -3, 1.0)]  # (x zero point, w zero point, y scale)
+    bias = rng.integers(-3000, 3000, 8).astype(np.int32)
+    cases = [dict(x_zp=0, w_zp=0, y_scale=2.0, pads=[1, 1, 1, 1], strides=[1, 1], bias=None),
+             # per-channel weight zero points that differ, asymmetric padding, strides (2, 1), bias
+             dict(x_zp=7, w_zp=[0, 3, -4, 7, -1, 2, 5, -6], y_scale=1.0, pads=[1, 0, 0, 1], strides=[2, 1],
+                  bias=bias)]
     paths, jobs = [], []
-    for i, (x_zp, w_zp, y_scale) in enumerate(cases):
+    for i, case in enumerate(cases):
         path = tmp_path / f"sat{i}.onnx"
-        _qlinear_conv_model(path, w, x_zp, w_zp, y_scale)
+        _qlinear_conv_model(path, w, case["bias"], case)
         paths.append(path)
         jobs.append((str(path), False, [x]))
     haswell = ort_emulated.run_emulated(jobs)
     sandy = ort_emulated.run_emulated(jobs, cpu="SandyBridge")
-    for path, (x_zp, w_zp, y_scale), (theirs,), (exact_cpu,) in zip(paths, cases, haswell, sandy):
-        x_q = QParams.make(np.float32(0.02), x_zp, storage="u8")
-        w_q = QParams.make(np.float32(0.01), w_zp, storage="i8")
-        y_q = QParams.make(np.float32(y_scale), 128, storage="u8")
-        args = dict(x_q=x_q, w_q=w_q, out_q=y_q, padding=((1, 1), (1, 1)))
+    for path, case, (theirs,), (exact_cpu,) in zip(paths, cases, haswell, sandy):
+        per_channel = np.ndim(case["w_zp"]) == 1
+        x_q = QParams.make(np.float32(0.02), case["x_zp"], storage="u8")
+        w_q = QParams.make(np.full(8, 0.01, np.float32) if per_channel else np.float32(0.01), case["w_zp"],
+                           storage="i8", axis=0 if per_channel else None)
+        y_q = QParams.make(np.float32(case["y_scale"]), 128, storage="u8")
+        (pt, pl, pb, pr) = case["pads"]
+        args = dict(x_q=x_q, w_q=w_q, out_q=y_q, padding=((pt, pb), (pl, pr)), strides=case["strides"])
         x_nhwc, w_ohwi = x.transpose(0, 2, 3, 1), w.transpose(0, 2, 3, 1)
-        saturated = R.qlinear_conv(x_nhwc, w_ohwi, None, isa="avx2", **args).transpose(0, 3, 1, 2)
-        exact = R.qlinear_conv(x_nhwc, w_ohwi, None, isa="vnni", **args).transpose(0, 3, 1, 2)
+        saturated = R.qlinear_conv(x_nhwc, w_ohwi, case["bias"], isa="avx2", **args).transpose(0, 3, 1, 2)
+        exact = R.qlinear_conv(x_nhwc, w_ohwi, case["bias"], isa="vnni", **args).transpose(0, 3, 1, 2)
         assert np.count_nonzero(saturated != exact) > saturated.size // 4
         assert np.count_nonzero(theirs != saturated) == 0
         assert np.count_nonzero(exact_cpu != exact) == 0
@@ -139,14 +148,6 @@ def test_crafted_saturation(tmp_path, monkeypatch):
         assert np.count_nonzero(run_module(module, [x])[0] != theirs) == 0
         assert np.count_nonzero(_tvm(module)([x])[0] != theirs) == 0
         monkeypatch.delenv("QDIALECT_ORT_ISA")
-
-
-def test_isa_override(monkeypatch):
-    monkeypatch.setenv("QDIALECT_ORT_ISA", "avx2")
-    assert R.detect_isa() == "avx2"
-    monkeypatch.setenv("QDIALECT_ORT_ISA", "avx512")
-    with pytest.raises(ValueError, match="QDIALECT_ORT_ISA"):
-        R.detect_isa()
 
 
 @needs_qemu

@@ -148,11 +148,19 @@ def dequantize(e: Emitter, x: SSAValue, result_type) -> SSAValue:
 
 
 def _qcast(e: Emitter, op: QuantizeCastOp) -> SSAValue:
+    _not_sub_channel(op.result.type)
     return quantize(e, op.input, op.result.type, "tflite")
 
 
 def _dcast(e: Emitter, op: DequantizeCastOp) -> SSAValue:
+    _not_sub_channel(op.input.type)
     return dequantize(e, op.input, op.result.type)
+
+
+def _not_sub_channel(t) -> None:
+    q = quantized_element_type(t)
+    if q is not None and q.is_sub_channel:
+        raise Unsupported(f"sub-channel (block-wise) scales of {t} are not lowered (the interpreter runs them)")
 
 
 def _qnn_quantize(e: Emitter, op: qnn.QuantizeOp) -> SSAValue:

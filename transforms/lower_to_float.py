@@ -244,6 +244,9 @@ class QnnLowerToFloatPass(ModulePass):
     name = "qnn-lower-to-float"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from transforms.raise_layer_norm import expand_layer_norms
+
+        expand_layer_norms(op)  # a qnn.layer_norm means the chain in its body
         PatternRewriteWalker(
             GreedyRewritePatternApplier([LowerRequantize(), LowerQnnOp()]),
             apply_recursively=False,

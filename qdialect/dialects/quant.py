@@ -557,7 +557,8 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
         if hit is not None and hit[0] is self:
             return hit[1]
         if self.is_sub_channel:
-            raise VerifyException(f"{self}: sub-channel parameters are not per-tensor or per-axis")
+            raise VerifyException(f"{self}: sub-channel (block-wise) scales have no per-tensor or per-axis "
+                                  "parameters (see sub_channel_arrays)")
         # over immutable bytes: numpy refuses to make them writable again (a flag alone
         # could be set back, and a write would change every later caller's parameters)
         scale, zero_point = (np.frombuffer(a.tobytes(), a.dtype).reshape(a.shape)

@@ -646,11 +646,17 @@ def _layer_norm(it, op, args):
     """Run the body: the chain the op was raised from, op by op, with this interpreter's knobs."""
     block = op.body.block
     env: dict[SSAValue, np.ndarray] = {block.args[0]: args[0]}
-    for inner in block.ops:
+    for position, inner in enumerate(block.ops):
         if isinstance(inner, qnn.YieldOp):
             return env[inner.value]
         try:
-            results = it.eval(inner, [env[v] for v in inner.operands])
+            inputs = [env[v] for v in inner.operands]
+            if it.check_overflow and "acc" in getattr(inner, "ATTRS", ()):  # position: in the body
+                results = it._eval_checked(inner, inputs, position)
+            else:
+                results = it.eval(inner, inputs)
+        except AccumulatorOverflow:
+            raise
         except InterpreterError as e:
             raise InterpreterError(f"{op.name} ({inner.name} in its body): {e}") from e
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as e:

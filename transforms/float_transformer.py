@@ -35,7 +35,7 @@ import transforms.float_reductions as float_reductions
 from qdialect.dialects import nn, qint, qnn
 from qdialect.reference import onnxruntime_float as orf
 from transforms import decompose, decompose_onnx
-from transforms.decompose import Emitter, Unsupported
+from transforms.decompose import Emitter, Unsupported, qp
 from transforms.float_islands import _check, _elementwise, _shape
 from transforms.lower_to_linalg import Lowering, Scalar, amap, dim, identity
 
@@ -300,6 +300,77 @@ def _with_rk_mean(kr_lowering):
     return lower
 
 
+# ----- ORT's float MatMul of two activations (the `onnx` profile's attention) --------------------
+
+
+def lower_batch_matmul_float(e: Emitter, op) -> SSAValue:
+    """qnn.batch_matmul with rounding `onnx`: both operands dequantized (`f32(q - zp) * s`), each
+    batch's MlasSgemmOperation (no prepacking: B is a node's output) -- per K slice of
+    `sgemm_strides` an in-order `math.fma` chain from +0.0, the slices added in order --, then
+    QuantizeLinear and the op's clamp.  M == 1 (MLAS's M1 kernel) and N == 1 are refused by name."""
+    from qdialect.reference import onnxruntime_kernels as ort
+
+    a_v, b_v = op.operands
+    a_q, b_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
+    if any(q.per_axis for q in (a_q, b_q, out_q)):
+        raise Unsupported(f"{op.name} in float with per-axis parameters")
+    if op.attr("adj_x", False) or op.attr("adj_y", False):
+        raise Unsupported(f"{op.name} in float with adj_x / adj_y")
+    sa, sb, so = (list(qint.shape_of(v)) for v in (a_v, b_v, op.results[0]))
+    m, k, n = sa[-2], sa[-1], sb[-1]
+    if m == 1 or n == 1:
+        raise Unsupported(f"{op.name} in float with M = {m}, N = {n} (MLAS's M == 1 / N == 1 kernels are "
+                          "not lowered; the interpreter runs them)")
+    rank = len(so)
+    low = Lowering()
+
+    def dequantized(v, q):
+        shape = list(qint.shape_of(v))
+        return low.generic([e.storage(v)], [identity(len(shape))], TensorType(f32, shape), identity(len(shape)),
+                           lambda s, x, _o: decompose_onnx._dequant_scalar(s, x, q))
+
+    a, b = dequantized(a_v, a_q), dequantized(b_v, b_q)
+    # loops: the output's (batch..., m, n), then k; operands broadcast over the batch dims
+    nb = rank - 2
+
+    def operand_map(shape, rows_dim, cols_dim):
+        lead = len(shape) - 2
+        res = [dim(nb - lead + i) if shape[i] != 1 or so[nb - lead + i] == 1 else 0 for i in range(lead)]
+        return amap(rank + 1, res + [rows_dim, cols_dim])
+
+    _, sk = ort.sgemm_strides(n, k)
+    total = None
+    for k0 in range(0, k, sk):
+        kk = min(sk, k - k0)
+        if kk != k:
+            a_s = _slice_last(low, a, sa, k0, kk, axis=len(sa) - 1)
+            b_s = _slice_last(low, b, sb, k0, kk, axis=len(sb) - 2)
+        else:
+            a_s, b_s = a, b
+        ash, bsh = list(qint.shape_of(a_s)), list(qint.shape_of(b_s))
+        acc = low.generic([a_s, b_s], [operand_map(ash, dim(nb), dim(rank)), operand_map(bsh, dim(rank), dim(nb + 1))],
+                          TensorType(f32, so), amap(rank + 1, [dim(i) for i in range(rank)]),
+                          lambda s, x, y, c: s.emit(mathd.FmaOp(x, y, c)),
+                          iterators=["parallel"] * rank + ["reduction"], init=0.0)
+        total = acc if total is None else low.generic(
+            [total, acc], [identity(rank)] * 2, TensorType(f32, so), identity(rank),
+            lambda s, x, y, _o: s.emit(arith.AddfOp(x, y)))
+    y = low.generic([total], [identity(rank)], decompose.int_tensor(so, out_q.bits), identity(rank),
+                    lambda s, x, _o: decompose_onnx._quantize_scalar(s, x, op))
+    e.ops.extend(low.ops)
+    return y
+
+
+def _slice_last(low: Lowering, x: SSAValue, shape, start: int, size: int, axis: int) -> SSAValue:
+    """x[..., start:start + size, ...] along `axis` (tensor.extract_slice)."""
+    from xdsl.dialects import tensor
+
+    out = list(shape)
+    out[axis] = size
+    offsets = [start if i == axis else 0 for i in range(len(shape))]
+    return low.add(tensor.ExtractSliceOp(x, offsets, out, [1] * len(shape), TensorType(f32, out)))
+
+
 # ----- registration ---------------------------------------------------------------------------------
 
 decompose.DECOMPOSITIONS.update({
@@ -310,3 +381,4 @@ decompose.DECOMPOSITIONS.update({
     nn.MeanOp: _with_rk_mean(decompose.DECOMPOSITIONS[nn.MeanOp]),
 })
 decompose_onnx.FLOAT_LOWERINGS[qnn.MeanOp] = _with_rk_mean(decompose_onnx.FLOAT_LOWERINGS[qnn.MeanOp])
+decompose_onnx.FLOAT_LOWERINGS.setdefault(qnn.BatchMatmulOp, lower_batch_matmul_float)

@@ -4,7 +4,8 @@ One quantized chain holds every op `transforms/float_transformer.py` lowers
 (Div, Sqrt, Pow, LayerNormalization, ReduceMean over leading axes, Erf, each
 between DequantizeLinear and QuantizeLinear as `quantize_static` writes them):
 imported in both profiles, lowered to L3, compiled by TVM and run on every
-uint8 input value against ORT's two sessions.
+uint8 input value against ORT's two sessions; and the `onnx` profile's float
+MatMul of two activations (attention's QK^T and PV with ORT_DISABLE_ALL).
 """
 
 from __future__ import annotations
@@ -93,4 +94,46 @@ def test_transformer_float_ops_on_tvm_match_onnxruntime(profile):
         ours = [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
                 for o, d in zip(compiled(x), out_dtypes)]  # TVM returns the uint8 outputs as int8
         total += sum(differing(ours, theirs))
+    assert total == 0, f"{total} output elements differ from ONNX Runtime"
+
+
+def _matmul_acts(a_shape, b_shape) -> bytes:
+    """DequantizeLinear x 2 -> MatMul of the two activations -> QuantizeLinear (uint8)."""
+    inits, nodes = [], []
+    for name, scale, zp in (("a", 0.02, 128), ("b", 0.03, 120), ("y", 2.0, 128)):
+        inits += [numpy_helper.from_array(np.array(scale, F32), name + "_s"),
+                  numpy_helper.from_array(np.array(zp, np.uint8), name + "_z")]
+    nodes.append(helper.make_node("DequantizeLinear", ["aq", "a_s", "a_z"], ["a"]))
+    nodes.append(helper.make_node("DequantizeLinear", ["bq", "b_s", "b_z"], ["b"]))
+    nodes.append(helper.make_node("MatMul", ["a", "b"], ["y"]))
+    nodes.append(helper.make_node("QuantizeLinear", ["y", "y_s", "y_z"], ["yq"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("aq", TensorProto.UINT8, a_shape),
+                                           helper.make_tensor_value_info("bq", TensorProto.UINT8, b_shape)],
+                              [helper.make_tensor_value_info("yq", TensorProto.UINT8, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+
+
+@pytest.mark.parametrize("shapes", [([1, 2, 8, 16], [1, 2, 16, 8]), ([1, 4, 600], [1, 600, 200])],
+                         ids=["attention", "k_slices"])
+def test_float_matmul_of_two_activations_on_tvm(shapes):
+    """The `onnx` profile's MatMul of two activations (ORT_DISABLE_ALL: MLAS SGEMM, K slices of
+    `sgemm_strides` when K is large) on TVM against ORT."""
+    import onnxruntime as ort
+
+    data = _matmul_acts(*shapes)
+    module = import_onnx(data, profile="onnx")
+    out_dtypes = [Interpreter._dtype(v) for v in Interpreter(module).entry().get_return_op().operands]
+    lower_to_l3(module)
+    compiled = compile_module(module)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(1)
+    total = 0
+    for _ in range(3):
+        a, b = (rng.integers(0, 256, s, dtype=np.uint8) for s in shapes)
+        ours = [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
+                for o, d in zip(compiled(a, b), out_dtypes)]
+        total += sum(differing(ours, sess.run(None, {"aq": a, "bq": b})))
     assert total == 0, f"{total} output elements differ from ONNX Runtime"

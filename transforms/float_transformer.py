@@ -10,6 +10,7 @@ written with upstream func / arith / linalg / tensor / math.fma ops only:
 | nn.sqrt | (in its own buffer) IEEE square root from arith alone: Newton's iteration in float64 from an exponent-halving estimate, rounded to float32, then corrected to the nearest float32 by comparing the input with the squares of the two neighbouring midpoints (25-bit midpoints: their squares are exact in float64) |
 | nn.erf | MLAS's FMA3 erf kernel: the small and big polynomials as `math.fma` chains (each in its own buffer), MLAS's exp with `2^r` built in the exponent field, the sign or-ed back |
 | nn.layer_norm | MLAS's AVX2 LayerNorm; per row (three one-step reductions, so TVM keeps each in a buffer), the row's values unrolled in the body: the four float64 lanes of the mean, `(0 + 2) + (1 + 3)`, the tail in order; eight float32 FMA lanes of centred squares, their reduction tree and the tail (rounded products for GCC's fold-left blocks of four, FMA for the rest); `1 / sqrt(var / n + eps)`; then `fma((x - mean) * inv, scale, bias)` per element |
+| qnn.batch_matmul (`onnx`), nn.batch_matmul | ORT_DISABLE_ALL's MatMul (MLAS's unpacked SGEMM): per K slice of `sgemm_strides` an in-order `math.fma` chain from +0.0, the slices added in order; M == 1 / N == 1 refused |
 | nn.mean / qnn.mean (`onnx`) over leading axes | ORT's `FastReduceRK`: an in-order `math.fma(x, 1.0, acc)` chain over the reduced rows from -0.0, `/ f32(rows)`; other axis patterns go to `float_reductions` |
 
 Products an add could follow sit behind `decompose_onnx.no_contract`, so LLVM
@@ -303,35 +304,18 @@ def _with_rk_mean(kr_lowering):
 # ----- ORT's float MatMul of two activations (the `onnx` profile's attention) --------------------
 
 
-def lower_batch_matmul_float(e: Emitter, op) -> SSAValue:
-    """qnn.batch_matmul with rounding `onnx`: both operands dequantized (`f32(q - zp) * s`), each
-    batch's MlasSgemmOperation (no prepacking: B is a node's output) -- per K slice of
-    `sgemm_strides` an in-order `math.fma` chain from +0.0, the slices added in order --, then
-    QuantizeLinear and the op's clamp.  M == 1 (MLAS's M1 kernel) and N == 1 are refused by name."""
+def _sgemm_unpacked(low: Lowering, a: SSAValue, b: SSAValue, sa, sb, so, what: str) -> SSAValue:
+    """Each batch's MlasSgemmOperation on float32 a [..., M, K], b [..., K, N] (B not prepacked):
+    per K slice of `sgemm_strides` an in-order `math.fma` chain from +0.0, the slices added in
+    order.  M == 1 (MLAS's M1 kernel) and N == 1 are refused by name."""
     from qdialect.reference import onnxruntime_kernels as ort
 
-    a_v, b_v = op.operands
-    a_q, b_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
-    if any(q.per_axis for q in (a_q, b_q, out_q)):
-        raise Unsupported(f"{op.name} in float with per-axis parameters")
-    if op.attr("adj_x", False) or op.attr("adj_y", False):
-        raise Unsupported(f"{op.name} in float with adj_x / adj_y")
-    sa, sb, so = (list(qint.shape_of(v)) for v in (a_v, b_v, op.results[0]))
     m, k, n = sa[-2], sa[-1], sb[-1]
     if m == 1 or n == 1:
-        raise Unsupported(f"{op.name} in float with M = {m}, N = {n} (MLAS's M == 1 / N == 1 kernels are "
+        raise Unsupported(f"{what} in float with M = {m}, N = {n} (MLAS's M == 1 / N == 1 kernels are "
                           "not lowered; the interpreter runs them)")
     rank = len(so)
-    low = Lowering()
-
-    def dequantized(v, q):
-        shape = list(qint.shape_of(v))
-        return low.generic([e.storage(v)], [identity(len(shape))], TensorType(f32, shape), identity(len(shape)),
-                           lambda s, x, _o: decompose_onnx._dequant_scalar(s, x, q))
-
-    a, b = dequantized(a_v, a_q), dequantized(b_v, b_q)
-    # loops: the output's (batch..., m, n), then k; operands broadcast over the batch dims
-    nb = rank - 2
+    nb = rank - 2  # loops: the output's (batch..., m, n), then k; operands broadcast over the batch dims
 
     def operand_map(shape, rows_dim, cols_dim):
         lead = len(shape) - 2
@@ -355,8 +339,43 @@ def lower_batch_matmul_float(e: Emitter, op) -> SSAValue:
         total = acc if total is None else low.generic(
             [total, acc], [identity(rank)] * 2, TensorType(f32, so), identity(rank),
             lambda s, x, y, _o: s.emit(arith.AddfOp(x, y)))
+    return total
+
+
+def lower_batch_matmul_float(e: Emitter, op) -> SSAValue:
+    """qnn.batch_matmul with rounding `onnx` (ORT_DISABLE_ALL's attention): both operands
+    dequantized (`f32(q - zp) * s`), `_sgemm_unpacked`, QuantizeLinear and the op's clamp."""
+    a_v, b_v = op.operands
+    a_q, b_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
+    if any(q.per_axis for q in (a_q, b_q, out_q)):
+        raise Unsupported(f"{op.name} in float with per-axis parameters")
+    if op.attr("adj_x", False) or op.attr("adj_y", False):
+        raise Unsupported(f"{op.name} in float with adj_x / adj_y")
+    sa, sb, so = (list(qint.shape_of(v)) for v in (a_v, b_v, op.results[0]))
+    rank = len(so)
+    low = Lowering()
+
+    def dequantized(v, q):
+        shape = list(qint.shape_of(v))
+        return low.generic([e.storage(v)], [identity(len(shape))], TensorType(f32, shape), identity(len(shape)),
+                           lambda s, x, _o: decompose_onnx._dequant_scalar(s, x, q))
+
+    total = _sgemm_unpacked(low, dequantized(a_v, a_q), dequantized(b_v, b_q), sa, sb, so, op.name)
     y = low.generic([total], [identity(rank)], decompose.int_tensor(so, out_q.bits), identity(rank),
                     lambda s, x, _o: decompose_onnx._quantize_scalar(s, x, op))
+    e.ops.extend(low.ops)
+    return y
+
+
+def lower_nn_batch_matmul(e: Emitter, op) -> SSAValue:
+    """nn.batch_matmul float island (a float activation times DequantizeLinear weights, what
+    follows an unquantized Gelu, ORT_DISABLE_ALL): `_sgemm_unpacked`."""
+    _check(op)
+    if op.attr("adj_x", False) or op.attr("adj_y", False):
+        raise Unsupported(f"{op.name} with adj_x / adj_y")
+    a, b = op.operands
+    low = Lowering()
+    y = _sgemm_unpacked(low, a, b, _shape(a), _shape(b), _shape(op.results[0]), op.name)
     e.ops.extend(low.ops)
     return y
 
@@ -378,6 +397,7 @@ decompose.DECOMPOSITIONS.update({
     nn.SqrtOp: lower_sqrt,
     nn.ErfOp: lower_erf,
     nn.LayerNormOp: lower_layer_norm,
+    nn.BatchMatmulOp: lower_nn_batch_matmul,
     nn.MeanOp: _with_rk_mean(decompose.DECOMPOSITIONS[nn.MeanOp]),
 })
 decompose_onnx.FLOAT_LOWERINGS[qnn.MeanOp] = _with_rk_mean(decompose_onnx.FLOAT_LOWERINGS[qnn.MeanOp])

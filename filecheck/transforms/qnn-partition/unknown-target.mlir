@@ -1,7 +1,7 @@
-// RUN: not %qd-opt %s -p 'qnn-partition{target=npu9}' 2>&1 | filecheck %s
+// RUN: %qd-opt %s -p 'qnn-partition{target=npu9}' --verify-diagnostics
 
-// An unknown target is one line naming the targets there are.
-// CHECK: error: qnn-partition: unknown target 'npu9' (known: cmsis-nn, ethos-u)
+// An unknown target is one diagnostic naming the targets there are (it belongs to no op).
+// expected-error@unknown {{qnn-partition: unknown target 'npu9' (known: cmsis-nn, ethos-u)}}
 
 func.func @main() {
   func.return

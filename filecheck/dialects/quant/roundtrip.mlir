@@ -70,3 +70,34 @@ func.func @casts(%a: tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>, %s: !quant.unif
   %4 = quant.dcast %s : !quant.uniform<u8:bf16, 0.5:3> to bf16
   func.return %2 : tensor<2x3xi8>
 }
+
+// MLIR 22's other spellings: siN / uiN storage (printed iN / uN), i1, f64 and other float
+// expressed types, zero points outside the storage range (a qnn op refuses them; the type is
+// valid), sub-channel (block-wise) scales, !quant.any and !quant.calibrated.  The same CHECK
+// lines hold for mlir-opt 22 (interop/quant_new_syntax.mlir runs them through it).
+
+// CHECK-LABEL: func.func @mlir_spellings
+// CHECK-SAME: !quant.uniform<i8<-4:3>:f32, 1.000000e+00:100>
+// CHECK-SAME: !quant.uniform<u8:f64, 9.999880e-321>
+// CHECK-SAME: !quant.uniform<i1:f16, 5.000000e-01>
+// CHECK-SAME: !quant.uniform<u8:f32:1, {2.000000e+02:-120,9.987200e-01:127}>
+func.func @mlir_spellings(%a: tensor<4x!quant.uniform<si8<-4:3>:f32, 1.0:100>>, %b: tensor<4x!quant.uniform<ui8:f64, 1.0e-320>>, %c: tensor<4x!quant.uniform<i1:f16, 0.5>>, %d: tensor<3x2x!quant.uniform<u8:f32:1, {2.0e+2:-120,0.99872:127}>>) {
+  func.return
+}
+
+// (A sub-channel f32 scale mlir-opt prints in hexadecimal, 123456792.0 as 0x4CEB79A3, is read
+// back as the bits of a double by both tools, and refused: not a round trip in MLIR 22 either.)
+// CHECK-LABEL: func.func @sub_channel
+// CHECK-SAME: !quant.uniform<u8:f32:{0:1, 1:2}, {{\{}}{2.000000e+00:120, 3.000000e+00:127}, {4.000000e+00, 5.000000e+00}}>
+// CHECK-SAME: !quant.uniform<i8:f16:{}, {{\{}}{9.997550e-02:44}}>
+func.func @sub_channel(%a: tensor<2x4x!quant.uniform<u8:f32:{0:1, 1:2}, {{2.0:120,3.0:127}, {4.0,5.0}}>>, %b: tensor<2x4x!quant.uniform<i8:f16:{}, {{0.1:300}}>>) {
+  func.return
+}
+
+// CHECK-LABEL: func.func @any_and_calibrated
+// CHECK-SAME: !quant.any<i8<-8:7>:f32>
+// CHECK-SAME: !quant.any<u4>
+// CHECK-SAME: !quant.calibrated<f32<-0.998:1.232100e+00>>
+func.func @any_and_calibrated(%a: tensor<4x!quant.any<i8<-8:7>:f32>>, %b: tensor<4x!quant.any<ui4>>, %c: tensor<4x!quant.calibrated<f32<-0.998:1.2321>>>) {
+  func.return
+}

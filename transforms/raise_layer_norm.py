@@ -351,9 +351,20 @@ def has_layer_norm(root: Operation) -> bool:
     return any(isinstance(op, LayerNormOp) for op in root.walk())
 
 
+def _constant_key(op: Operation):
+    """What makes two constants the same value (None: not a one-result constant)."""
+    if not op.has_trait(ConstantLike) or len(op.results) != 1 or op.regions:
+        return None
+    try:
+        return op.name, op.results[0].type, tuple(op.attributes.items())
+    except TypeError:  # an unhashable attribute
+        return None
+
+
 def expand_layer_norms(root: Operation) -> int:
     """Inline every `qnn.layer_norm` body in place of the op (the chain it was raised from);
-    returns how many were expanded."""
+    returns how many were expanded.  A body constant equal to one already defined before the
+    op is not copied again (raising cloned it out of a constant several chains shared)."""
     count = 0
     for op in list(root.walk()):
         if not isinstance(op, LayerNormOp):
@@ -361,10 +372,21 @@ def expand_layer_norms(root: Operation) -> int:
         block = op.body.block
         mapping: dict[SSAValue, SSAValue] = {block.args[0]: op.input}
         parent = op.parent_block()
+        earlier: dict = {}
+        for o in parent.ops:
+            if o is op:
+                break
+            key = _constant_key(o)
+            if key is not None:
+                earlier.setdefault(key, o.results[0])
         for inner in block.ops:
             if isinstance(inner, YieldOp):
                 op.output.replace_all_uses_with(mapping[inner.value])
                 break
+            key = _constant_key(inner)
+            if key is not None and key in earlier:
+                mapping[inner.results[0]] = earlier[key]
+                continue
             copy = inner.clone(value_mapper=mapping)
             parent.insert_op_before(copy, op)
         parent.erase_op(op)

@@ -350,6 +350,28 @@ def test_sub_channel_dequantize_matches_mlir_runner():
         numbers = proc.stdout.split("data =", 1)[1].replace("[", " ").replace("]", " ").replace(",", " ").split()
         theirs = np.array([float(x) for x in numbers], np.float32).reshape(dims)
         np.testing.assert_array_equal(ours, theirs, err_msg=q)
+        # quantize then dequantize values on the grid of the block they fall in (where MLIR's
+        # truncating lowering and our rounding agree): any other block's scale would move them
+        grid = ours.astype(np.float32)
+        program = program.replace(f"  %a = arith.constant {constant}\n{body}",
+                                  f"  %a = arith.constant dense<\"0x{grid.tobytes().hex().upper()}\"> : {tf}\n"
+                                  f"  %q = quant.qcast %a : {tf} to {t}\n  %d = quant.dcast %q : {t} to {tf}\n")
+        lowered = _mlir_opt(program, "--lower-quant-ops", "--canonicalize",
+                            "--one-shot-bufferize=bufferize-function-boundaries", "--convert-linalg-to-loops",
+                            "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf",
+                            "--convert-cf-to-llvm", "--convert-arith-to-llvm", "--finalize-memref-to-llvm",
+                            "--convert-func-to-llvm", "--reconcile-unrealized-casts")
+        proc = subprocess.run([str(bin_dir / "mlir-runner"), "-e", "main", "-entry-point-result=void",
+                               f"-shared-libs={','.join(runner_libs)}"], input=lowered, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        numbers = proc.stdout.split("data =", 1)[1].replace("[", " ").replace("]", " ").replace(",", " ").split()
+        theirs = np.array([float(x) for x in numbers], np.float32).reshape(dims)
+        round_trip = (f"func.func @main(%a: {tf}) -> {tf} {{\n  %q = quant.qcast %a : {tf} to {t}\n"
+                      f"  %d = quant.dcast %q : {t} to {tf}\n  func.return %d : {tf}\n}}\n")
+        ours = run_module(parse_module(QdOptMain(args=[]).ctx, round_trip, "t.mlir"), [grid])[0]
+        np.testing.assert_array_equal(ours, theirs, err_msg=q)
+        np.testing.assert_array_equal(ours, grid, err_msg=q)
 
 
 def test_unknown_quant_names_are_errors_even_unregistered():

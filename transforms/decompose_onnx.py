@@ -145,7 +145,26 @@ def _weight_zps(w_q: QParams, channels: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(w_q.zero_point, np.int64).reshape(-1), (channels,)).copy()
 
 
-def _pair_saturated_sum(e: Emitter, cols: SSAValue, w: np.ndarray, x_zp: int, w_zp: np.ndarray) -> SSAValue:
+def _saturated_pair(s, a0, a1, b0, b1, t):
+    """`sat16(a0 b0 + a1 b1)` in `t` (i32) of raw uint8 `a` and int8 `b` (vpmaddubsw), and the
+    four values widened.  uint8 is read as `sext & 255`, not `zext`: TVM 0.27 bounds
+    cast<uint8>(an int8) to [0, 127] and then dropped the clamp as a no-op."""
+    mask = s.const(255, t)
+    u0, u1 = (s.emit(arith.AndIOp(s.ext(v, 32), mask)) for v in (a0, a1))
+    v0, v1 = s.ext(b0, 32), s.ext(b1, 32)
+    pair = s.emit(arith.AddiOp(s.emit(arith.MuliOp(u0, v0)), s.emit(arith.MuliOp(u1, v1))))
+    return s.clamp(pair, -32768, 32767), (u0, u1), (v0, v1)
+
+
+def _minus_zp_sum(s, term, zp, pair, t):
+    """`term - zp * (pair[0] + pair[1])` (zp an int or an i32 value; nothing for zp 0)."""
+    if not isinstance(zp, SSAValue) and not zp:
+        return term
+    zpv = zp if isinstance(zp, SSAValue) else s.const(zp, t)
+    return s.emit(arith.SubiOp(term, s.emit(arith.MuliOp(zpv, s.emit(arith.AddiOp(*pair))))))
+
+
+def _pair_saturated_sum(e: Emitter, cols: SSAValue, w: np.ndarray, w_zp: np.ndarray) -> SSAValue:
     """MLAS's AVX2 uint8 x int8 dot products (`vpmaddubsw`, then `vpmaddwd` by ones into int32)
     of `cols` [..., K] (raw uint8 storage, K in MLAS's packed order) with the constant raw int8
     weights `w` [O, K]: per output, the sum over pairs p of `sat16(a[2p] w[2p] + a[2p+1] w[2p+1])`
@@ -181,16 +200,8 @@ def _pair_saturated_sum(e: Emitter, cols: SSAValue, w: np.ndarray, x_zp: int, w_
 
     def body(s, b0, b1, x0, x1, *rest):
         acc = rest[-1]
-        # uint8 as `sext & 255`, not `zext`: TVM 0.27 bounds cast<uint8>(an int8) to [0, 127] and
-        # then drops the int16 clamp as a no-op
-        mask = s.const(255, acc.type)
-        u0, u1 = (s.emit(arith.AndIOp(s.ext(v, 32), mask)) for v in (x0, x1))
-        pair = s.emit(arith.AddiOp(s.emit(arith.MuliOp(u0, s.ext(b0, 32))), s.emit(arith.MuliOp(u1, s.ext(b1, 32)))))
-        term = s.clamp(pair, -32768, 32767)
-        zp = rest[0] if not uniform else int(w_zp[0])
-        if isinstance(zp, SSAValue) or zp:
-            zpv = zp if isinstance(zp, SSAValue) else s.const(zp, acc.type)
-            term = s.emit(arith.SubiOp(term, s.emit(arith.MuliOp(zpv, s.emit(arith.AddiOp(u0, u1))))))
+        term, xs, _ = _saturated_pair(s, x0, x1, b0, b1, acc.type)
+        term = _minus_zp_sum(s, term, int(w_zp[0]) if uniform else rest[0], xs, acc.type)
         return s.emit(arith.AddiOp(acc, term))
 
     acc = low.generic(inputs, maps, int_tensor(lead + [o], 32), amap(r + 1, [dim(i) for i in range(r)]), body,
@@ -231,15 +242,8 @@ def _saturated_batch_matmul(e: Emitter, op, a: SSAValue, b: SSAValue, a_zp: int,
     bmap = amap(r + 1, loops + [p_, n_])
 
     def body(s, x0, x1, y0, y1, acc):
-        mask = s.const(255, acc.type)  # uint8 as sext & 255 (see _pair_saturated_sum)
-        u0, u1 = (s.emit(arith.AndIOp(s.ext(v, 32), mask)) for v in (x0, x1))
-        v0, v1 = s.ext(y0, 32), s.ext(y1, 32)
-        pair = s.emit(arith.AddiOp(s.emit(arith.MuliOp(u0, v0)), s.emit(arith.MuliOp(u1, v1))))
-        term = s.clamp(pair, -32768, 32767)
-        if b_zp:
-            term = s.emit(arith.SubiOp(term, s.emit(arith.MuliOp(s.const(b_zp, acc.type), s.emit(arith.AddiOp(u0, u1))))))
-        if a_zp:
-            term = s.emit(arith.SubiOp(term, s.emit(arith.MuliOp(s.const(a_zp, acc.type), s.emit(arith.AddiOp(v0, v1))))))
+        term, xs, ys = _saturated_pair(s, x0, x1, y0, y1, acc.type)
+        term = _minus_zp_sum(s, _minus_zp_sum(s, term, b_zp, xs, acc.type), a_zp, ys, acc.type)
         return s.emit(arith.AddiOp(acc, term))
 
     low = Lowering()
@@ -272,7 +276,7 @@ def _saturated_conv(e: Emitter, op, x_v, w_v) -> SSAValue:
                 taps.append(e.add(tensor.ExtractSliceOp(x, [0, ky * dh, kx * dw, 0], [n, oh, ow, cin],
                                                         [1, sh, sw, 1], TensorType(el, [n, oh, ow, cin]))))
     cols = taps[0] if len(taps) == 1 else e.add(tensor.ConcatOp(taps, 3, TensorType(el, [n, oh, ow, kh * kw * cin])))
-    return _pair_saturated_sum(e, cols, w.reshape(oc, -1), _zp(qp(x_v)), _weight_zps(qp(w_v), oc))
+    return _pair_saturated_sum(e, cols, w.reshape(oc, -1), _weight_zps(qp(w_v), oc))
 
 
 def _saturated_finish(e: Emitter, op, acc, bias_v, x_q, w_q, out_q, channels: int) -> SSAValue:
@@ -320,7 +324,7 @@ def decompose_fully_connected(e: Emitter, op) -> SSAValue:
         return _float_accumulate(e, op, "fc")
     if _pairs_saturate(x_q, w_q):
         w = _const_array(wv, "weights")
-        acc = _pair_saturated_sum(e, e.reshape(e.storage(xv), (rows, k)), w, _zp(x_q), _weight_zps(w_q, o))
+        acc = _pair_saturated_sum(e, e.reshape(e.storage(xv), (rows, k)), w, _weight_zps(w_q, o))
         out = _saturated_finish(e, op, acc, bv, x_q, w_q, out_q, o)
         return e.reshape(out, qint.shape_of(op.results[0]))
     x, x_zp = _signed_activation(e, xv, x_q)

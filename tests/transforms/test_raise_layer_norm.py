@@ -177,3 +177,21 @@ def test_partitioning_keeps_the_raised_op_whole_on_the_host():
     assert any(r.op == "qnn.layer_norm" for r in result.remarks)
     x = [np.random.default_rng(0).integers(-128, 128, (1, 49, 10)).astype(np.int8)]
     assert differing(run_module(raised, x), run_module(module, x)) == [0]
+
+
+@pytest.mark.parametrize("path,intermediate", [
+    (ZOO / "kws_attn.tflite", "qnn.rsqrt"),
+    (ZOO / "kws_attn.tflite", "nn.mul"),  # the NEG island
+    (ZOO / "kws_attn_16x8.tflite", "qnn.sub"),
+    (ZOO / "onnx" / "vit_tiny_handln_qdq_u8.onnx", "nn.sqrt"),
+    (ZOO / "onnx" / "kws_attn_qdq_u8.onnx", "nn.layer_norm"),
+], ids=lambda v: getattr(v, "stem", v))
+def test_a_chain_whose_intermediate_is_read_outside_is_not_raised(path, intermediate):
+    """Returning one intermediate of the first layer norm as well keeps that chain as it is."""
+    module = import_onnx_file(path) if path.suffix == ".onnx" else import_tflite_file(path)
+    first = next(o for o in module.body.block.first_op.body.block.ops if o.name == intermediate)
+    _expose(module, [first.results[0]])
+    module.verify()
+    ops = raise_layer_norms(module)
+    assert len(ops) == LAYER_NORMS[_encoder(path)] - 1
+    assert first.parent is not None and any(o is first for o in module.body.block.first_op.body.block.ops)

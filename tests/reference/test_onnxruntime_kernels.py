@@ -9,6 +9,10 @@ kernels and differ on AVX2 (docs/numerics-findings.md)."""
 
 from __future__ import annotations
 
+import shutil
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -25,7 +29,7 @@ DT = {"u8": np.uint8, "i8": np.int8}
 ISA = R.detect_isa()  # "vnni" on AVX-512 VNNI / AVX-VNNI CPUs; QDIALECT_ORT_ISA overrides
 
 
-def run(node, inputs: dict, inits: dict, out_dtype, opset=19):
+def one_node_model(node, inputs: dict, inits: dict, out_dtype, opset=19) -> onnx.ModelProto:
     """One-node model: `inputs` are fed, `inits` are constant initializers."""
     g_in = [helper.make_tensor_value_info(k, ONNX_T[np.asarray(v).dtype], np.shape(v)) for k, v in inputs.items()]
     g_init = [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()]
@@ -34,6 +38,11 @@ def run(node, inputs: dict, inits: dict, out_dtype, opset=19):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
                                                     helper.make_opsetid("com.microsoft", 1)])
     model.ir_version = 9
+    return model
+
+
+def run(node, inputs: dict, inits: dict, out_dtype, opset=19):
+    model = one_node_model(node, inputs, inits, out_dtype, opset)
     so = ort.SessionOptions()
     so.log_severity_level = 3
     sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
@@ -67,6 +76,12 @@ def qp(scale, zp, st, axis=None):
 
 def _qconv(x, w, b, xq, wq, yq, strides, pads, dil, groups):
     """x NHWC, w OHWI -> ORT NCHW/OIHW; returns NHWC result."""
+    y = run(*_qconv_node(x, w, b, xq, wq, yq, strides, pads, dil, groups), yq.dtype)
+    return np.transpose(y, (0, 2, 3, 1))
+
+
+def _qconv_node(x, w, b, xq, wq, yq, strides, pads, dil, groups):
+    """The QLinearConv node, its NCHW feed and its initializers."""
     (pt, pb), (pl, pr) = pads
     node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"] + (["b"] if b is not None else []),
                             ["y"], strides=list(strides), pads=[pt, pl, pb, pr], dilations=list(dil), group=groups)
@@ -75,8 +90,7 @@ def _qconv(x, w, b, xq, wq, yq, strides, pads, dil, groups):
                  yz=np.asarray(yq.zero_point, yq.dtype))
     if b is not None:
         inits["b"] = np.asarray(b, np.int32)
-    y = run(node, {"x": np.transpose(x, (0, 3, 1, 2))}, inits, yq.dtype)
-    return np.transpose(y, (0, 2, 3, 1))
+    return node, {"x": np.transpose(x, (0, 3, 1, 2))}, inits
 
 
 CONV_CASES = [
@@ -97,8 +111,8 @@ CONV_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CONV_CASES, ids=[str(i) for i in range(len(CONV_CASES))])
-def test_qlinear_conv(case):
+def _conv_case(case):
+    """(x, w, b, xq, wq, yq, strides, pads, dilations, groups) of a CONV_CASES row."""
     act, wt, C, O, groups, k, stride, pads, dil, per_ch, wzp = case
     rng = np.random.default_rng(hash(case) % 2**32)
     x = rand(rng, DT[act], (2, 9, 9, C))
@@ -109,10 +123,42 @@ def test_qlinear_conv(case):
     wq = QParams.make(ws, wzp, storage=wt, axis=0 if per_ch else None)
     # out scale near the accumulator spread so that many values land on ties / bounds
     yq = qp(0.05 * k, 120 if act == "u8" else -7, act)
-    y = _qconv(x, w, b, xq, wq, yq, (stride, stride), pads, (dil, dil), groups)
-    r = R.qlinear_conv(x, w, b, x_q=xq, w_q=wq, out_q=yq, strides=stride, padding=pads,
-                       dilations=dil, groups=groups, isa=ISA)
-    assert ndiff(y, r) == 0
+    return x, w, b, xq, wq, yq, (stride, stride), pads, (dil, dil), groups
+
+
+def _conv_reference(x, w, b, xq, wq, yq, strides, pads, dil, groups, isa):
+    return R.qlinear_conv(x, w, b, x_q=xq, w_q=wq, out_q=yq, strides=strides, padding=pads,
+                          dilations=dil, groups=groups, isa=isa)
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[str(i) for i in range(len(CONV_CASES))])
+def test_qlinear_conv(case):
+    args = _conv_case(case)
+    assert ndiff(_qconv(*args), _conv_reference(*args, ISA)) == 0
+
+
+@pytest.mark.skipif(shutil.which("qemu-x86_64") is None,
+                    reason="qemu-x86_64 is not installed (Debian package qemu-user): no CPU without VNNI")
+def test_qlinear_conv_without_vnni(tmp_path):
+    """Every CONV_CASES row on ORT under `qemu-x86_64 -cpu Haswell` (AVX2, no VNNI) against
+    isa="avx2": random bytes saturate many pairs, so the K order and the pairing are checked
+    on every group layout, odd K, zero points and padding above."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    import ort_emulated
+
+    jobs, expected = [], []
+    for i, case in enumerate(CONV_CASES):
+        args = _conv_case(case)
+        node, feeds, inits = _qconv_node(*args)
+        path = tmp_path / f"conv{i}.onnx"
+        onnx.save(one_node_model(node, feeds, inits, args[5].dtype), str(path))
+        jobs.append((str(path), False, [feeds["x"]]))
+        expected.append((_conv_reference(*args, "avx2"), _conv_reference(*args, "vnni")))
+    saturated = 0
+    for ((y,), (sat, exact)) in zip(ort_emulated.run_emulated(jobs), expected):
+        assert ndiff(np.transpose(y, (0, 2, 3, 1)), sat) == 0
+        saturated += ndiff(sat, exact)
+    assert saturated > 0
 
 
 def test_qlinear_conv_saturation_u8s8():

@@ -346,21 +346,30 @@ def _parse_storage(parser: AttrParser, what: str) -> tuple[int, bool, int, int]:
     smin, smax = lo, hi
     if parser.parse_optional_punctuation("<") is not None:
         mpos = parser.pos
-        smin = parser.parse_integer(allow_boolean=False)
+        smin = _parse_int(parser, " for the storage minimum")
         if smin < lo:
             parser.raise_error(f"{what}: illegal storage type minimum: {smin} is below "
                                f"{match.group(0)}'s {lo}", mpos, parser.pos)
-        parser.parse_punctuation(":")
+        parser.parse_punctuation(":", " between the storage minimum and maximum")
         mpos = parser.pos
-        smax = parser.parse_integer(allow_boolean=False)
+        smax = _parse_int(parser, " for the storage maximum")
         if smax > hi:
             parser.raise_error(f"{what}: illegal storage type maximum: {smax} is above "
                                f"{match.group(0)}'s {hi}", mpos, parser.pos)
-        parser.parse_punctuation(">")
+        parser.parse_punctuation(">", " after the storage range")
         if smax <= smin:
             parser.raise_error(f"{what}: illegal storage min and storage max: ({smin}:{smax}) "
                                f"is an empty range", pos, parser.pos)
     return width, signed, smin, smax
+
+
+def _parse_int(parser: AttrParser, what: str) -> int:
+    """An integer literal (MLIR's words when there is none, and what it was for)."""
+    pos = parser.pos
+    value = parser.parse_optional_integer(allow_boolean=False)
+    if value is None:
+        parser.raise_error(f"expected integer value{what}", pos)
+    return value
 
 
 def _parse_expressed(parser: AttrParser, what: str) -> Attribute:
@@ -703,7 +712,7 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
         what = "quant.uniform"
         with parser.in_angle_brackets():
             width, signed, smin, smax = _parse_storage(parser, what)
-            parser.parse_punctuation(":")
+            parser.parse_punctuation(":", " between the storage type and the expressed type")
             expressed = _parse_expressed(parser, what)
             fmt = float_format(type(expressed))
             axis = -1
@@ -714,13 +723,13 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
                     if parser.parse_optional_punctuation("}") is None:
                         while True:
                             bpos = parser.pos
-                            block_axis = parser.parse_integer(allow_boolean=False)
+                            block_axis = _parse_int(parser, " for a block's axis (axis:size)")
                             if block_axis < 0:
                                 parser.raise_error(f"{what}: illegal quantized dimension: {block_axis} "
                                                    f"(negative axis in the block sizes)", bpos, parser.pos)
-                            parser.parse_punctuation(":")
+                            parser.parse_punctuation(":", " between a block's axis and its size")
                             bpos = parser.pos
-                            size = parser.parse_integer(allow_boolean=False)
+                            size = _parse_int(parser, " for a block size")
                             if size <= 0:
                                 parser.raise_error(f"{what}: illegal block size: {size} for axis "
                                                    f"{block_axis} (must be > 0)", bpos, parser.pos)
@@ -730,12 +739,12 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
                         parser.parse_punctuation("}", " to end the block sizes")
                 else:
                     apos = parser.pos
-                    axis = parser.parse_integer(allow_boolean=False)
+                    axis = _parse_int(parser, " for the quantized axis (or {axis:block size, ...})")
                     if axis < 0:
                         parser.raise_error(
                             f"{what}: illegal quantized dimension: {axis} (negative axis)", apos, parser.pos
                         )
-            parser.parse_punctuation(",")
+            parser.parse_punctuation(",", " before the scales")
             if axis < 0 and blocks is None:
                 params = [_parse_scale_zp(parser, fmt, expressed, None)]
                 shape: list[int] = []
@@ -898,7 +907,7 @@ def _parse_scale_zp(parser: AttrParser, fmt: FloatFormat, expressed: Attribute,
     zero_point = 0
     if parser.parse_optional_punctuation(":") is not None:
         zpos = parser.pos
-        zero_point = parser.parse_integer(allow_boolean=False)
+        zero_point = _parse_int(parser, f" for the zero point{where} after ':'")
         if not _INT64[0] <= zero_point <= _INT64[1]:
             parser.raise_error(f"quant.uniform: zero point {zero_point}{where} does not fit in 64 bits",
                                zpos, parser.pos)

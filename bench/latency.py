@@ -262,7 +262,8 @@ def mismatches(a: list[np.ndarray], b: list[np.ndarray]) -> int:
 
 
 def attention_models() -> dict[str, Path]:
-    """The attention blocks (tests/tvm_bridge/attention_block.py), written to a temporary directory."""
+    """The attention blocks (tests/tvm_bridge/attention_block.py, written to a temporary directory) and
+    the quantized encoders of models/transformers."""
     import tempfile
 
     from tests.tvm_bridge.attention_block import attention_block
@@ -273,6 +274,9 @@ def attention_models() -> dict[str, Path]:
         path = folder / f"{label}.tflite"
         path.write_bytes(attention_block(seq=64, dim=64, heads=4, storage=storage, layer_norm=True))
         out[label] = path
+    for path in sorted((ROOT / "models" / "transformers").glob("*.tflite")):  # tools/gen_transformer_zoo.py
+        if not path.stem.endswith("_float"):
+            out[path.stem] = path
     return out
 
 
@@ -287,8 +291,9 @@ def main(argv=None) -> int:
     p.add_argument("--onnx-only", action="store_true", help="only the ONNX rows")
     p.add_argument("--attention", action="store_true",
                    help="also the attention blocks of tests/tvm_bridge/attention_block.py (int8 and 16x8, "
-                        "sequence 64, model width 64, 4 heads, with the layer norm's pieces)")
-    p.add_argument("--attention-only", action="store_true", help="only the attention block rows")
+                        "sequence 64, model width 64, 4 heads, with the layer norm's pieces) and the encoders "
+                        "of models/transformers")
+    p.add_argument("--attention-only", action="store_true", help="only the attention / encoder rows")
     args = p.parse_args(argv)
     if args.onnx_only:
         set_tvm_threads(1)

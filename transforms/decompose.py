@@ -479,6 +479,8 @@ def decompose_batch_matmul(e: Emitter, op: qnn.BatchMatmulOp) -> SSAValue:
     _signed(a_q, b_q, out_q, what="qnn.batch_matmul")
     _per_tensor(a_q, "qnn.batch_matmul")
     _per_tensor(b_q, "qnn.batch_matmul")
+    if max(a_q.bits, b_q.bits) > 16:
+        raise Unsupported(f"qnn.batch_matmul on {a_q.storage} x {b_q.storage} (TFLite's kernels take 8 and 16 bits)")
     a, b = e.storage(a_v), e.storage(b_v)
     if op.attr("adj_x", False):
         a = _swap_last_two(e, a)

@@ -73,6 +73,12 @@ TRANSFORMER_OPS: dict[type[nn.NnOp], type[qnn.QnnOp]] = {nn.GeluOp: qnn.GeluOp, 
 """Float ops of transformer encoders and their qnn counterparts (TFLite's table kernels: any output
 parameters at 8 bits, zero points 0 at 16), built here: qnn-raise has no fake-quant spelling of them."""
 
+ILL_CONDITIONED = (nn.RsqrtOp,)
+"""Ops whose output error explodes near some input (1 / sqrt(x) at 0): calibrated on the quantized graph's
+values, their range would cover the error of their input (a ViT's class-token row, whose variance
+0.0034 is three int8 steps of its layer norm's variance: the seen rsqrt reaches 20.6 where float stops at
+17.2; the range is capped at the float values' range: that rsqrt 17.7 -> 41.6 dB on the calibration data)."""
+
 FIXED_OUTPUT = (nn.LogisticOp, nn.TanhOp, nn.SoftmaxOp, nn.LogSoftmaxOp)
 WEIGHTED = (nn.Conv2DOp, nn.DepthwiseConv2DOp, nn.FullyConnectedOp)
 
@@ -191,12 +197,26 @@ class _Quantizer:
         qp = quantized_element_type(q.type).qparams()
         return [np.asarray(dequantize(a, x_q=qp), np.float32) for a in self.qenv[q]]
 
-    def activation_type(self, layer: Layer, stats: TensorStats, bits: int | None = None):
-        """(type, real range) of an activation from its statistics."""
+    def activation_type(self, layer: Layer, stats: TensorStats, bits: int | None = None,
+                        reference: Sequence[np.ndarray] | None = None):
+        """(type, real range) of an activation from its statistics.  `reference`: the float values the
+        activation stands for; in layerwise mode the range then never reaches past theirs (a value beyond
+        every reference value is error only: clamping it to their bound moves it closer to any of them,
+        and the narrower range has a finer step).  Used for ILL_CONDITIONED ops only: elsewhere the
+        error's excursions are small and leave headroom that held-out data use."""
         bits = self.strategy.activation_bits(layer) if bits is None else bits
         symmetric = self.strategy.activation_symmetric(layer)
         qmin, qmax = _bounds(bits)
         lo, hi = choose_range(stats, self.strategy.calibration(layer), qmin=qmin, qmax=qmax, symmetric=symmetric)
+        if reference is not None and self.mode == "layerwise":
+            bound = TensorStats(keep=1)
+            for r in reference:
+                bound.observe(r)
+            if not bound.empty:
+                lo, hi = max(lo, min(bound.lo, 0.0)), min(hi, max(bound.hi, 0.0))
+                if symmetric:
+                    m = max(-lo, hi)
+                    lo, hi = -m, m
         scale, zp = affine_params(lo, hi, qmin, qmax, symmetric)
         return UniformQuantizedType.per_tensor(scale, zp, _storage(bits)), (lo, hi)
 
@@ -385,7 +405,8 @@ class _Quantizer:
             else:
                 seen = self.fenv[result]
 
-        out_qt, rng = self.output_type(op, layer, q_operands, seen)
+        reference = self.fenv[result] if isinstance(op, ILL_CONDITIONED) else None
+        out_qt, rng = self.output_type(op, layer, q_operands, seen, reference)
         rounding = "half_even" if self.strategy.multiplier(layer) == "float" else self.strategy.rounding(layer)
         if isinstance(op, nn.ConcatenationOp):
             # inputs take the output's parameters, so the concatenation only moves integers (TFLite's
@@ -547,7 +568,8 @@ class _Quantizer:
             qt = UniformQuantizedType.per_tensor(float(scales[0]), 0, storage="i32")
         return qnn.ConstantOp.from_array(stored, qt)
 
-    def output_type(self, op, layer: Layer, q_operands, seen) -> tuple[UniformQuantizedType, tuple | None]:
+    def output_type(self, op, layer: Layer, q_operands, seen,
+                    reference=None) -> tuple[UniformQuantizedType, tuple | None]:
         bits = 8 if isinstance(op, EIGHT_BIT_ONLY) else self.strategy.activation_bits(layer)
         if isinstance(op, INHERIT):
             return quantized_element_type(q_operands[0].type), None
@@ -561,7 +583,7 @@ class _Quantizer:
         stats = TensorStats()
         for a in seen:
             stats.observe(a)
-        qt, rng = self.activation_type(layer, stats, bits)
+        qt, rng = self.activation_type(layer, stats, bits, reference)
         if isinstance(op, nn.HardSwishOp):  # TFLite's kernel needs s_in / (128 s_out) <= 1
             in_s = float(quantized_element_type(q_operands[0].type).scale_array())
             if float(qt.scale_array()) < in_s / 128:

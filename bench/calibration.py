@@ -89,6 +89,7 @@ def litert(path: Path, samples) -> tuple[list[np.ndarray], list[np.ndarray]]:
 
 
 def strategy_for(name: str):
+    """The strategy a SCHEMES entry names (`qd-quantize --scheme S --override ...`)."""
     from transforms.strategy import PerLayer, load_strategy
 
     scheme, overrides, _ = SCHEMES[name]
@@ -131,6 +132,7 @@ def ours(model: str, scheme: str, held) -> tuple[list[np.ndarray], list[np.ndarr
 
 
 def sqnr_db(reference: list[np.ndarray], approx: list[np.ndarray]) -> float:
+    """SQNR (dB) of `approx` against `reference` over all samples together."""
     from transforms.quantize import sqnr_db as sqnr
 
     return sqnr(np.concatenate([r.reshape(-1) for r in reference]), np.concatenate([a.reshape(-1) for a in approx]))
@@ -142,10 +144,12 @@ def least_confident(reference: list[np.ndarray]) -> int:
 
 
 def without(values: list, k: int) -> list:
+    """`values` without its k-th entry."""
     return [v for i, v in enumerate(values) if i != k]
 
 
 def top1(reference: list[np.ndarray], approx: list[np.ndarray]) -> int:
+    """How many samples `approx` gives the reference's class (arg-max)."""
     return sum(int(np.argmax(r) == np.argmax(a)) for r, a in zip(reference, approx))
 
 

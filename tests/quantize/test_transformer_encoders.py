@@ -31,12 +31,14 @@ FLOOR_DB = 30.0
 
 @cache
 def held(name: str, count: int = 6) -> list:
+    """The first `count` held-out samples of encoder `name`."""
     module = import_tflite_float_file(ZOO / f"{name}_float.tflite")
     shapes = [list(a.type.get_shape()) for a in module.ops.first.body.block.args]
     return samples_from_npz(dict(np.load(ZOO / f"{name}_heldout.npz")), shapes)[:count]
 
 
 def quantized(scheme: str, tmp_path):
+    """qd-quantize's text and parsed module of kws_attn under `scheme`."""
     out = tmp_path / f"kws_attn_{scheme}.mlir"
     rc = qd_quantize([str(ZOO / "kws_attn_float.tflite"), "--calibration", str(ZOO / "kws_attn_calib.npz"),
                       "--scheme", scheme, "-o", str(out), "--quiet"])

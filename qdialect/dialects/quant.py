@@ -1319,40 +1319,23 @@ def _known_dialect_lookups() -> None:
     constructs are allowed (an unknown op is 'not registered'; a type says it is unknown)."""
     if getattr(Context, "_quant_lookups", False):
         return
-    get_attr, get_type, get_op = Context.get_optional_attr, Context.get_optional_type, Context.get_optional_op
 
-    def get_optional_attr_strict(self, name: str):
-        if name.startswith("quant.") and _quant_known(self):
+    def strict(lookup, unknown: bool):
+        def strict_lookup(self, name: str, **kwargs):
+            if not (name.startswith("quant.") and _quant_known(self)):
+                return lookup(self, name, **kwargs)
             saved, self.allow_unregistered = self.allow_unregistered, False
             try:
-                found = get_attr(self, name)
+                found = lookup(self, name, **kwargs)
             finally:
                 self.allow_unregistered = saved
-            return found if found is not None else _unknown_quant_type(name)
-        return get_attr(self, name)
+            return _unknown_quant_type(name) if found is None and unknown else found
 
-    def get_optional_type_strict(self, name: str):
-        if name.startswith("quant.") and _quant_known(self):
-            saved, self.allow_unregistered = self.allow_unregistered, False
-            try:
-                found = get_type(self, name)
-            finally:
-                self.allow_unregistered = saved
-            return found if found is not None else _unknown_quant_type(name)
-        return get_type(self, name)
+        return strict_lookup
 
-    def get_optional_op_strict(self, name: str, *, dialect_stack=()):
-        if name.startswith("quant.") and _quant_known(self):
-            saved, self.allow_unregistered = self.allow_unregistered, False
-            try:
-                return get_op(self, name, dialect_stack=dialect_stack)
-            finally:
-                self.allow_unregistered = saved
-        return get_op(self, name, dialect_stack=dialect_stack)
-
-    Context.get_optional_attr = get_optional_attr_strict
-    Context.get_optional_type = get_optional_type_strict
-    Context.get_optional_op = get_optional_op_strict
+    Context.get_optional_attr = strict(Context.get_optional_attr, unknown=True)
+    Context.get_optional_type = strict(Context.get_optional_type, unknown=True)
+    Context.get_optional_op = strict(Context.get_optional_op, unknown=False)
     Context._quant_lookups = True
 
 

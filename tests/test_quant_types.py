@@ -315,6 +315,23 @@ def _sub_channel_case(rng):
     return q, dims, rng.integers(-128, 128, size=dims).astype(np.int8)
 
 
+def _run_with_mlir(program: str, dims: list[int]) -> np.ndarray:
+    """Lower `program` (quant ops, one printMemrefF32 call) with MLIR 22's own passes and run it
+    with mlir-runner: the array it prints."""
+    lowered = _mlir_opt(program, "--lower-quant-ops", "--canonicalize",
+                        "--one-shot-bufferize=bufferize-function-boundaries", "--convert-linalg-to-loops",
+                        "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf", "--convert-cf-to-llvm",
+                        "--convert-arith-to-llvm", "--finalize-memref-to-llvm", "--convert-func-to-llvm",
+                        "--reconcile-unrealized-casts")
+    libs = sorted(Path(MLIR_OPT).parents[1].glob("lib/libmlir_*runner_utils.so*"))
+    proc = subprocess.run([str(Path(MLIR_OPT).parent / "mlir-runner"), "-e", "main", "-entry-point-result=void",
+                           f"-shared-libs={','.join(str(p) for p in libs if 'arm' not in p.name)}"],
+                          input=lowered, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    numbers = proc.stdout.split("data =", 1)[1].replace("[", " ").replace("]", " ").replace(",", " ").split()
+    return np.array([float(x) for x in numbers], np.float32).reshape(dims)
+
+
 @pytest.mark.skipif(not Path(MLIR_OPT).exists() and not os.environ.get("CI"), reason="mlir-opt not installed")
 def test_sub_channel_dequantize_matches_mlir_runner():
     """quant.dcast of sub-channel types in our interpreter gives what MLIR 22's own lowering
@@ -323,9 +340,6 @@ def test_sub_channel_dequantize_matches_mlir_runner():
     from transforms.opt import QdOptMain
 
     rng = np.random.default_rng(7)
-    bin_dir = Path(MLIR_OPT).parent
-    libs = Path("/usr/lib/llvm-22/lib")
-    runner_libs = [str(p) for p in sorted(libs.glob("libmlir_*runner_utils.so*")) if "arm" not in p.name][:2]
     for _ in range(6):
         q, dims, data = _sub_channel_case(rng)
         t = f"tensor<{'x'.join(map(str, dims))}x{q}>"
@@ -338,17 +352,7 @@ def test_sub_channel_dequantize_matches_mlir_runner():
                    f"  %a = arith.constant {constant}\n{body}"
                    f"  %u = tensor.cast %d : {tf} to tensor<*xf32>\n"
                    "  call @printMemrefF32(%u) : (tensor<*xf32>) -> ()\n  return\n}\n")
-        lowered = _mlir_opt(program, "--lower-quant-ops", "--canonicalize",
-                            "--one-shot-bufferize=bufferize-function-boundaries", "--convert-linalg-to-loops",
-                            "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf",
-                            "--convert-cf-to-llvm", "--convert-arith-to-llvm", "--finalize-memref-to-llvm",
-                            "--convert-func-to-llvm", "--reconcile-unrealized-casts")
-        proc = subprocess.run([str(bin_dir / "mlir-runner"), "-e", "main", "-entry-point-result=void",
-                               f"-shared-libs={','.join(runner_libs)}"], input=lowered, capture_output=True,
-                              text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        numbers = proc.stdout.split("data =", 1)[1].replace("[", " ").replace("]", " ").replace(",", " ").split()
-        theirs = np.array([float(x) for x in numbers], np.float32).reshape(dims)
+        theirs = _run_with_mlir(program, dims)
         np.testing.assert_array_equal(ours, theirs, err_msg=q)
         # quantize then dequantize values on the grid of the block they fall in (where MLIR's
         # truncating lowering and our rounding agree): any other block's scale would move them
@@ -356,17 +360,7 @@ def test_sub_channel_dequantize_matches_mlir_runner():
         program = program.replace(f"  %a = arith.constant {constant}\n{body}",
                                   f"  %a = arith.constant dense<\"0x{grid.tobytes().hex().upper()}\"> : {tf}\n"
                                   f"  %q = quant.qcast %a : {tf} to {t}\n  %d = quant.dcast %q : {t} to {tf}\n")
-        lowered = _mlir_opt(program, "--lower-quant-ops", "--canonicalize",
-                            "--one-shot-bufferize=bufferize-function-boundaries", "--convert-linalg-to-loops",
-                            "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf",
-                            "--convert-cf-to-llvm", "--convert-arith-to-llvm", "--finalize-memref-to-llvm",
-                            "--convert-func-to-llvm", "--reconcile-unrealized-casts")
-        proc = subprocess.run([str(bin_dir / "mlir-runner"), "-e", "main", "-entry-point-result=void",
-                               f"-shared-libs={','.join(runner_libs)}"], input=lowered, capture_output=True,
-                              text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        numbers = proc.stdout.split("data =", 1)[1].replace("[", " ").replace("]", " ").replace(",", " ").split()
-        theirs = np.array([float(x) for x in numbers], np.float32).reshape(dims)
+        theirs = _run_with_mlir(program, dims)
         round_trip = (f"func.func @main(%a: {tf}) -> {tf} {{\n  %q = quant.qcast %a : {tf} to {t}\n"
                       f"  %d = quant.dcast %q : {t} to {tf}\n  func.return %d : {tf}\n}}\n")
         ours = run_module(parse_module(QdOptMain(args=[]).ctx, round_trip, "t.mlir"), [grid])[0]

@@ -1221,6 +1221,19 @@ class _CastOp(IRDLOperation):
         verify_quantized_value(self.input, f"{self.name} operand")
         verify_quantized_value(self.result, f"{self.name} result")
 
+    def _verify_float_cast(self, quantized: str, real: str) -> None:
+        """qcast / dcast: the `quantized` side ("operand" or "result") quantized, the `real` side
+        a float type equal to its expressed type, and both of one shape."""
+        types = {"operand": element_type(self.input.type), "result": element_type(self.result.type)}
+        if not _is_quantized(types[quantized]):
+            raise VerifyException(f"{self.name}: {quantized} element type {types[quantized]} is not quantized "
+                                  f"({quantized} #0 must be scalar or tensor of quantized type)")
+        if not is_float_type(types[real]):
+            raise VerifyException(f"{self.name}: {real} element type {types[real]} is not a float type "
+                                  f"({real} #0 must be scalar or tensor of floating-point)")
+        self._check_shapes()
+        self._check_float_cast(types[quantized], types[real], real)
+
     def _check_float_cast(self, quantized: Attribute, float_type: Attribute, side: str) -> None:
         expressed = _expressed_of(quantized)
         if float_type != expressed:
@@ -1238,15 +1251,7 @@ class QuantizeCastOp(_CastOp):
     name = "quant.qcast"
 
     def verify_(self) -> None:
-        src, dst = element_type(self.input.type), element_type(self.result.type)
-        if not _is_quantized(dst):
-            raise VerifyException(f"quant.qcast: result element type {dst} is not quantized (result #0 must "
-                                  "be scalar or tensor of quantized type)")
-        if not is_float_type(src):
-            raise VerifyException(f"quant.qcast: operand element type {src} is not a float type (operand #0 "
-                                  "must be scalar or tensor of floating-point)")
-        self._check_shapes()
-        self._check_float_cast(dst, src, "operand")
+        self._verify_float_cast(quantized="result", real="operand")
 
 
 @irdl_op_definition
@@ -1256,15 +1261,7 @@ class DequantizeCastOp(_CastOp):
     name = "quant.dcast"
 
     def verify_(self) -> None:
-        src, dst = element_type(self.input.type), element_type(self.result.type)
-        if not _is_quantized(src):
-            raise VerifyException(f"quant.dcast: operand element type {src} is not quantized (operand #0 "
-                                  "must be scalar or tensor of quantized type)")
-        if not is_float_type(dst):
-            raise VerifyException(f"quant.dcast: result element type {dst} is not a float type (result #0 "
-                                  "must be scalar or tensor of floating-point)")
-        self._check_shapes()
-        self._check_float_cast(src, dst, "result")
+        self._verify_float_cast(quantized="operand", real="result")
 
 
 @irdl_op_definition

@@ -24,6 +24,8 @@ from xdsl.ir import Operation, SSAValue
 
 from qdialect.dialects import qnn
 from qdialect.dialects.quant import (
+    AnyQuantizedType,
+    CalibratedQuantizedType,
     DequantizeCastOp,
     QuantizeCastOp,
     StorageCastOp,
@@ -70,6 +72,9 @@ def _qp(value: SSAValue, shape: tuple[int, ...] | None = None) -> QParams | None
     value's runtime shape, else to its static one)."""
     q = quantized_element_type(value.type)
     if q is None:
+        element = getattr(value.type, "element_type", value.type)
+        if isinstance(element, AnyQuantizedType | CalibratedQuantizedType):
+            raise InterpreterError(f"{element} has no scale and zero point to compute with")
         return None
     if q.is_sub_channel:
         return _sub_channel_qparams(q, _shape(value) if shape is None else shape)

@@ -159,7 +159,9 @@ def _dcast(e: Emitter, op: DequantizeCastOp) -> SSAValue:
 
 def _not_sub_channel(t) -> None:
     q = quantized_element_type(t)
-    if q is not None and q.is_sub_channel:
+    if q is None:
+        raise Unsupported(f"{t} has no scale and zero point (a !quant.any or !quant.calibrated type)")
+    if q.is_sub_channel:
         raise Unsupported(f"sub-channel (block-wise) scales of {t} are not lowered (the interpreter runs them)")
 
 

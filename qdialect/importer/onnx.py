@@ -2070,6 +2070,8 @@ _TRANSFORMER_UNARY = {"Sqrt": nn.SqrtOp, "Erf": nn.ErfOp}
 
 
 def _all_constant(imp: _Importer, node: _Node) -> bool:
+    """Whether every input is a constant (the node is folded at import); otherwise the remark
+    that ORT computes it in float."""
     if all(isinstance(imp.get(i, "input"), Const) for i in node.inputs if i):
         return True
     imp.remark("ONNX Runtime runs it in float (it has no integer kernel): rounding = onnx")

@@ -148,21 +148,24 @@ def dequantize(e: Emitter, x: SSAValue, result_type) -> SSAValue:
 
 
 def _qcast(e: Emitter, op: QuantizeCastOp) -> SSAValue:
-    _not_sub_channel(op.result.type)
+    _lowerable(op.result.type)
     return quantize(e, op.input, op.result.type, "tflite")
 
 
 def _dcast(e: Emitter, op: DequantizeCastOp) -> SSAValue:
-    _not_sub_channel(op.input.type)
+    _lowerable(op.input.type)
     return dequantize(e, op.input, op.result.type)
 
 
-def _not_sub_channel(t) -> None:
+def _lowerable(t) -> None:
+    """Refuse, by name, the quant cast types MLIR accepts that this lowering does not take."""
     q = quantized_element_type(t)
     if q is None:
         raise Unsupported(f"{t} has no scale and zero point (a !quant.any or !quant.calibrated type)")
     if q.is_sub_channel:
         raise Unsupported(f"sub-channel (block-wise) scales of {t} are not lowered (the interpreter runs them)")
+    if q.storage_width.data < 2:
+        raise Unsupported(f"1-bit storage of {t} is not lowered (the interpreter runs it)")
 
 
 def _qnn_quantize(e: Emitter, op: qnn.QuantizeOp) -> SSAValue:

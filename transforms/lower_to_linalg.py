@@ -16,7 +16,7 @@ and the TVM bridge translates it.  What rewrites into what:
 | qint.pool_sum / pool_max | tensor.pad -> linalg.generic with window loops (a constant window-shaped operand gives their extents, as linalg's named pooling ops do) |
 | qint.reduce_sum / max / min | linalg.fill + reduction linalg.generic (+ tensor.expand_shape for keep_dims) |
 | qint.scaled_add | elementwise linalg.generic: `(wrap32(bias + a * Ma + b * Mb) >> shift) + zp`, clamp (XNNPACK's add) |
-| qint.softmax | max, exp table (computed at compile time from the reference), sum, fixed-point reciprocal in arith, final rescale: five linalg.generic ops; float-table modes: max, f32 exp table read with tensor.extract, the row sum added in order (one generic per 32 row elements, each read through a constant-index map: a TVM reduction could reorder the float adds; rows above 1024 are refused), `1 / (sum * s_out)`, rounding |
+| qint.softmax | max, the row sum of the exp table's entries (computed at compile time from the reference, read inside the reduction), fixed-point reciprocal in arith, final rescale; float-table modes: max, f32 exp table read with tensor.extract, the row sum added in order (one generic per 32 row elements, each read through a constant-index map: a TVM reduction could reorder the float adds; rows above 1024 are refused), `1 / (sum * s_out)`, rounding |
 
 Every rounding step is spelled out in arith exactly as the reference
 (`qdialect.reference`) computes it, so L3 equals L2 bit for bit; anything the
@@ -1348,6 +1348,16 @@ def _row_map(rank: int) -> AffineMapAttr:
     return amap(rank, [dim(i) for i in range(rank - 1)])
 
 
+def _row_sum(e: Lowering, x: SSAValue, mx: SSAValue, width: int, term) -> SSAValue:
+    """sum over the last axis of `term(s, x, max of its row)` (an i`width` value; a table read),
+    as one reduction generic: the terms are never written out."""
+    shape = list(qint.shape_of(x))
+    rank = len(shape)
+    return e.generic([x, mx], [identity(rank), _row_map(rank)], int_tensor(shape[:-1], width), _row_map(rank),
+                     lambda s, a, b, acc: s.emit(arith.AddiOp(acc, term(s, a, b))),
+                     iterators=["parallel"] * (rank - 1) + ["reduction"], init=0)
+
+
 def lower_softmax(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
     x = op.operands[0]
     shape = list(qint.shape_of(x))
@@ -1377,9 +1387,7 @@ def lower_softmax(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
         def diff_index(s, a, b):
             return s.sub(s.ext(b), s.ext(a))  # max - x = -diff >= 0
 
-        contributions = e.generic([x, mx], [ident, row], int_tensor(shape, 32), ident,
-                                  lambda s, a, b, _o: s.trunc(s.lookup(contrib_table, diff_index(s, a, b)), 32))
-        total = reduce(e, contributions, [rank - 1], 32, "sum")
+        total = _row_sum(e, x, mx, 32, lambda s, a, b: s.trunc(s.lookup(contrib_table, diff_index(s, a, b)), 32))
 
         recip = reciprocal(e, total)
         lo, hi = signed_min(out_w), signed_max(out_w)
@@ -1411,9 +1419,7 @@ def lower_softmax(e: Lowering, op: qint.SoftmaxOp) -> SSAValue:
     def exp_of(s, a, b):
         return s.lookup(exp_table, s.sub(s.ext(b), s.ext(a)))
 
-    values = e.generic([x, mx], [ident, row], int_tensor(shape, 32), ident,
-                       lambda s, a, b, _o: s.trunc(exp_of(s, a, b), 32))
-    total = reduce(e, values, [rank - 1], 64, "sum")
+    total = _row_sum(e, x, mx, 64, lambda s, a, b: s.ext(s.trunc(exp_of(s, a, b), 32), 64))
 
     def final16(s, a, b, t, _o):
         ex = exp_of(s, a, b)

@@ -23,7 +23,7 @@ and the signature is converted.  What rewrites into what:
 | qnn.mean / sum | qint.reduce_sum (i32) -> qint.rescale (input_zp = zp * N; mean's adjusted multiplier); 8-bit `litert`: rescale float_even with XNNPACK's float32 scale and zero-point offset |
 | qnn.reduce_max / reduce_min | qint.reduce_max / reduce_min |
 | qnn.softmax | qint.softmax (TFLite's recipe with its integer parameters; 8-bit `litert` / `half_even`: the optimized kernel's float exp table recipe, mode float_away / float_even) |
-| qnn.reshape / transpose / pad / slice / split / concatenation | tensor.collapse_shape / expand_shape, linalg.transpose, tensor.pad, tensor.extract_slice, tensor.concat (same stored integers) |
+| qnn.reshape / transpose / pad / slice / split / concatenation / tile / mirror_pad | tensor.collapse_shape / expand_shape, linalg.transpose, tensor.pad, tensor.extract_slice, tensor.concat (tile: one per repeated dimension; mirror_pad: the mirrored slices reversed by a linalg.generic and concatenated; same stored integers) |
 | qnn.constant | arith.constant dense<"0x..."> of the storage integer type |
 
 The knobs shape the result: `rounding` picks the rescale mode (`tflite`:
@@ -891,6 +891,60 @@ def decompose_transpose(e: Emitter, op: qnn.TransposeOp) -> SSAValue:
     return e.add(linalg.TransposeOp(x, init, perm, t))
 
 
+def decompose_tile(e: Emitter, op) -> SSAValue:
+    """TFLite TILE (and BROADCAST_TO): the stored integers concatenated `multiples[d]` times
+    along each dimension d (tensor.concat, one per repeated dimension)."""
+    v = e.storage(op.operands[0])
+    multiples = [int(m) for m in op.attr("multiples")]
+    if 0 in multiples:
+        raise Unsupported(f"qnn.tile with multiples {multiples} (an empty result)")
+    shape = list(qint.shape_of(v))
+    for axis, m in enumerate(multiples):
+        if m > 1:
+            shape[axis] *= m
+            v = e.add(tensor.ConcatOp([v] * m, axis, int_tensor(shape, qint.int_width(v))))
+    return v
+
+
+def _reversed(e: Emitter, x: SSAValue, axis: int) -> SSAValue:
+    """x with dimension `axis` reversed: a linalg.generic reading (..., n - 1 - d, ...)."""
+    from transforms.lower_to_linalg import Lowering, amap, dim, identity
+
+    shape = list(qint.shape_of(x))
+    rank = len(shape)
+    source = amap(rank, [dim(i) if i != axis else dim(i) * -1 + (shape[i] - 1) for i in range(rank)])
+    low = Lowering()
+    out = low.generic([x], [source], x.type, identity(rank), lambda s, a, _o: a)
+    e.ops.extend(low.ops)
+    return out
+
+
+def decompose_mirror_pad(e: Emitter, op) -> SSAValue:
+    """TFLite MIRROR_PAD: per padded dimension, the mirrored slices (`reflect` leaves the edge
+    element out, `symmetric` repeats it) reversed and concatenated around the input."""
+    v = e.storage(op.operands[0])
+    pads = [int(p) for p in op.attr("paddings")]
+    offset = 1 if op.attr("mode") == "reflect" else 0
+    for axis in range(len(pads) // 2):
+        before, after = pads[2 * axis], pads[2 * axis + 1]
+        if not before and not after:
+            continue
+        shape = list(qint.shape_of(v))
+        n = shape[axis]
+        el = v.type.element_type
+
+        def part(start: int, size: int) -> SSAValue:
+            begin = [start if i == axis else 0 for i in range(len(shape))]
+            sizes = [size if i == axis else d for i, d in enumerate(shape)]
+            sl = e.add(tensor.ExtractSliceOp(v, begin, sizes, [1] * len(shape), TensorType(el, sizes)))
+            return _reversed(e, sl, axis) if size > 1 else sl
+
+        parts = ([part(offset, before)] if before else []) + [v] + ([part(n - offset - after, after)] if after else [])
+        shape[axis] = n + before + after
+        v = e.add(tensor.ConcatOp(parts, axis, int_tensor(shape, qint.int_width(v))))
+    return v
+
+
 def pad_op(x: SSAValue, low, high, value: SSAValue, result_type) -> tensor.PadOp:
     from xdsl.dialects.builtin import IndexType
 
@@ -1017,6 +1071,8 @@ DECOMPOSITIONS = {
     qnn.SliceOp: decompose_slice,
     qnn.SplitOp: decompose_split,
     qnn.ConcatenationOp: decompose_concat,
+    qnn.TileOp: decompose_tile,
+    qnn.MirrorPadOp: decompose_mirror_pad,
 }
 
 

@@ -5,6 +5,8 @@
 !quant.uniform<i8<-127:127>:f32, 0.0078125>       narrowed storage range
 !quant.uniform<u8:f32, 0.02:128>                  unsigned storage
 !quant.uniform<i8:f32:0, {0.1:1, 0.2:2, 0.3:3}>   per-axis, axis 0
+!quant.uniform<i8:f32:{1:2}, {{0.1, 0.2}}>        sub-channel: blocks of 2 along axis 1
+!quant.any<i8:f32>, !quant.calibrated<f32<-1.0:1.0>>
 quant.qcast / quant.dcast / quant.scast           quantize, dequantize, storage cast
 ```
 
@@ -968,8 +970,8 @@ def _expressed_type(name: str) -> Attribute:
 @irdl_attr_definition
 class AnyQuantizedType(ParametrizedAttribute, TypeAttribute):
     """`!quant.any<storage[<min:max>][:expressed]>`: a quantized type whose parameters are
-    not chosen yet (MLIR's AnyQuantizedType).  `expressed_type` is NoneType-free: an
-    empty ArrayAttr when absent."""
+    not chosen yet (MLIR's AnyQuantizedType).  `expressed` holds the expressed type, or
+    nothing when the type names none."""
 
     name = "quant.any"
 

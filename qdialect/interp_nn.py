@@ -72,6 +72,8 @@ def _cast(it, op, args):
     if isinstance(dst, UniformQuantizedType):
         lo, hi = dst.storage_range()
         return _saturate(x.astype(np.int64), lo, hi).astype(dtype)
+    if nn.is_bool(dst):  # i1 is a boolean: x != 0 (TFLite CAST; NaN is true)
+        return (x != 0).astype(dtype)
     if nn.is_integer(dst):
         w = dst.width.data
         lo, hi = -(1 << (w - 1)), (1 << (w - 1)) - 1
@@ -149,7 +151,16 @@ def _batch_matmul(it, op, args):
 
 
 def _arith(fn):
+    """Float: float64 then one rounding; integers: int64 then two's-complement wrap to the
+    result's width (TFLite's int32 ADD / SUB / MUL)."""
+
     def handler(it, op, args):
+        el = _el(op.result)
+        if nn.is_integer(el):
+            w = el.width.data
+            v = fn(np.asarray(args[0], np.int64), np.asarray(args[1], np.int64))
+            v = (v + (1 << (w - 1))) % (1 << w) - (1 << (w - 1))
+            return _to_result(op, v)
         return _finish(op, fn(_f64(args[0]), _f64(args[1])))
 
     return handler
@@ -159,6 +170,14 @@ _HANDLERS[nn.AddOp] = _arith(np.add)
 _HANDLERS[nn.SubOp] = _arith(np.subtract)
 _HANDLERS[nn.MulOp] = _arith(np.multiply)
 _HANDLERS[nn.SquaredDifferenceOp] = _arith(lambda a, b: (a - b) ** 2)
+
+
+@handles(nn.DivOp)
+def _div(it, op, args):
+    """IEEE division (TFLite float DIV): the float64 quotient of two float32 values rounds to
+    the correctly rounded float32 one; x / 0 is +-inf, 0 / 0 NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _finish(op, _f64(args[0]) / _f64(args[1]))
 
 
 def _order(fn):
@@ -172,6 +191,28 @@ def _order(fn):
 
 _HANDLERS[nn.MaximumOp] = _order(np.maximum)
 _HANDLERS[nn.MinimumOp] = _order(np.minimum)
+
+
+# ----- booleans and selection (masks) ---------------------------------------------------------
+
+_PREDICATES = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+               "gt": np.greater, "ge": np.greater_equal}
+
+
+@handles(nn.CompareOp)
+def _compare(it, op, args):
+    return _to_result(op, _PREDICATES[op.attr("predicate")](args[0], args[1]))
+
+
+_HANDLERS[nn.LogicalAndOp] = lambda it, op, args: _to_result(op, (args[0] != 0) & (args[1] != 0))
+_HANDLERS[nn.LogicalOrOp] = lambda it, op, args: _to_result(op, (args[0] != 0) | (args[1] != 0))
+_HANDLERS[nn.LogicalNotOp] = lambda it, op, args: _to_result(op, args[0] == 0)
+
+
+@handles(nn.SelectOp)
+def _select(it, op, args):
+    """Values copied (stored values of quantized tensors), numpy broadcasting."""
+    return _to_result(op, np.where(args[0] != 0, args[1], args[2]))
 
 
 def _clip_bounds(op, lo, hi):

@@ -46,6 +46,18 @@ saturates), float <-> float, quantized -> integer (its stored values) and
 integer -> quantized (stored values saturated to the storage range).
 Quantized <-> float is `quant.dcast` / `quant.qcast`, not a cast.
 
+Booleans (attention and padding masks, issue 22).  `i1` is a boolean: false 0,
+true 1.  Casting to i1 is `x != 0` (TFLite CAST, MLIR's `arith.cmpi ne` /
+`arith.cmpf une`), casting from i1 gives 0 or 1 (`arith.extui` / `uitofp`).
+`nn.compare {predicate}` (eq, ne, lt, le, gt, ge; float or integer operands of
+one type, broadcasting) gives i1; `nn.logical_and` / `nn.logical_or` /
+`nn.logical_not` take and give i1; `nn.select %cond, %a, %b` (i1 condition,
+a / b / result of one element type of any class, numpy broadcasting of all
+three: TFLite SELECT_V2) picks values without arithmetic.  nn.add / sub / mul
+also take integer tensors (i32 index arithmetic, e.g. Keras' negative-index
+wrap of an embedding lookup): two's-complement results that wrap, as TFLite's
+int32 kernels compute them; a fused act_min / act_max stays float-only.
+
 `nn.constant` holds a dense float (or integer) tensor as raw little-endian
 bytes, printed in hex like `qnn.constant`:
 
@@ -538,23 +550,26 @@ class _BinaryOp(NnOp):
 
 @irdl_op_definition
 class AddOp(_BinaryOp):
-    """lhs + rhs, broadcasting."""
+    """lhs + rhs, broadcasting; integers wrap."""
 
     name = "nn.add"
+    ELEMENTS: ClassVar = NUMERIC
 
 
 @irdl_op_definition
 class SubOp(_BinaryOp):
-    """lhs - rhs, broadcasting."""
+    """lhs - rhs, broadcasting; integers wrap."""
 
     name = "nn.sub"
+    ELEMENTS: ClassVar = NUMERIC
 
 
 @irdl_op_definition
 class MulOp(_BinaryOp):
-    """lhs * rhs, broadcasting."""
+    """lhs * rhs, broadcasting; integers wrap."""
 
     name = "nn.mul"
+    ELEMENTS: ClassVar = NUMERIC
 
 
 @irdl_op_definition
@@ -694,6 +709,98 @@ class RsqrtOp(_UnaryOp):
     """1 / sqrt(x) (TFLite RSQRT)."""
 
     name = "nn.rsqrt"
+
+
+# ----- booleans and selection (masks) ------------------------------------------------------
+
+
+I1 = IntegerType(1)
+PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def is_bool(el: Attribute) -> bool:
+    return isinstance(el, IntegerType) and el.width.data == 1
+
+
+@irdl_op_definition
+class CompareOp(_BinaryOp):
+    """lhs <predicate> rhs -> i1, broadcasting (float or integer operands of one type)."""
+
+    name = "nn.compare"
+    ATTRS: ClassVar = {"predicate": (STR, PREDICATES)}
+    REQUIRED: ClassVar = ("predicate",)
+
+    def verify_elements(self):
+        a, b = element_of(self.operands[0].type), element_of(self.operands[1].type)
+        if not _fits(a, NUMERIC):
+            self.fail(f"operand 0 (lhs) element type {a} must be {_CLASS_SPELLING[NUMERIC]}")
+        if a != b:
+            self.fail(f"operand 1 (rhs) element type {b} differs from operand 0's {a}")
+        if not is_bool(element_of(self.result.type)):
+            self.fail(f"result element type {element_of(self.result.type)} must be i1")
+
+
+class _LogicalOp(NnOp):
+    """Operands and result i1."""
+
+    def verify_elements(self):
+        for i, v in enumerate([*self.operands, self.result]):
+            if not is_bool(element_of(v.type)):
+                what = self.operand_name(i) if i < len(self.operands) else "result"
+                self.fail(f"{what} element type {element_of(v.type)} must be i1")
+
+
+@irdl_op_definition
+class LogicalAndOp(_LogicalOp, _BinaryOp):
+    """lhs and rhs on i1, broadcasting."""
+
+    name = "nn.logical_and"
+    ATTRS: ClassVar = {}
+
+
+@irdl_op_definition
+class LogicalOrOp(_LogicalOp, _BinaryOp):
+    """lhs or rhs on i1, broadcasting."""
+
+    name = "nn.logical_or"
+    ATTRS: ClassVar = {}
+
+
+@irdl_op_definition
+class LogicalNotOp(_LogicalOp, _UnaryOp):
+    """not x on i1."""
+
+    name = "nn.logical_not"
+
+
+@irdl_op_definition
+class SelectOp(NnOp):
+    """cond ? a : b elementwise, numpy broadcasting of all three (TFLite SELECT_V2); the
+    values are copied, so a / b / result may be of any element class, one type throughout."""
+
+    name = "nn.select"
+    OPERAND_NAMES: ClassVar = ("condition", "true_value", "false_value")
+    N_OPERANDS: ClassVar = 3
+
+    def verify_elements(self):
+        c = element_of(self.operands[0].type)
+        if not is_bool(c):
+            self.fail(f"operand 0 (condition) element type {c} must be i1")
+        el = element_of(self.result.type)
+        if not _fits(el, ANY):
+            self.fail(f"result element type {el} must be {_CLASS_SPELLING[ANY]}")
+        for i in (1, 2):
+            if element_of(self.operands[i].type) != el:
+                self.fail(f"{self.operand_name(i)} element type {element_of(self.operands[i].type)} "
+                          f"differs from the result's {el}")
+
+    def verify_op(self):
+        shapes = [shape_of(v) for v in self.operands]
+        try:
+            out = broadcast_shape(broadcast_shape(shapes[0], shapes[1]), shapes[2])
+        except ValueError:
+            self.fail(f"operand shapes {[list(s) for s in shapes]} do not broadcast")
+        self.require_result_shape(out)
 
 
 @irdl_op_definition
@@ -929,6 +1036,11 @@ NN_OPS = [
     ErfOp,
     GeluOp,
     RsqrtOp,
+    CompareOp,
+    LogicalAndOp,
+    LogicalOrOp,
+    LogicalNotOp,
+    SelectOp,
     LayerNormOp,
     AvgPool2DOp,
     MaxPool2DOp,

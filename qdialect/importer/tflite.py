@@ -58,7 +58,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from qdialect.dialects import qnn
+from qdialect.dialects import nn, qnn
 from qdialect.dialects.quant import UniformQuantizedType, quantized_tensor_problems
 from qdialect.diagnostics import verify_module
 from qdialect.reference.movement import strided_slice_effective, strided_slice_indices
@@ -99,6 +99,8 @@ _NP_DTYPES = {
     "UINT16": np.uint16,
 }
 _QUANT_STORAGE = {"INT8": "i8", "UINT8": "u8", "INT16": "i16", "UINT16": "u16", "INT32": "i32", "INT4": "i4"}
+_PLAIN_TYPES = {"FLOAT32", "INT32", "BOOL"}
+"""Run-time tensors without quantization that float islands and masks compute on."""
 _INT_TYPES = {"INT32", "INT64", "INT16", "INT8", "UINT8", "UINT16", "UINT32", "UINT64"}
 _FLOAT_TYPES = {"FLOAT32", "FLOAT16", "FLOAT64", "BFLOAT16"}
 
@@ -185,6 +187,8 @@ _ARITY = {
     "RANGE": (3, 3), "FILL": (2, 2),
     "TILE": (2, 2), "BROADCAST_TO": (2, 2), "MIRROR_PAD": (2, 2), "GATHER_ND": (2, 2), "ARG_MAX": (2, 2),
     "ARG_MIN": (2, 2),
+    "EQUAL": (2, 2), "NOT_EQUAL": (2, 2), "LESS": (2, 2), "LESS_EQUAL": (2, 2), "GREATER": (2, 2),
+    "GREATER_EQUAL": (2, 2), "LOGICAL_AND": (2, 2), "LOGICAL_OR": (2, 2), "SELECT": (3, 3), "SELECT_V2": (3, 3),
 }
 _MULTI_OUT = {"SPLIT", "SPLIT_V", "UNPACK"}
 
@@ -535,7 +539,7 @@ def _scan_unsupported(g: _Graph, handlers: dict | None = None) -> None:
             op.name in (_STATIC_ONLY | _STATIC_CAPABLE) and inputs_static and _static_output_ok(g, op)
         ):
             static.update(op.outputs)
-        elif op.name in _STATIC_ONLY:
+        elif op.name in _STATIC_ONLY and op.name not in handlers:
             items.append((op.name, "on run-time tensors"))
         elif op.name not in handlers:
             items.append((op.name, None))
@@ -1001,15 +1005,19 @@ class _Importer:
 
     def float_island(self, op: _Op) -> bool:
         """True for an operator of a float island between quantized ops (the converter's
-        DEQUANTIZE -> NEG -> QUANTIZE of a Keras LayerNormalization): it reads a float32
-        run-time tensor and writes float32, so it runs in float as LiteRT does (`nn` ops)."""
+        DEQUANTIZE -> NEG -> QUANTIZE of a Keras LayerNormalization) or of a mask's int32 / bool
+        computation (CAST, NOT_EQUAL, LOGICAL_AND, SELECT_V2 ...): it reads a float32, int32 or
+        bool run-time tensor, no quantized one, and writes such tensors, so it runs as LiteRT
+        does, on plain values (`nn` ops)."""
         if op.name in ("QUANTIZE", "DEQUANTIZE") or self.handlers is not _HANDLERS:
             return False
         ins = [i for i in op.inputs if i >= 0]
+        if any(self.tensor(i).quantized for i in ins):
+            return False
         return bool(ins) and any(
-            self.tensor(i).type == "FLOAT32" and (i in self.values or not self.tensor(i).constant)
-            and self.qtype(i) is None for i in ins
-        ) and all(self.tensor(o).type == "FLOAT32" and not self.tensor(o).quantized for o in op.outputs)
+            self.tensor(i).type in _PLAIN_TYPES and i not in self.static
+            and (i in self.values or not self.tensor(i).constant) for i in ins
+        ) and all(self.tensor(o).type in _PLAIN_TYPES and not self.tensor(o).quantized for o in op.outputs)
 
     def float_view(self):
         """This importer's state seen through the float importer's handlers (same block,
@@ -1715,6 +1723,36 @@ def _arg_extreme(imp: _Importer, op: _Op):
                       "(its prepare fails)")
     cls = qnn.ArgMaxOp if op.name == "ARG_MAX" else qnn.ArgMinOp
     imp.emit(cls, [x], [out], {"axis": axis % rank}, [imp.result_type(out, quantized=False)])
+
+
+@_handles("SELECT", "SELECT_V2")
+def _select(imp: _Importer, op: _Op):
+    """SELECT_V2 of quantized values by a bool mask (Keras' masked softmax: scores where the mask
+    is true, a very negative constant elsewhere): `nn.select` copies stored values, as LiteRT
+    does, so both values and the output must share one quantized type."""
+    from qdialect.importer.tflite_float import select
+
+    out = op.outputs[0]
+
+    def emit(c, x, y):
+        if qnn.qtype(x) is None:
+            raise imp.bad(f"x '{imp.tensor(op.inputs[1]).name}' is {imp.tensor(op.inputs[1]).type} without "
+                          "quantization parameters")
+        shape = qnn.broadcast_shape(qnn.broadcast_shape(list(c.type.get_shape()), list(x.type.get_shape())),
+                                    list(y.type.get_shape()))
+        rtype = imp.result_type(out, shape)
+        if rtype.element_type != x.type.element_type:
+            raise imp.bad(f"output type {rtype.element_type} differs from the values' {x.type.element_type} "
+                          "(LiteRT copies stored values, it does not requantize)")
+        sel = nn.SelectOp([c, x, y], rtype)
+        try:
+            sel.verify()
+        except VerifyException as e:
+            raise imp.bad(str(e).strip().splitlines()[0]) from None
+        imp.block.add_op(sel)
+        imp.values[out] = sel.result
+
+    select(imp, op, imp.value, emit)
 
 
 @_handles("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")

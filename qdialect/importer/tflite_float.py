@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, IntegerType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -77,27 +77,35 @@ def ssa_name(tensor_name: str) -> str | None:
     return text if re.fullmatch(r"[A-Za-z_.$-][A-Za-z0-9_.$-]*", text) else None
 
 
+_PLAIN = {"FLOAT32": Float32Type(), "INT32": IntegerType(32), "INT64": IntegerType(64), "BOOL": nn.I1}
+"""Tensor types the float import reads: float32 values, and the int32 / bool tensors of
+attention and padding masks (token ids, comparisons, selections)."""
+
+
+def _plain(imp, i: int, what: str):
+    t = imp.tensor(i)
+    el = _PLAIN.get(t.type)
+    if el is None or t.quantized:
+        raise imp.bad(f"{what} '{t.name}' is {t.type.lower()}; the float import reads float32, int32 and bool tensors")
+    return el
+
+
 class _FloatImporter(_Importer):
-    """The integer importer's tensor handling, emitting `nn` ops on float tensors."""
+    """The integer importer's tensor handling, emitting `nn` ops on float (and int32 / bool) tensors."""
 
     @property
     def handlers(self) -> dict:
         return _FLOAT_HANDLERS
 
     def tensor_type(self, i: int) -> TensorType:
-        t = self.tensor(i)
-        if t.type != "FLOAT32":
-            raise self.bad(f"tensor '{t.name}' is {t.type.lower()}; the float import reads float32 tensors")
-        return TensorType(Float32Type(), list(self.shape(i)))
+        return TensorType(_plain(self, i, "tensor"), list(self.shape(i)))
 
     def constant(self, i: int) -> SSAValue:
         if i in self.consts:
             return self.consts[i]
-        t = self.tensor(i)
-        if t.type != "FLOAT32":
-            raise self.bad(f"constant '{t.name}' is {t.type.lower()}; the float import needs float32 constants")
-        arr = self.raw_array(i).astype(np.float32)
-        op = nn.ConstantOp(arr, TensorType(Float32Type(), list(arr.shape)))
+        el = _plain(self, i, "constant")
+        arr = self.raw_array(i)
+        op = nn.ConstantOp(arr, TensorType(el, list(arr.shape)))
         self.block.add_op(op)
         self.consts[i] = op.result
         return op.result
@@ -109,25 +117,31 @@ class _FloatImporter(_Importer):
         if i in self.values:
             return self.values[i]
         t = self.tensor(i)
+        if i in self.static:  # a folded integer (shape arithmetic) read by a run-time op
+            arr = self.static[i]
+            op = nn.ConstantOp(arr, TensorType(_plain(self, i, "tensor"), list(arr.shape)))
+            self.block.add_op(op)
+            self.values[i] = op.result
+            return op.result
         if t.constant:
             return self.constant(i)
         raise self.bad(f"{role} '{t.name}' is read before any operator produces it")
 
     def emit_nn(self, cls, operands, out: int, attrs: dict | None = None, shape=None):
         t = self.tensor(out)
-        if t.type != "FLOAT32":
-            raise self.bad(f"output tensor '{t.name}' is {t.type.lower()}; the float import reads float32 tensors")
+        el = _plain(self, out, "output tensor")
         if shape is None and self.dynamic(out) and cls in _ELEMENTWISE_SHAPED:
             try:  # a float island's elementwise op on a tensor the file leaves dynamic
-                shape = qnn.broadcast_shape(*[list(v.type.get_shape()) for v in operands[:2]]) if len(
-                    operands) > 1 else list(operands[0].type.get_shape())
+                shape = list(operands[0].type.get_shape())
+                for v in operands[1:]:
+                    shape = qnn.broadcast_shape(shape, list(v.type.get_shape()))
             except ValueError:
                 shape = None
         if shape is not None:
             self.check_declared(out, shape)
             self.shapes[out] = tuple(int(d) for d in shape)
             self.computed.add(out)
-        rtype = TensorType(Float32Type(), list(self.shape(out)))
+        rtype = TensorType(el, list(self.shape(out)))
         try:
             op = cls(list(operands), rtype, attrs or {})
             op.verify()
@@ -154,7 +168,8 @@ _FLOAT_HANDLERS: dict = {}
 
 _ELEMENTWISE_SHAPED = (nn.AddOp, nn.SubOp, nn.MulOp, nn.SquaredDifferenceOp, nn.MaximumOp, nn.MinimumOp,
                        nn.LogisticOp, nn.TanhOp, nn.ReluOp, nn.ClipOp, nn.HardSwishOp, nn.LeakyReluOp, nn.EluOp,
-                       nn.SoftmaxOp, nn.LogSoftmaxOp, nn.GeluOp, nn.RsqrtOp)
+                       nn.SoftmaxOp, nn.LogSoftmaxOp, nn.GeluOp, nn.RsqrtOp, nn.DivOp, nn.CastOp, nn.CompareOp,
+                       nn.LogicalAndOp, nn.LogicalOrOp, nn.LogicalNotOp, nn.SelectOp)
 """nn ops whose result shape is their operands' (broadcast) shape."""
 
 
@@ -218,6 +233,7 @@ _BINARY = {
     "ADD": nn.AddOp,
     "SUB": nn.SubOp,
     "MUL": nn.MulOp,
+    "DIV": nn.DivOp,
     "SQUARED_DIFFERENCE": nn.SquaredDifferenceOp,
     "MAXIMUM": nn.MaximumOp,
     "MINIMUM": nn.MinimumOp,
@@ -230,7 +246,90 @@ def _binary(imp: _FloatImporter, op: _Op):
     attrs = {}
     if "FusedActivationFunction" in op.options:
         attrs = imp.fused_real(op.options["FusedActivationFunction"])
+    if attrs and not nn.is_float(a.type.element_type):
+        raise _Unsupported(f"fused activation on {a.type.element_type}")
+    if op.name == "DIV" and not nn.is_float(a.type.element_type):
+        raise _Unsupported(f"on {a.type.element_type} (integer division)")
     imp.emit_nn(_BINARY[op.name], [a, b], op.outputs[0], attrs)
+
+
+# ----- masks: casts, comparisons, logic, selection (int32 / bool / float32) ------------------
+
+
+@_handles("CAST")
+def _cast(imp: _FloatImporter, op: _Op):
+    """TFLite CAST between float32, int32 and bool: to bool `x != 0`, from bool 0 / 1, float to
+    int32 truncates (`nn.cast`)."""
+    imp.emit_nn(nn.CastOp, [imp.act(op.inputs[0])], op.outputs[0], shape=list(imp.act(op.inputs[0]).type.get_shape()))
+
+
+_COMPARE = {"EQUAL": "eq", "NOT_EQUAL": "ne", "LESS": "lt", "LESS_EQUAL": "le", "GREATER": "gt",
+            "GREATER_EQUAL": "ge"}
+
+
+@_handles(*_COMPARE)
+def _compare(imp: _FloatImporter, op: _Op):
+    a, b = imp.act(op.inputs[0], "lhs"), imp.act(op.inputs[1], "rhs")
+    if a.type.element_type != b.type.element_type:
+        raise imp.bad(f"compares {a.type.element_type} with {b.type.element_type}")
+    if nn.is_bool(a.type.element_type):
+        raise _Unsupported("on bool tensors")
+    imp.emit_nn(nn.CompareOp, [a, b], op.outputs[0], {"predicate": _COMPARE[op.name]})
+
+
+_LOGICAL = {"LOGICAL_AND": nn.LogicalAndOp, "LOGICAL_OR": nn.LogicalOrOp, "LOGICAL_NOT": nn.LogicalNotOp}
+
+
+@_handles(*_LOGICAL)
+def _logical(imp: _FloatImporter, op: _Op):
+    xs = [imp.act(i, f"input {k}") for k, i in enumerate(op.inputs)]
+    imp.emit_nn(_LOGICAL[op.name], xs, op.outputs[0])
+
+
+def select(imp, op: _Op, value, emit) -> None:
+    """SELECT_V2 (numpy broadcasting of condition, x and y) and SELECT (condition of x's shape,
+    or of rank 1 picking x's rows) as `nn.select`; `value(i, role)` reads an operand and `emit`
+    writes the op (the float or the quantized importer's)."""
+    c, x, y = (value(i, r) for i, r in zip(op.inputs, ("condition", "x", "y")))
+    cs, xs = list(c.type.get_shape()), list(x.type.get_shape())
+    if op.name == "SELECT" and cs != xs:
+        if len(cs) != 1 or not xs or cs[0] != xs[0] or list(y.type.get_shape()) != xs:
+            raise imp.bad(f"condition shape {cs} must be the values' {xs} or [{xs[0] if xs else '?'}]")
+        r = nn.ReshapeOp([c], TensorType(c.type.element_type, cs + [1] * (len(xs) - 1)))
+        imp.block.add_op(r)
+        c = r.result
+    if not nn.is_bool(c.type.element_type):
+        raise imp.bad(f"condition '{imp.tensor(op.inputs[0]).name}' is {c.type.element_type}, not bool")
+    if x.type.element_type != y.type.element_type:
+        raise imp.bad(f"selects between {x.type.element_type} and {y.type.element_type} "
+                      "(LiteRT copies the stored values: both must have one type)")
+    emit(c, x, y)
+
+
+@_handles("SELECT", "SELECT_V2")
+def _select(imp: _FloatImporter, op: _Op):
+    select(imp, op, imp.act, lambda c, x, y: imp.emit_nn(nn.SelectOp, [c, x, y], op.outputs[0]))
+
+
+@_handles("FILL")
+def _fill(imp: _FloatImporter, op: _Op):
+    """FILL with dims known at import and a constant value: an `nn.constant` (a bool mask of ones)."""
+    dims = imp.static_ints(op.inputs[0], "dims").reshape(-1).tolist()
+    i = op.inputs[1]
+    if i < 0 or not imp.tensor(i).constant:
+        raise _Unsupported("with a run-time value")
+    v = imp.raw_array(i).reshape(-1)
+    if v.size != 1:
+        raise imp.bad(f"value must hold one element, got {v.size}")
+    if any(d < 0 for d in dims):
+        raise imp.bad(f"dims {dims} must not be negative")
+    el = _plain(imp, op.outputs[0], "output tensor")
+    arr = np.full(dims, v[0])
+    imp.check_declared(op.outputs[0], dims)
+    c = nn.ConstantOp(arr, TensorType(el, dims))
+    c.result.name_hint = ssa_name(imp.tensor(op.outputs[0]).name)
+    imp.block.add_op(c)
+    imp.values[op.outputs[0]] = c.result
 
 
 _UNARY = {

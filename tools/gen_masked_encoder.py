@@ -19,7 +19,7 @@ The models (random seeded weights, no training: the masks are what matters):
     mha_mask     features [1, 8, 16] float and a token-validity mask [1, 8] int32;
                  Keras MultiHeadAttention (2 heads) with attention_mask = valid_q & valid_k
                  (EXPAND_DIMS, LOGICAL_AND of bool tensors; Keras' masked softmax is a
-                 SELECT_V2), residual, masked mean pooling SUM(x * m) / SUM(m), Dense.
+                 SELECT_V2), residual, masked mean pooling MEAN(x * m) / MEAN(m), Dense.
     ids_mask     token ids [1, 10] int32 (0 = padding): Embedding, mask = ids != 0
                  (NOT_EQUAL), MHA with a [1, 10, 10] mask built by CAST and MUL, GELU MLP,
                  masked mean pooling, Dense.  The converter's Embedding lookup adds
@@ -107,7 +107,10 @@ def build(keras, name: str, cfg: dict):
     else:
         if name == "ids_mask":
             y = y + L.Dense(d, name="fc2")(L.Dense(2 * d, activation="gelu", name="fc1")(y))
-        pooled = ops.sum(y * vf[:, :, None], axis=1) / ops.sum(vf, axis=1, keepdims=True)
+        if name == "ids_mask":  # BERT's masked mean pooling, SUM(x * m) / SUM(m)
+            pooled = ops.sum(y * vf[:, :, None], axis=1) / ops.sum(vf, axis=1, keepdims=True)
+        else:  # the same with MEAN (LiteRT 2.3's BUILTIN_REF SUM reads int8 / int16 as uint8)
+            pooled = ops.mean(y * vf[:, :, None], axis=1) / ops.mean(vf, axis=1, keepdims=True)
         out = L.Dense(4, name="head")(pooled)
     return keras.Model(inputs, out, name=name)
 

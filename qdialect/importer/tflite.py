@@ -1725,6 +1725,14 @@ def _arg_extreme(imp: _Importer, op: _Op):
     imp.emit(cls, [x], [out], {"axis": axis % rank}, [imp.result_type(out, quantized=False)])
 
 
+@_handles("FILL")
+def _fill(imp: _Importer, op: _Op):
+    """FILL of a non-integer constant (a bool mask of ones; int32 FILLs fold): the float importer's."""
+    from qdialect.importer.tflite_float import FLOAT_HANDLERS
+
+    FLOAT_HANDLERS["FILL"](imp.float_view(), op)
+
+
 @_handles("SELECT", "SELECT_V2")
 def _select(imp: _Importer, op: _Op):
     """SELECT_V2 of quantized values by a bool mask (Keras' masked softmax: scores where the mask

@@ -80,7 +80,7 @@ def _cast(it, op, args):
         if x.dtype.kind == "f":
             with np.errstate(invalid="ignore"):
                 t = np.trunc(_f64(x))
-            t = np.where(np.isnan(t), 0, t)
+            t = np.where(np.isnan(t), hi, t)  # NaN saturates high, as TFLite's CAST does
             return _saturate(t, lo, hi).astype(np.int64).astype(dtype)
         return _saturate(x.astype(np.int64), lo, hi).astype(dtype)
     return x.astype(np.float64).astype(dtype)

@@ -42,7 +42,7 @@ integer AveragePool rounding.
 
 `nn.cast` converts element types (same shape): integer <-> integer
 (saturating), integer <-> float (float -> integer truncates toward zero and
-saturates), float <-> float, quantized -> integer (its stored values) and
+saturates, NaN to the maximum: TFLite CAST), float <-> float, quantized -> integer (its stored values) and
 integer -> quantized (stored values saturated to the storage range).
 Quantized <-> float is `quant.dcast` / `quant.qcast`, not a cast.
 

@@ -906,6 +906,43 @@ def decompose_tile(e: Emitter, op) -> SSAValue:
     return v
 
 
+def decompose_arg_extreme(e: Emitter, op) -> SSAValue:
+    """TFLite ARG_MAX / ARG_MIN (the first index of the extreme stored value along `axis`): the
+    extreme by a reduction, then the smallest index holding it (a min-reduction over
+    `x == extreme ? index : type max`, the index from linalg.index)."""
+    from xdsl.dialects.builtin import IndexType
+
+    from transforms.lower_to_linalg import Lowering, amap, dim, reduce, signed_max
+
+    x_v = op.operands[0]
+    x_q = qp(x_v)
+    _signed(x_q, what=op.name)
+    x = e.storage(x_v)
+    shape = list(qint.shape_of(x))
+    rank = len(shape)
+    axis = op.attr("axis") % rank
+    if shape[axis] == 0:
+        raise Unsupported(f"{op.name} over an empty axis")
+    out_t = op.results[0].type
+    out_w = out_t.element_type.width.data
+    low = Lowering()
+    extreme = reduce(low, x, [axis], x_q.bits, "max" if isinstance(op, qnn.ArgMaxOp) else "min")
+    kept = [i for i in range(rank) if i != axis]
+    order = kept + [axis]
+    x_map = amap(rank, [dim(order.index(i)) for i in range(rank)])
+    row = amap(rank, [dim(k) for k in range(rank - 1)])
+
+    def body(s, a, m, acc):
+        index = s.emit(arith.IndexCastOp(s.emit(linalg.IndexOp(rank - 1)), acc.type))
+        first = s.emit(arith.SelectOp(s.emit(arith.CmpiOp(a, m, "eq")), index, s.const(signed_max(out_w), acc.type)))
+        return s.emit(arith.MinSIOp(acc, first))
+
+    out = low.generic([x, extreme], [x_map, row], out_t, row, body,
+                      iterators=["parallel"] * (rank - 1) + ["reduction"], init=signed_max(out_w))
+    e.ops.extend(low.ops)
+    return out
+
+
 def _reversed(e: Emitter, x: SSAValue, axis: int) -> SSAValue:
     """x with dimension `axis` reversed: a linalg.generic reading (..., n - 1 - d, ...)."""
     from transforms.lower_to_linalg import Lowering, amap, dim, identity
@@ -1073,6 +1110,8 @@ DECOMPOSITIONS = {
     qnn.ConcatenationOp: decompose_concat,
     qnn.TileOp: decompose_tile,
     qnn.MirrorPadOp: decompose_mirror_pad,
+    qnn.ArgMaxOp: decompose_arg_extreme,
+    qnn.ArgMinOp: decompose_arg_extreme,
 }
 
 

@@ -55,3 +55,22 @@ def test_movement_op_through_tvm(case, dtype, rounding, tmp_path):
     (theirs,) = run_tflite(model, [x], reference=rounding == "tflite")
     assert ours.shape == theirs.shape
     assert int(np.count_nonzero(ours.view(theirs.dtype) != theirs)) == 0
+
+
+@pytest.mark.parametrize("rounding", ["tflite", "litert"])
+@pytest.mark.parametrize("op,axis,out", [("ARG_MAX", 1, "int32"), ("ARG_MAX", -1, "int64"), ("ARG_MIN", 0, "int32"),
+                                         ("ARG_MIN", 2, "int64")])
+def test_arg_extreme_through_tvm(op, axis, out, rounding, tmp_path):
+    """The first index of the largest / smallest stored value (ties drawn on purpose: values
+    from a small range)."""
+    from tvm_bridge.compile import compile_module
+
+    shape = (3, 7, 5)
+    out_shape = tuple(d for i, d in enumerate(shape) if i != axis % 3)
+    options = {"output_type": "INT64" if out == "int64" else "INT32"}
+    model = _one_op(op, [TensorSpec(shape, "int8", 0.05, -3), _const([axis])], [TensorSpec(out_shape, out)], options)
+    x = np.random.default_rng(axis + 5).integers(-4, 4, shape).astype(np.int8)
+    (ours,) = compile_module(lowered_tflite(model, rounding, tmp_path)())(x)
+    (theirs,) = run_tflite(model, [x], reference=rounding == "tflite")
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    assert int(np.count_nonzero(ours != theirs)) == 0

@@ -22,6 +22,7 @@ and the signature is converted.  What rewrites into what:
 | qnn.max_pool2d | qint.pool_max (+ clamp) |
 | qnn.mean / sum | qint.reduce_sum (i32) -> qint.rescale (input_zp = zp * N; mean's adjusted multiplier); 8-bit `litert`: rescale float_even with XNNPACK's float32 scale and zero-point offset |
 | qnn.reduce_max / reduce_min | qint.reduce_max / reduce_min |
+| qnn.arg_max / arg_min | the extreme (a reduction), then a min-reduction of `x == extreme ? linalg.index : type max` (L3 directly; the first index, as TFLite) |
 | qnn.softmax | qint.softmax (TFLite's recipe with its integer parameters; 8-bit `litert` / `half_even`: the optimized kernel's float exp table recipe, mode float_away / float_even) |
 | qnn.reshape / transpose / pad / slice / split / concatenation / tile / mirror_pad | tensor.collapse_shape / expand_shape, linalg.transpose, tensor.pad, tensor.extract_slice, tensor.concat (tile: one per repeated dimension; mirror_pad: the mirrored slices reversed by a linalg.generic and concatenated; same stored integers) |
 | qnn.constant | arith.constant dense<"0x..."> of the storage integer type |

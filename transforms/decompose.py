@@ -22,6 +22,7 @@ and the signature is converted.  What rewrites into what:
 | qnn.max_pool2d | qint.pool_max (+ clamp) |
 | qnn.mean / sum | qint.reduce_sum (i32) -> qint.rescale (input_zp = zp * N; mean's adjusted multiplier); 8-bit `litert`: rescale float_even with XNNPACK's float32 scale and zero-point offset |
 | qnn.reduce_max / reduce_min | qint.reduce_max / reduce_min |
+| qnn.gather_nd | one generic over the result: tensor.extract of params at the (clamped) indices and linalg.index (L3 directly) |
 | qnn.arg_max / arg_min | the extreme (a reduction), then a min-reduction of `x == extreme ? linalg.index : type max` (L3 directly; the first index, as TFLite) |
 | qnn.softmax | qint.softmax (TFLite's recipe with its integer parameters; 8-bit `litert` / `half_even`: the optimized kernel's float exp table recipe, mode float_away / float_even) |
 | qnn.reshape / transpose / pad / slice / split / concatenation / tile / mirror_pad | tensor.collapse_shape / expand_shape, linalg.transpose, tensor.pad, tensor.extract_slice, tensor.concat (tile: one per repeated dimension; mirror_pad: the mirrored slices reversed by a linalg.generic and concatenated; same stored integers) |
@@ -944,6 +945,37 @@ def decompose_arg_extreme(e: Emitter, op) -> SSAValue:
     return out
 
 
+def decompose_gather_nd(e: Emitter, op) -> SSAValue:
+    """TFLite GATHER_ND: one generic over the result reading `params` with tensor.extract at
+    (indices[i..., 0], ..., indices[i..., k-1], j...), the j from linalg.index.  An index outside
+    its dimension (LiteRT fails the invoke) is clamped into it, so nothing is read out of bounds."""
+    from xdsl.dialects.builtin import IndexType
+
+    from transforms.lower_to_linalg import Lowering, amap, dim, identity
+
+    params = e.storage(op.operands[0])
+    indices = op.operands[1]
+    ps, ishape = list(qint.shape_of(params)), list(qint.shape_of(indices))
+    out_t = storage_type(op.results[0].type)
+    out_shape = list(out_t.get_shape())
+    k, lead = ishape[-1], len(ishape) - 1
+    if min(ps, default=1) == 0 or min(out_shape, default=1) == 0:
+        raise Unsupported(f"{op.name} of an empty tensor")
+    rank = len(out_shape)
+    maps = [amap(rank, [dim(i) for i in range(lead)] + [c]) for c in range(k)]
+
+    def body(s, *args):
+        coords = [s.emit(arith.IndexCastOp(s.clamp(s.ext(a), 0, ps[c] - 1), IndexType()))
+                  for c, a in enumerate(args[:k])]
+        coords += [s.emit(linalg.IndexOp(lead + j)) for j in range(len(ps) - k)]
+        return s.emit(tensor.ExtractOp(params, coords, params.type.element_type))
+
+    low = Lowering()
+    out = low.generic([indices] * k, maps, out_t, identity(rank), body)
+    e.ops.extend(low.ops)
+    return out
+
+
 def _reversed(e: Emitter, x: SSAValue, axis: int) -> SSAValue:
     """x with dimension `axis` reversed: a linalg.generic reading (..., n - 1 - d, ...)."""
     from transforms.lower_to_linalg import Lowering, amap, dim, identity
@@ -1112,6 +1144,7 @@ DECOMPOSITIONS = {
     qnn.TileOp: decompose_tile,
     qnn.MirrorPadOp: decompose_mirror_pad,
     qnn.ArgMaxOp: decompose_arg_extreme,
+    qnn.GatherNdOp: decompose_gather_nd,
     qnn.ArgMinOp: decompose_arg_extreme,
 }
 

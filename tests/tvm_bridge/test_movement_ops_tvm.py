@@ -74,3 +74,22 @@ def test_arg_extreme_through_tvm(op, axis, out, rounding, tmp_path):
     (theirs,) = run_tflite(model, [x], reference=rounding == "tflite")
     assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
     assert int(np.count_nonzero(ours != theirs)) == 0
+
+
+@pytest.mark.parametrize("rounding", ["tflite", "litert"])
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+@pytest.mark.parametrize("runtime", [False, True], ids=["constant_indices", "runtime_indices"])
+def test_gather_nd_through_tvm(runtime, dtype, rounding, tmp_path):
+    from tvm_bridge.compile import compile_module
+
+    idx = np.array([[[0, 1], [1, 3]], [[1, 0], [0, 2]], [[1, 1], [0, 0]]], np.int32)
+    z = -3 if dtype == "int8" else 0
+    indices = TensorSpec(idx.shape, "int32") if runtime else _const(idx)
+    model = _one_op("GATHER_ND", [TensorSpec((2, 4, 5), dtype, 0.05, z), indices], [TensorSpec((3, 2, 5), dtype, 0.05, z)])
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(3).integers(info.min, info.max + 1, (2, 4, 5)).astype(dtype)
+    inputs = [x, idx] if runtime else [x]
+    (ours,) = compile_module(lowered_tflite(model, rounding, tmp_path)())(*inputs)
+    (theirs,) = run_tflite(model, inputs, reference=rounding == "tflite")
+    assert ours.shape == theirs.shape
+    assert int(np.count_nonzero(ours.view(theirs.dtype) != theirs)) == 0

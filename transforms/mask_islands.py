@@ -5,11 +5,11 @@ L3 as one linalg.generic of arith ops per op (numpy broadcasting maps), or a mov
 | op | L3 body |
 | --- | --- |
 | nn.compare (integer) | `arith.cmpi` eq / ne / slt / sle / sgt / sge |
-| nn.compare (f32) | `arith.cmpf` oeq / une / olt / ole / ogt / oge (numpy's: NaN compares unequal) |
-| nn.logical_and / or / not | `arith.andi` / `ori` / `xori` with true |
+| nn.compare (f32) | `arith.cmpf` oeq / olt / ole / ogt / oge; ne is `uno or one` (numpy's: NaN compares unequal) |
+| nn.logical_and / or / not | `arith.andi` / `ori` / `extui` to i32 then `cmpi eq 0` |
 | nn.select | `arith.select` on the values (the stored integers of quantized ones) |
-| nn.cast i1 -> i32 / f32 | `arith.extui` / `uitofp` |
-| nn.cast i32 -> i1, f32 -> i1 | `arith.cmpi ne 0` / `arith.cmpf une 0.0` (NaN is true) |
+| nn.cast i1 -> i32 / f32 | `arith.extui` / `arith.select` of 1.0 and 0.0 |
+| nn.cast i32 -> i1, f32 -> i1 | `arith.cmpi ne 0` / `uno or one 0.0` (NaN is true) |
 | nn.cast i32 -> f32 | `arith.sitofp` (round to nearest even) |
 | nn.cast f32 -> i32 | TFLite's saturating truncation: NaN and values >= 2^31 give the maximum, < -2^31 the minimum, else `arith.fptosi` |
 | nn.add / sub / mul on integers | `arith.addi` / `subi` / `muli` (two's-complement wrap) |
@@ -30,7 +30,8 @@ from xdsl.ir import SSAValue
 import transforms.float_islands as float_islands  # noqa: F401 - registered first: the wrappers below delegate to it
 from qdialect.dialects import nn
 from transforms import decompose
-from transforms.decompose import Emitter, Unsupported, dense_constant
+from transforms.decompose import Emitter, Unsupported, int_tensor
+from transforms.fast_ir import create_op, dense_attr
 from transforms.float_islands import _elementwise, _shape
 
 I1, I32 = IntegerType(1), IntegerType(32)
@@ -64,6 +65,8 @@ def _storage_elementwise(e: Emitter, op, body) -> SSAValue:
 def lower_compare(e: Emitter, op) -> SSAValue:
     pred = op.attr("predicate")
     if isinstance(_el(op.operands[0]), Float32Type):
+        if pred == "ne":  # true when either is NaN
+            return _elementwise(e, op, lambda s, a, b, _o: _unordered_or(s, a, b, "one"))
         return _elementwise(e, op, lambda s, a, b, _o: s.emit(arith.CmpfOp(a, b, _ORDERED[pred])))
     if not _plain_integer(op.operands[0]):
         raise Unsupported(f"nn.compare on {op.operands[0].type}")
@@ -72,7 +75,9 @@ def lower_compare(e: Emitter, op) -> SSAValue:
 
 def lower_logical(e: Emitter, op) -> SSAValue:
     if isinstance(op, nn.LogicalNotOp):
-        return _elementwise(e, op, lambda s, a, _o: s.emit(arith.XOrIOp(a, s.const(1, I1))))
+        # (a == 0 on the i32 extension: TVM's bool constant cannot hold MLIR's true, -1 in i1)
+        return _elementwise(e, op, lambda s, a, _o: s.emit(arith.CmpiOp(s.emit(arith.ExtUIOp(a, I32)),
+                                                                        s.const(0, I32), "eq")))
     cls = arith.AndIOp if isinstance(op, nn.LogicalAndOp) else arith.OrIOp
     return _elementwise(e, op, lambda s, a, b, _o: s.emit(cls(a, b)))
 
@@ -90,7 +95,14 @@ def _f32_to_i32(s, a) -> SSAValue:
     lo, hi = s.const(-2147483648, I32), s.const(2147483647, I32)
     t = s.emit(arith.FPToSIOp(a, I32))
     t = s.emit(arith.SelectOp(s.emit(arith.CmpfOp(a, s.const(-2147483648.0, f32), "olt")), lo, t))
-    return s.emit(arith.SelectOp(s.emit(arith.CmpfOp(a, s.const(2147483648.0, f32), "uge")), hi, t))
+    return s.emit(arith.SelectOp(_unordered_or(s, a, s.const(2147483648.0, f32), "oge"), hi, t))
+
+
+def _unordered_or(s, a, b, ordered: str) -> SSAValue:
+    """`a <ordered> b or either is NaN`, spelled with an explicit `uno` (the TVM translation reads
+    MLIR's unordered predicates as the ordered ones)."""
+    either_nan = s.emit(arith.CmpfOp(a, b, "uno"))
+    return s.emit(arith.OrIOp(either_nan, s.emit(arith.CmpfOp(a, b, ordered))))
 
 
 def lower_cast(e: Emitter, op) -> SSAValue:
@@ -99,11 +111,11 @@ def lower_cast(e: Emitter, op) -> SSAValue:
     if src == I1 and dst == I32:
         body = lambda s, a, _o: s.emit(arith.ExtUIOp(a, I32))  # noqa: E731
     elif src == I1 and f[1]:
-        body = lambda s, a, _o: s.emit(arith.UIToFPOp(a, f32))  # noqa: E731
+        body = lambda s, a, _o: s.emit(arith.SelectOp(a, s.const(1.0, f32), s.const(0.0, f32)))  # noqa: E731
     elif src == I32 and dst == I1:
         body = lambda s, a, _o: s.emit(arith.CmpiOp(a, s.const(0, I32), "ne"))  # noqa: E731
     elif f[0] and dst == I1:
-        body = lambda s, a, _o: s.emit(arith.CmpfOp(a, s.const(0.0, f32), "une"))  # noqa: E731
+        body = lambda s, a, _o: _unordered_or(s, a, s.const(0.0, f32), "one")  # noqa: E731
     elif src == I32 and f[1]:
         body = lambda s, a, _o: s.emit(arith.SIToFPOp(a, f32))  # noqa: E731
     elif f[0] and dst == I32:
@@ -124,8 +136,12 @@ def lower_integer_binary(e: Emitter, op) -> SSAValue:
 
 
 def lower_constant(e: Emitter, op) -> SSAValue:
+    """`arith.constant` of the same shape (a rank-0 constant stays rank 0)."""
     t = op.results[0].type
-    return e.add(dense_constant(np.array(op.array()).reshape(t.get_shape()), t.element_type.width.data))
+    width = t.element_type.width.data
+    arr = np.array(op.array(), dtype=np.dtype(f"int{max(8, width)}"), order="C")
+    it = int_tensor(list(t.get_shape()), width)
+    return e.add(create_op(arith.ConstantOp, (), (it,), {"value": dense_attr(it, arr.tobytes())}, {}))
 
 
 def lower_reshape(e: Emitter, op) -> SSAValue:

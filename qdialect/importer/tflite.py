@@ -101,6 +101,12 @@ _NP_DTYPES = {
 _QUANT_STORAGE = {"INT8": "i8", "UINT8": "u8", "INT16": "i16", "UINT16": "u16", "INT32": "i32", "INT4": "i4"}
 _PLAIN_TYPES = {"FLOAT32", "INT32", "BOOL"}
 """Run-time tensors without quantization that float islands and masks compute on."""
+
+
+def _plain_kinds(imp, op) -> str:
+    """'on float32 tensors', 'on int32 / bool tensors': what an unsupported island operator reads."""
+    kinds = dict.fromkeys(imp.tensor(i).type.lower() for i in op.inputs if i >= 0 and imp.tensor(i).type in _PLAIN_TYPES)
+    return f"on {' / '.join(kinds) or 'float32'} tensors"
 _INT_TYPES = {"INT32", "INT64", "INT16", "INT8", "UINT8", "UINT16", "UINT32", "UINT64"}
 _FLOAT_TYPES = {"FLOAT32", "FLOAT16", "FLOAT64", "BFLOAT16"}
 
@@ -987,7 +993,7 @@ class _Importer:
                     owner = self.float_view() if self.float_island(op) else self
                     handler = owner.handlers.get(op.name)
                     if handler is None:
-                        raise _Unsupported("on float tensors" if owner is not self else "on quantized tensors")
+                        raise _Unsupported(_plain_kinds(self, op) if owner is not self else "on quantized tensors")
                     handler(owner, op)
             except _Unsupported as e:
                 self.unsupported.append((op.name, str(e)))

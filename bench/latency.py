@@ -150,6 +150,15 @@ def tvm_frontend(path: Path, target):
 ONNX_ZOO = ROOT / "models" / "onnx"
 ONNX_DEFAULT = ("cnn_qdq_u8,cnn_qop_u8,cnn_qdq_s8,mobilenetv2_qdq_u8,mobilenetv2_qop_u8,mobilenetv2_qop_s8,"
                 "mlp_qdq_u8,mlp_qop_s8")
+ONNX_TRANSFORMERS = ROOT / "models" / "transformers" / "onnx"  # tools/gen_transformer_zoo.py
+ONNX_ATTENTION = ("vit_tiny_qdq_u8,vit_tiny_qdq_s8,vit_tiny_qop_u8,bert_tiny_qdq_u8,bert_tiny_qdq_s8,bert_tiny_qop_u8,"
+                  "kws_attn_qdq_u8,kws_attn_qdq_s8,kws_attn_qop_u8")
+
+
+def onnx_path(name: str) -> Path:
+    """A models/onnx name, else a models/transformers/onnx one."""
+    path = ONNX_ZOO / f"{name}.onnx"
+    return path if path.exists() else ONNX_TRANSFORMERS / f"{name}.onnx"
 
 
 def onnxruntime_session(path: Path, threads: int, disable_all: bool = False):
@@ -198,7 +207,7 @@ def onnx_rows(names: list[str], args) -> list[dict]:
 
     rows = []
     for name in names:
-        path = ONNX_ZOO / f"{name}.onnx"
+        path = onnx_path(name)
         module = load_module(path, 1)
         _, in_values, _ = _entry_signature(module)
         sample = make_inputs(in_values, 0)
@@ -287,12 +296,12 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rounds", type=int, default=10, help="interleaved rounds of the one-thread candidates")
     p.add_argument("--target", default=None, help="TVM target (default: host CPU)")
-    p.add_argument("--onnx-models", default=ONNX_DEFAULT, help="comma-separated models/onnx names ('' for none)")
+    p.add_argument("--onnx-models", default=ONNX_DEFAULT, help="comma-separated names of models/onnx or models/transformers/onnx ('' for none)")
     p.add_argument("--onnx-only", action="store_true", help="only the ONNX rows")
     p.add_argument("--attention", action="store_true",
                    help="also the attention blocks of tests/tvm_bridge/attention_block.py (int8 and 16x8, "
                         "sequence 64, model width 64, 4 heads, with the layer norm's pieces) and the encoders "
-                        "of models/transformers")
+                        "of models/transformers (TFLite against LiteRT, ONNX against ONNX Runtime)")
     p.add_argument("--attention-only", action="store_true", help="only the attention / encoder rows")
     args = p.parse_args(argv)
     if args.onnx_only:
@@ -365,6 +374,8 @@ def main(argv=None) -> int:
     if not have_ours:
         print("(our TVM build: n/a — the lowering pipeline transforms.pipelines is not built yet)")
     onnx_names = [] if args.attention_only else [n for n in args.onnx_models.split(",") if n]
+    if args.attention or args.attention_only:
+        onnx_names += ONNX_ATTENTION.split(",")
     if onnx_names and importlib.util.find_spec("onnxruntime") is not None:
         print()
         set_tvm_threads(1)

@@ -14,6 +14,7 @@ L3 as one linalg.generic of arith ops per op (numpy broadcasting maps), or a mov
 | nn.cast f32 -> i32 | TFLite's saturating truncation: NaN and values >= 2^31 give the maximum, < -2^31 the minimum, else `arith.fptosi` |
 | nn.add / sub / mul on integers | `arith.addi` / `subi` / `muli` (two's-complement wrap) |
 | nn.constant / reshape / transpose / slice of i1 / integer tensors | `arith.constant`, tensor moves |
+| nn.div (f32) outside ONNX islands | `arith.divf` (IEEE: a TFLite 16x8 island's DIV) |
 
 Float32 ops go on to `transforms.float_islands` (registered first; the wrappers here delegate
 to it).  Other casts (quantized <-> integer, other widths) are refused by name.  Registered
@@ -28,6 +29,7 @@ from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType, f32
 from xdsl.ir import SSAValue
 
 import transforms.float_islands as float_islands  # noqa: F401 - registered first: the wrappers below delegate to it
+import transforms.float_transformer  # noqa: F401 - likewise (ONNX islands' nn.div)
 from qdialect.dialects import nn
 from transforms import decompose
 from transforms.decompose import Emitter, Unsupported, int_tensor
@@ -159,6 +161,14 @@ _MOVES = {
 }
 
 
+def lower_tflite_div(e: Emitter, op) -> SSAValue:
+    """A TFLite float island's DIV (a 16x8 masked mean's SUM(x * m) / SUM(m)): one correctly
+    rounded float32 division per element, the same in every float kernel (ONNX islands keep
+    float_transformer's lowering)."""
+    float_islands._check(op, anywhere=True)
+    return _elementwise(e, op, lambda s, a, b, _o: s.emit(arith.DivfOp(a, b)))
+
+
 def _delegating(cls, mine):
     """Integer / i1 instances of `cls` lower here, the others as before."""
     before = decompose.DECOMPOSITIONS.get(cls)
@@ -171,7 +181,17 @@ def _delegating(cls, mine):
     return lower
 
 
+def _tflite_div_or(before):
+    def lower(e: Emitter, op):
+        if float_islands._is_island(op) or before is None:
+            return before(e, op) if before is not None else lower_tflite_div(e, op)
+        return lower_tflite_div(e, op)
+
+    return lower
+
+
 LOWERINGS = {
+    nn.DivOp: _tflite_div_or(decompose.DECOMPOSITIONS.get(nn.DivOp)),
     nn.CompareOp: lower_compare,
     nn.LogicalAndOp: lower_logical,
     nn.LogicalOrOp: lower_logical,

@@ -92,9 +92,11 @@ def test_mask_ops_on_tvm(tmp_path):
     assert _mismatches(model, samples, "tflite", tmp_path) == 0
 
 
-@pytest.mark.parametrize("name,rounding", [("key_mask", "tflite"), ("key_mask", "litert"), ("key_mask_16x8", "tflite")])
+@pytest.mark.parametrize("name,rounding", [("key_mask", "tflite"), ("key_mask", "litert"), ("key_mask_16x8", "tflite"),
+                                           ("mha_mask_16x8", "tflite")])
 def test_masked_encoder_on_tvm(name, rounding, tmp_path):
-    """Keras MultiHeadAttention with a key-padding mask (CAST, LOGICAL_AND, SELECT_V2 of the
-    scores), int8 and 16x8, compiled by TVM: 0 differing elements against LiteRT."""
+    """Keras MultiHeadAttention with a key-padding or attention mask (CAST, LOGICAL_AND,
+    SELECT_V2 of the scores; the 16x8 masked mean's float DIV), int8 and 16x8, compiled by TVM:
+    0 differing elements against LiteRT."""
     model = (MASKED / f"{name}.tflite").read_bytes()
     assert _mismatches(model, encoder_samples(name), rounding, tmp_path) == 0

@@ -535,13 +535,15 @@ def _concatenation(imp: _FloatImporter, op: _Op):
 @_handles("PACK")
 def _pack(imp: _FloatImporter, op: _Op):
     xs = [imp.act(i, f"input {k}") for k, i in enumerate(op.inputs)]
+    if nn.is_bool(xs[0].type.element_type):
+        raise _Unsupported("on bool tensors: LiteRT's PACK has no bool kernel")
     s = list(xs[0].type.get_shape())
     axis = op.options["Axis"] % (len(s) + 1)
     expanded = []
     for v in xs:
         if list(v.type.get_shape()) != s:
             raise imp.bad(f"inputs of shapes {s} and {list(v.type.get_shape())} cannot be packed")
-        r = nn.ReshapeOp([v], TensorType(Float32Type(), s[:axis] + [1] + s[axis:]))
+        r = nn.ReshapeOp([v], TensorType(v.type.element_type, s[:axis] + [1] + s[axis:]))
         imp.block.add_op(r)
         expanded.append(r.result)
     imp.emit_nn(nn.ConcatenationOp, expanded, op.outputs[0], {"axis": axis})

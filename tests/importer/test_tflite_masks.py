@@ -168,6 +168,27 @@ def test_fill_of_true_and_float_island_div_and_select():
     assert mismatches(model, samples) == {"tflite": 0, "litert": 0}
 
 
+def test_packed_int32_masks_select_scores():
+    """PACK of two run-time int32 masks (a stacked padding mask), NOT_EQUAL 0, selecting int16
+    scores; PACK of bools is refused by name (LiteRT's PACK has no bool kernel)."""
+    tensors = [TensorSpec((4,), "int32"), TensorSpec((4,), "int32"), TensorSpec((2, 4), "int32"),
+               const(np.array(0, np.int32), "int32"), TensorSpec((2, 4), "bool"), TensorSpec((2, 4), "int16", 0.05, 0),
+               const(np.array(-32768, np.int16), "int16", 0.05, 0), TensorSpec((2, 4), "int16", 0.05, 0)]
+    ops = [OpSpec("PACK", [0, 1], [2], {"values_count": 2, "axis": 0}), OpSpec("NOT_EQUAL", [2, 3], [4]),
+           OpSpec("SELECT_V2", [4, 5, 6], [7])]
+    model = build_model(ops, tensors, [0, 1, 5], [7, 2])
+    samples = [[RNG.integers(0, 2, 4).astype(np.int32), RNG.integers(-1, 2, 4).astype(np.int32),
+                RNG.integers(-32768, 32768, (2, 4)).astype(np.int16)] for _ in range(3)]
+    assert mismatches(model, samples) == {"tflite": 0, "litert": 0}
+
+    tensors = [TensorSpec((4,), "bool"), TensorSpec((4,), "bool"), TensorSpec((2, 4), "bool"),
+               TensorSpec((2, 4), "int8", 0.1, 0), TensorSpec((2, 4), "int8", 0.1, 0)]
+    ops = [OpSpec("PACK", [0, 1], [2], {"values_count": 2, "axis": 0}), OpSpec("SELECT_V2", [2, 3, 3], [4])]
+    with pytest.raises(TFLiteImportError, match=r"^unsupported operators: PACK x1 \(on bool tensors: LiteRT's PACK "
+                                                r"has no bool kernel\)$"):
+        import_tflite(build_model(ops, tensors, [0, 1, 3], [4]))
+
+
 def test_bad_masks_are_refused_in_one_line():
     """A SELECT_V2 whose values have other quantization parameters than its output (LiteRT
     would copy stored bytes into a differently scaled tensor), a comparison of bools, a FILL of

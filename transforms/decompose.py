@@ -976,6 +976,40 @@ def decompose_gather_nd(e: Emitter, op) -> SSAValue:
     return out
 
 
+def decompose_gather(e: Emitter, op) -> SSAValue:
+    """TFLite GATHER: one generic over the result reading `params` with tensor.extract at
+    (n..., o..., indices[n..., i...], r...) for result coordinates (o (its first `batch_dims`
+    the batch n), i, r); the index from the indices read at (n, i).  An index outside its
+    dimension (LiteRT fails the invoke) is clamped into it, so nothing is read out of bounds."""
+    from xdsl.dialects.builtin import IndexType
+
+    from transforms.lower_to_linalg import Lowering, amap, dim, identity
+
+    params = e.storage(op.operands[0])
+    indices = op.operands[1]
+    ps, ishape = list(qint.shape_of(params)), list(qint.shape_of(indices))
+    axis = op.attr("axis", 0) % len(ps)
+    b = op.attr("batch_dims", 0)
+    b += len(ishape) if b < 0 else 0
+    out_t = storage_type(op.results[0].type)
+    out_shape = list(out_t.get_shape())
+    if min(ps, default=1) == 0 or min(out_shape, default=1) == 0:
+        raise Unsupported(f"{op.name} of an empty tensor")
+    rank, n_idx = len(out_shape), len(ishape) - b
+    index_map = amap(rank, [dim(i) for i in range(b)] + [dim(axis + i) for i in range(n_idx)])
+
+    def body(s, index, _out):
+        coords = [s.emit(linalg.IndexOp(d)) for d in range(axis)]
+        coords.append(s.emit(arith.IndexCastOp(s.clamp(s.ext(index), 0, ps[axis] - 1), IndexType())))
+        coords += [s.emit(linalg.IndexOp(axis + n_idx + j)) for j in range(len(ps) - axis - 1)]
+        return s.emit(tensor.ExtractOp(params, coords, params.type.element_type))
+
+    low = Lowering()
+    out = low.generic([indices], [index_map], out_t, identity(rank), body)
+    e.ops.extend(low.ops)
+    return out
+
+
 def _reversed(e: Emitter, x: SSAValue, axis: int) -> SSAValue:
     """x with dimension `axis` reversed: a linalg.generic reading (..., n - 1 - d, ...)."""
     from transforms.lower_to_linalg import Lowering, amap, dim, identity
@@ -1145,6 +1179,7 @@ DECOMPOSITIONS = {
     qnn.MirrorPadOp: decompose_mirror_pad,
     qnn.ArgMaxOp: decompose_arg_extreme,
     qnn.GatherNdOp: decompose_gather_nd,
+    qnn.GatherOp: decompose_gather,
     qnn.ArgMinOp: decompose_arg_extreme,
 }
 

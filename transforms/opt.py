@@ -98,9 +98,10 @@ class QdOptMain(xDSLOptMain):
             self.apply_passes(module)
             return self.output_resulting_program(module), []
         except ParseError as e:
-            if line_offset and not e.span.line_offset:
-                e.span = Span(e.span.start, e.span.end, e.span.input, line_offset)
-            return None, [_at(e.span, " ".join(str(e.msg).split()))]
+            spans = [(e.span, e.msg), *getattr(e, "also", ())]  # quant.ParseErrors: MLIR's several errors
+            if line_offset:
+                spans = [(s if s.line_offset else Span(s.start, s.end, s.input, line_offset), m) for s, m in spans]
+            return None, [_at(s, " ".join(str(m).split())) for s, m in spans]
         except LocatedVerifyError as e:
             return None, [_at(e.span, e.message)]
         except DiagnosticException as e:  # a pass's refusal (or xDSL's verifier between passes)
@@ -139,8 +140,8 @@ class QdOptMain(xDSLOptMain):
                 if verify:
                     report.extend(check(diagnostics, parse_expectations(text.decode("utf-8", "replace"),
                                                                         line_offset + 1)))
-                else:
-                    for d in diagnostics:
+                else:  # one line a failed chunk (the further errors MLIR adds are for --verify-diagnostics)
+                    for d in diagnostics[:1]:
                         print(format_diagnostic(d, source), file=sys.stderr)
                     if diagnostics:
                         status = max(status, EXIT_BAD_INPUT)

@@ -25,6 +25,7 @@ which the qnn and nn ops and the importers check (`quantized_tensor_problems`).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 import math
 import re
 import struct
@@ -63,6 +64,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 import qdialect._xdsl_fixes  # noqa: F401  (linear-time string literals in the lexer)
 from qdialect.qparams import QParams, storage_bounds
@@ -372,6 +374,14 @@ def _parse_int(parser: AttrParser, what: str) -> int:
     if value is None:
         parser.raise_error(f"expected integer value{what}", pos)
     return value
+
+
+@dataclass
+class ParseErrors(ParseError):
+    """A parse error that MLIR reports as several diagnostics: `msg` at `span`, then each
+    `(span, message)` of `also` (mlir-opt's `--verify-diagnostics` expects every one)."""
+
+    also: tuple[tuple[Span, str], ...] = ()
 
 
 def _parse_expressed(parser: AttrParser, what: str) -> Attribute:
@@ -1030,13 +1040,24 @@ class CalibratedQuantizedType(ParametrizedAttribute, TypeAttribute):
     @classmethod
     def _parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            expressed = _parse_expressed(parser, "quant.calibrated")
-            parser.parse_punctuation("<", " (calibrated values must be present: <min:max>)")
+            start = parser.pos
+            expressed = parser.parse_type()
+            if not is_float_type(expressed):  # MLIR: two errors, as parseType<FloatType> fails
+                raise ParseErrors(Span(start, parser.pos, parser.lexer.input),
+                                  f"quant.calibrated: invalid kind of type specified: expressed type {expressed} "
+                                  "is not a float type",
+                                  ((Span(start, parser.pos, parser.lexer.input), "expecting float expressed type"),))
             pos = parser.pos
-            low = _parse_signed_float(parser, "minimum")
-            parser.parse_punctuation(":", " (calibrated values must be present: <min:max>)")
-            high = _parse_signed_float(parser, "maximum")
-            parser.parse_punctuation(">")
+            try:
+                parser.parse_punctuation("<")
+                low = _parse_signed_float(parser, "minimum")
+                parser.parse_punctuation(":")
+                high = _parse_signed_float(parser, "maximum")
+                parser.parse_punctuation(">")
+            except ParseError as e:  # MLIR adds a second error at the type
+                raise ParseErrors(e.span, f"{' '.join(e.msg.split())} (quant.calibrated: <min:max> expected)",
+                                  ((Span(start, pos, parser.lexer.input),
+                                    "calibrated values must be present"),)) from None
             if not high > low:
                 parser.raise_error(f"quant.calibrated: illegal min and max: ({_mlir_e(low)}:{_mlir_e(high)}) "
                                    "(max must exceed min)", pos, parser.pos)

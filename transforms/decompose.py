@@ -624,6 +624,59 @@ def decompose_mul(e: Emitter, op: qnn.MulOp) -> SSAValue:
     return e.rescale(prod, out_q.bits, spec, output_zp=ew.zp(out_q), bounds=bounds)
 
 
+def decompose_div(e: Emitter, op: qnn.DivOp) -> SSAValue:
+    """TFLite DivElementwise (int8, uint8, int16; the reference's `div`) in one broadcasting
+    generic: the divisor's GetReciprocal (Q0.31 reciprocal and its exponent) read from two
+    tables over its stored values, CountLeadingSignBits of the dividend from clz32, then
+    `RDBPOT_x86(SRDHM(SRDHM(a << h, r), M), h + e - shift) + out_zp`, clamped.  A divisor at
+    its zero point (LiteRT fails the invoke) reads the entry of 1."""
+    from transforms.lower_to_linalg import Lowering, broadcast_map, identity
+
+    a_v, b_v = op.operands
+    x1_q, x2_q, out_q = qp(a_v), qp(b_v), qp(op.results[0])
+    for q in (x1_q, x2_q, out_q):
+        _per_tensor(q, op.name)
+    k = knobs(op)
+    if k["rounding"] not in ("tflite", "litert"):
+        raise Unsupported(f"rounding '{k['rounding']}' (only LiteRT's DIV kernel is lowered)")
+    real = float(np.float32(ew.scale32(x1_q) / np.float32(ew.scale32(x2_q) * ew.scale32(out_q))))
+    m, shift = ew.qmult(real, "tflite")
+    lo2, hi2 = ew.type_bounds(x2_q)
+    divisors = np.abs(np.arange(lo2, hi2 + 1, dtype=np.int64) - ew.zp(x2_q))
+    recip, recip_shift = act.get_reciprocal(np.maximum(divisors, 1), 31)
+    recip_table = e.constant(np.asarray(recip, np.int64), 32)
+    shift_table = e.constant(np.asarray(recip_shift, np.int64), 8)
+    lo, hi = clamp_bounds(ew._finish, out_q, k["act_min"], k["act_max"])
+    out_t = int_tensor(qint.shape_of(op.results[0]), out_q.bits)
+    shape = list(out_t.get_shape())
+    x1, x2 = e.storage(a_v), e.storage(b_v)
+
+    def body(s, q1, q2, _out):
+        # uint8 storage read back from its low byte
+        q1, q2 = [s.ext(q) if x.signed else s.band(s.ext(q), 0xFF) for q, x in ((q1, x1_q), (q2, x2_q))]
+        negative = s.cmp("slt", q2, ew.zp(x2_q))
+        a = s.sub(q1, ew.zp(x1_q))
+        a = s.select(negative, s.sub(0, a), a)
+        r = s.lookup(recip_table, s.sub(q2, lo2))
+        r_shift = s.lookup(shift_table, s.sub(q2, lo2))
+        # CountLeadingSignBits of |a| < 2^17: clz32(a) - 1, or clz32(2|a| - 1) when negative
+        h = s.select(s.cmp("slt", a, 0), s.clz32(s.sub(s.mul(s.sub(0, a), 2), 1)), s.sub(s.clz32(a), 1))
+        u = s.srdhm(s.srdhm(s.shl(a, h), r, b_never_min=True), int(m), b_never_min=True)
+        exponent = s.max(s.sub(s.add(r_shift, h), int(shift)), 0)
+        # gemmlowp RoundingDivideByPOT as compiled for x86: from 32 on, (u >> (e & 31)) + [u >= 0]
+        wide = s.cmp("sge", exponent, 32)
+        ordinary = s.rdbpot(u, s.select(wide, 0, exponent))
+        odd = s.add(s.shr(u, s.band(exponent, 31)), s.bool_to_int(s.cmp("sge", u, 0)))
+        v = s.add(s.select(wide, odd, ordinary), ew.zp(out_q))
+        return s.trunc(s.clamp(v, lo, hi), out_q.bits)
+
+    low = Lowering()
+    maps = [broadcast_map(qint.shape_of(x), shape) for x in (x1, x2)]
+    out = low.generic([x1, x2], maps, out_t, identity(len(shape)), body)
+    e.ops.extend(low.ops)
+    return out
+
+
 def _clamp_if_needed(e: Emitter, v: SSAValue, out_q: QParams, bounds) -> SSAValue:
     if tuple(bounds) == tuple(full_range(out_q)):
         return v
@@ -1146,6 +1199,7 @@ DECOMPOSITIONS = {
     qnn.AddOp: decompose_add_sub,
     qnn.SubOp: decompose_add_sub,
     qnn.MulOp: decompose_mul,
+    qnn.DivOp: decompose_div,
     qnn.SquaredDifferenceOp: decompose_squared_difference,
     qnn.MaximumOp: decompose_extremum,
     qnn.MinimumOp: decompose_extremum,

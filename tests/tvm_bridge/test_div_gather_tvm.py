@@ -59,3 +59,43 @@ def test_gather_through_tvm(case, dtype, rounding, tmp_path):
     ours, theirs = _run_both(model, inputs, rounding, tmp_path)
     assert ours.shape == theirs.shape
     assert int(np.count_nonzero(ours.view(theirs.dtype) != theirs)) == 0
+
+
+def _div_model(dtype, shapes, scales, zps, activation="NONE"):
+    (s1, s2, so), (z1, z2, zo) = scales, zps
+    ins = [TensorSpec(shapes[0], dtype, s1, z1), TensorSpec(shapes[1], dtype, s2, z2)]
+    return _one_op("DIV", ins, [TensorSpec(shapes[2], dtype, so, zo)], {"fused_activation_function": activation})
+
+
+def _divisors(rng, dtype, shape, zero_point):
+    """Stored divisors anywhere in the type's range but never at the zero point (a real 0)."""
+    b = _random(rng, dtype, shape).astype(np.int64)
+    b[b == zero_point] += 1 if zero_point < np.iinfo(dtype).max else -1
+    return b.astype(dtype)
+
+
+DIV_CASES = {
+    # (shapes x1, x2, out), (scales), (zero points), fused activation
+    "same_shape": (((2, 3, 16), (2, 3, 16), (2, 3, 16)), (0.05, 0.02, 0.1), (-3, 5, 2), "NONE"),
+    "broadcast": (((2, 1, 16), (1, 5, 1), (2, 5, 16)), (0.1, 0.03, 0.2), (7, -2, -1), "RELU"),
+    # a small quotient scale: RoundingDivideByPOT's exponent passes 32 (x86's shift by e & 31)
+    "wide_exponent": (((4, 16), (4, 16), (4, 16)), (0.001, 1.0, 10.0), (0, 3, 0), "NONE"),
+    "large_quotient": (((4, 16), (1, 16), (4, 16)), (2.0, 0.001, 0.5), (1, 0, -4), "RELU6"),
+}
+
+
+@pytest.mark.parametrize("rounding", ["tflite", "litert"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16"])
+@pytest.mark.parametrize("case", list(DIV_CASES))
+def test_div_through_tvm(case, dtype, rounding, tmp_path):
+    shapes, scales, zps, activation = DIV_CASES[case]
+    if dtype == "int16":
+        zps = (0, 0, 0)
+    elif dtype == "uint8":
+        zps = tuple(z + 128 for z in zps)
+    model = _div_model(dtype, shapes, scales, zps, activation)
+    rng = np.random.default_rng(len(case) + len(dtype))
+    inputs = [_random(rng, dtype, shapes[0]), _divisors(rng, dtype, shapes[1], zps[1])]
+    ours, theirs = _run_both(model, inputs, rounding, tmp_path)
+    assert ours.shape == theirs.shape
+    assert int(np.count_nonzero(ours.view(theirs.dtype) != theirs)) == 0

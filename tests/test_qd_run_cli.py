@@ -61,18 +61,18 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
 
 def test_explicit_tvm_backend_names_what_it_cannot_lower(tmp_path):
     """--backend tvm on a module the lowering refuses: exit 2, one line naming the op."""
-    mlir = tmp_path / "gather.mlir"
+    mlir = tmp_path / "log_softmax.mlir"
     mlir.write_text(
-        "func.func @main(%a: tensor<2x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>, %i: tensor<1xi32>)"
-        " -> tensor<1x3x!quant.uniform<i8:f32, 5.000000e-01:-3>> {\n"
-        "  %0 = qnn.gather %a, %i {axis = 0 : i64} : (tensor<2x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>, tensor<1xi32>)"
-        " -> tensor<1x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>\n"
-        "  func.return %0 : tensor<1x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>\n}\n")
+        "func.func @main(%a: tensor<2x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>)"
+        " -> tensor<2x3x!quant.uniform<i8:f32, 6.250000e-02:127>> {\n"
+        "  %0 = qnn.log_softmax %a : (tensor<2x3x!quant.uniform<i8:f32, 5.000000e-01:-3>>)"
+        " -> tensor<2x3x!quant.uniform<i8:f32, 6.250000e-02:127>>\n"
+        "  func.return %0 : tensor<2x3x!quant.uniform<i8:f32, 6.250000e-02:127>>\n}\n")
     proc = _run(mlir, "--backend", "tvm", "--compare", "none")
     assert proc.returncode == 2, proc.stdout
     errors = [ln for ln in proc.stderr.splitlines() if not ln.startswith("  .. ")]
     assert len(errors) == 1 and "Traceback" not in proc.stderr
-    assert "qnn-decompose cannot lower: qnn.gather (no decomposition)" in errors[0]
+    assert "qnn-decompose cannot lower: qnn.log_softmax (no decomposition)" in errors[0]
 
 
 def test_no_arguments_runs_the_bundled_example():

@@ -71,9 +71,9 @@ func.func @table_i32(%x: tensor<4x!quant.uniform<i32:f32, 0.001>>) -> tensor<4x!
 // ops without a decomposition are named, all at once
 !a = !quant.uniform<i8:f32, 0.5:-3>
 !o = !quant.uniform<i8:f32, 0.25:5>
-func.func @no_decomposition(%y: tensor<1x4x4x2x!a>, %i: tensor<3xi32>) -> (tensor<1x3x4x2x!a>, tensor<1x8x8x2x!a>) {
-  // expected-error@+1 {{qnn-decompose cannot lower: qnn.gather (no decomposition)}}
-  %0 = qnn.gather %y, %i {axis = 1 : i64} : (tensor<1x4x4x2x!a>, tensor<3xi32>) -> tensor<1x3x4x2x!a>
+func.func @no_decomposition(%y: tensor<1x4x4x2x!a>) -> (tensor<1x4x4x2x!quant.uniform<i8:f32, 0.0625:127>>, tensor<1x8x8x2x!a>) {
+  // expected-error@+1 {{qnn-decompose cannot lower: qnn.log_softmax (no decomposition)}}
+  %0 = qnn.log_softmax %y : (tensor<1x4x4x2x!a>) -> tensor<1x4x4x2x!quant.uniform<i8:f32, 0.0625:127>>
   %1 = qnn.resize_nearest_neighbor %y : (tensor<1x4x4x2x!a>) -> tensor<1x8x8x2x!a>
-  func.return %0, %1 : tensor<1x3x4x2x!a>, tensor<1x8x8x2x!a>
+  func.return %0, %1 : tensor<1x4x4x2x!quant.uniform<i8:f32, 0.0625:127>>, tensor<1x8x8x2x!a>
 }

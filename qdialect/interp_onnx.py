@@ -525,3 +525,4 @@ def evaluate(it, op, args, profile: str):
 
 # the float ops of transformer encoders (nn.div, nn.sqrt, nn.erf, nn.layer_norm) add their recipes to _NN
 from qdialect import interp_onnx_float  # noqa: E402,F401
+from qdialect import interp_onnx_nbits  # noqa: E402,F401  (MatMulNBits: nn.fully_connected ort_nbits)

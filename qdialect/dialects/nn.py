@@ -493,7 +493,9 @@ class FullyConnectedOp(_WeightedOp):
     """y = x @ W^T + b with W [out, in]; leading input dims flattened (or kept, as the result shape says)."""
 
     name = "nn.fully_connected"
-    ATTRS: ClassVar = dict(ACT)
+    # ort_nbits: ONNX Runtime's MatMulNBits recipe (8-bit weights, accuracy level 4) for the
+    # weights, a qnn.dequantize of constant integers (qdialect.reference.onnxruntime_nbits)
+    ATTRS: ClassVar = {**ACT, "ort_nbits": (STR, ("avx512vnni",))}
 
     def verify_op(self):
         self.require_rank(1, 2)

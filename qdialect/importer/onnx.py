@@ -2142,8 +2142,7 @@ def _float_matmul(imp: _Importer, node: _Node):
         raise _Unsupported("in float with float weights or two activations (only DequantizeLinear weights)"
                            if isinstance(wv, Const) else "in float on two activations")
     if imp.profile == "onnxruntime":
-        raise _Unsupported("a float activation times DequantizeLinear weights (ORT's default session rewrites "
-                           "it to com.microsoft MatMulNBits, accuracy level 4, not modelled; --rounding onnx imports it)")
+        return _matmul_nbits(imp, node, wv)
     imp.remark("ONNX Runtime runs it in float (a float activation): rounding = onnx")
     a = imp.float_value(imp.input(node, 0, "A"), "A")
     w = imp.float_value(wv, "B")
@@ -2152,6 +2151,86 @@ def _float_matmul(imp: _Importer, node: _Node):
     if len(wshape) != 2 or len(ashape) < 2 or ashape[-1] != wshape[0]:
         raise imp.bad(f"A {ashape} and B {wshape} do not multiply")
     return [Act(_float_op(imp, nn.BatchMatmulOp, [av, w.value], ashape[:-1] + wshape[1:]))]
+
+
+def _nbits_bias(imp: _Importer, node: _Node, n: int):
+    """The Add that ORT fuses into MatMulNBits as its bias: the MatMul's only reader, adding a
+    constant (or DequantizeLinear constant) of N elements.  -> (Add node, bias f32 [N]) or None."""
+    cons = imp.g.consumers.get(node.outputs[0], [])
+    if len(cons) != 1 or cons[0] < 0 or imp.g.nodes[cons[0]].op_type != "Add":
+        return None
+    add = imp.g.nodes[cons[0]]
+    other = add.inputs[1] if add.inputs[0] == node.outputs[0] else add.inputs[0]
+    if other not in imp.env and other not in imp.g.initializers:
+        # a DequantizeLinear of constants listed after the MatMul: import it now
+        dq = next((n for n in imp.g.nodes if other in n.outputs), None)
+        if dq is None or dq.op_type != "DequantizeLinear" or dq.index in imp.done \
+                or not all(i in imp.g.initializers for i in dq.inputs if i):
+            return None
+        saved, imp.node = imp.node, dq
+        try:
+            imp.dispatch(dq)
+        finally:
+            imp.node = saved
+        imp.done.add(dq.index)
+    saved, imp.node = imp.node, add
+    try:
+        v = imp.input(add, 1 if other == add.inputs[1] else 0, "B")
+    finally:
+        imp.node = saved
+    if isinstance(v, Deq) and isinstance(v.src, Const):
+        from qdialect.reference import onnxruntime_kernels as ort
+
+        arr = ort.dequantize_linear(v.src.array, x_q=v.qtype.qparams())
+    elif isinstance(v, Const) and np.asarray(v.array).dtype == np.float32:
+        arr = np.asarray(v.array)
+    else:
+        return None
+    if arr.shape != (n,):
+        return None
+    return add, np.ascontiguousarray(arr, np.float32)
+
+
+def _matmul_nbits(imp: _Importer, node: _Node, wv):
+    """ORT's default session: `MatMul(float A, DequantizeLinear(8-bit constant W))` (+ a constant
+    bias Add) becomes com.microsoft MatMulNBits (bits 8, block 32, accuracy level 4), an int8
+    kernel on a per-block quantized A (qdialect.reference.onnxruntime_nbits): nn.fully_connected
+    marked `ort_nbits`, its weights a qnn.dequantize of the integers, [N, K]."""
+    from qdialect.reference import onnxruntime_nbits as nbits
+
+    recipe = nbits.nbits_recipe()
+    if recipe != nbits.RECIPE:
+        raise _Unsupported(f"a float activation times DequantizeLinear weights: ORT's MatMulNBits "
+                           f"(accuracy level 4) on {recipe} runs another MLAS kernel, not modelled "
+                           f"(only {nbits.RECIPE}); --rounding onnx imports it")
+    w = np.asarray(wv.src.array)
+    if w.ndim != 2 or w.dtype not in (np.int8, np.uint8):
+        raise _Unsupported(f"MatMulNBits with {w.dtype} weights of rank {w.ndim} (8-bit [K, N] is modelled)")
+    qt = wv.qtype
+    if qt.is_per_axis and qt.axis != 1:
+        raise _Unsupported(f"MatMulNBits from weights quantized along axis {qt.axis} (per-column is modelled)")
+    imp.remark("ONNX Runtime's default session runs it as MatMulNBits (8-bit, block 32, accuracy level 4)")
+    a = imp.float_value(imp.input(node, 0, "A"), "A")
+    av = imp.logical(a)
+    xs = list(qnn.shape_of(av))
+    k, n = w.shape
+    if not xs or xs[-1] != k:
+        raise imp.bad(f"A {xs} and B {[k, n]} do not multiply")
+    wq_t = (UniformQuantizedType.per_axis(qt.scale_array(), qt.zero_point_array(), axis=0, storage=qt.storage)
+            if qt.is_per_axis else qt)
+    wq = imp.qconst(np.ascontiguousarray(w.T), wq_t)
+    wf = imp.emit(qnn.DequantizeOp, [wq], TensorType(Float32Type(), [n, k]))
+    operands = [av, wf]
+    fused = _nbits_bias(imp, node, n)
+    if fused is not None:
+        c = nn.ConstantOp(fused[1], TensorType(Float32Type(), [n]))
+        operands.append(imp.add(c).results[0])
+    y = _float_op(imp, nn.FullyConnectedOp, operands, xs[:-1] + [n], {"ort_nbits": nbits.RECIPE})
+    if fused is None:
+        return [Act(y)]
+    imp.done.add(fused[0].index)
+    imp.env[fused[0].outputs[0]] = Act(y)
+    return [Act(y)]
 
 
 _FLOAT_HANDLERS["MatMul"] = _float_matmul

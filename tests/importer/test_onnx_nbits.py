@@ -18,7 +18,7 @@ F32 = np.float32
 ON_RECIPE = nbits.nbits_recipe() == nbits.RECIPE
 
 
-def _model(k: int, n: int, signed: bool, per_channel: bool, with_bias: bool, seed: int):
+def _model(k: int, n: int, signed: bool, per_channel: bool, with_bias: bool, seed: int, rows=None):
     rng = np.random.default_rng(seed)
     if signed:
         w = rng.integers(-128, 128, (k, n)).astype(np.int8)
@@ -39,8 +39,8 @@ def _model(k: int, n: int, signed: bool, per_channel: bool, with_bias: bool, see
         nodes += [helper.make_node("DequantizeLinear", ["b", "bs"], ["bf"]),
                   helper.make_node("Add", ["mm", "bf"], ["y"])]
         bias = (b.astype(F32) * bs).astype(F32)
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, k])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, n])], inits)
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, n])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
     m.ir_version = 10
     return m, w, s, zp, bias
@@ -102,3 +102,33 @@ def test_refused_elsewhere(monkeypatch):
     monkeypatch.setenv("QDIALECT_ORT_ISA", "avx2")
     with pytest.raises(nbits.NbitsUnsupported, match="avx2"):
         nbits.matmul_nbits(np.zeros((1, 32), F32), np.zeros((32, 8), np.int64), np.ones(8, F32), np.zeros(8, np.int64))
+
+
+@pytest.mark.skipif(not ON_RECIPE, reason="needs the AVX-512 VNNI recipe")
+def test_importer_default_profile_bit_exact():
+    """qd-import's default profile: one nn.fully_connected marked ort_nbits (the bias Add fused, as
+    ORT fuses it), run by the interpreter, 0 differing bits against the default session."""
+    from qdialect.dialects import nn
+    from qdialect.importer.onnx import import_onnx
+    from qdialect.interpreter import run_module
+
+    total = 0
+    for k, n, signed in ((100, 10, True), (300, 64, False), (48, 8, True)):
+        m, *_ = _model(k, n, signed, True, True, seed=k, rows=4)
+        module = import_onnx(m.SerializeToString(), profile="onnxruntime")
+        ops = [op for op in module.walk() if isinstance(op, nn.FullyConnectedOp)]
+        assert len(ops) == 1 and ops[0].attr("ort_nbits") == nbits.RECIPE and len(ops[0].operands) == 3
+        assert not any(isinstance(op, nn.AddOp) for op in module.walk())
+        x = np.random.default_rng(k).standard_normal((4, k)).astype(F32)
+        (ours,) = run_module(module, [x])
+        total += int((_ort(m, x).view(np.int32) != np.asarray(ours, F32).view(np.int32)).sum())
+    assert total == 0
+
+
+def test_importer_refuses_other_isas(monkeypatch):
+    from qdialect.importer.onnx import OnnxImportError, import_onnx
+
+    monkeypatch.setenv("QDIALECT_ORT_ISA", "avx2")
+    m, *_ = _model(64, 8, True, True, False, 0)
+    with pytest.raises(OnnxImportError, match="MatMulNBits.*avx2"):
+        import_onnx(m.SerializeToString(), profile="onnxruntime")

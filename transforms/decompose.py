@@ -1364,6 +1364,7 @@ class QnnDecomposePass(ModulePass):
         import transforms.float_reductions  # noqa: F401 - ORT's float softmax / average pool / ReduceMean
         import transforms.float_islands  # noqa: F401 - registers ONNX float islands (nn ops) and 16-bit float binary ops
         import transforms.float_transformer  # noqa: F401 - ORT's float Div / Sqrt / Erf / LayerNorm / RK ReduceMean
+        import transforms.float_nbits  # noqa: F401 - ORT's MatMulNBits (nn.fully_connected ort_nbits)
         import transforms.mask_islands  # noqa: F401 - int32 / i1 mask ops (nn.compare, select, logical_*, casts)
 
         failures: list[str] = []

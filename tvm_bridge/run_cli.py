@@ -370,6 +370,8 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
+    from xdsl.dialects.builtin import TensorType
+
     from qdialect.interpreter import InterpreterError, check_size, run_module
     from qdialect.qparams import ROUNDING_PROFILES
 
@@ -401,6 +403,9 @@ def _run(args) -> int:
     try:
         f, in_values, _ = _entry_signature(module)
         for i, v in enumerate(in_values):  # before any input array is allocated
+            if not isinstance(v.type, TensorType):
+                raise InterpreterError(f"@{f.sym_name.data} input {i}: {v.type} is not a tensor; "
+                                       "qd-run feeds ranked tensors")
             check_size(v, f"@{f.sym_name.data} input {i}")
     except InterpreterError as e:
         raise BadInput(f"{path}: {e}") from None

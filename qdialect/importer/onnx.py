@@ -1945,14 +1945,15 @@ def _float_op(imp: _Importer, cls, operands: list[SSAValue], shape, attrs=None) 
         raise imp.bad(str(e).strip().splitlines()[0]) from None
 
 
-def _float_binary(imp: _Importer, node: _Node):
+def _float_binary(imp: _Importer, node: _Node, cls=None):
+    """A float binary op with broadcasting: `cls`, by default the `_FLOAT_BINARY` op of the node."""
     va, vb = imp.input(node, 0, "A"), imp.input(node, 1, "B")
     like = next((v for v in (va, vb) if isinstance(v, Act)), None)
     like = like or next((v.src for v in (va, vb) if isinstance(v, Deq) and isinstance(v.src, Act)), None)
     a, b = imp.float_value(va, "A", like), imp.float_value(vb, "B", like)
     av, bv, nhwc = _broadcast_pair(imp, a, b)
     shape = _broadcast(imp, qnn.shape_of(av), qnn.shape_of(bv))
-    return [Act(_float_op(imp, _FLOAT_BINARY[node.op_type], [av, bv], shape), nhwc)]
+    return [Act(_float_op(imp, cls or _FLOAT_BINARY[node.op_type], [av, bv], shape), nhwc)]
 
 
 def _float_unary(imp: _Importer, node: _Node):
@@ -2083,13 +2084,7 @@ def _div(imp: _Importer, node: _Node):
     """ONNX Div: IEEE float32 division (Eigen's, in ORT), broadcasting."""
     if _all_constant(imp, node):
         return _fold_node(imp, node)
-    va, vb = imp.input(node, 0, "A"), imp.input(node, 1, "B")
-    like = next((v for v in (va, vb) if isinstance(v, Act)), None)
-    like = like or next((v.src for v in (va, vb) if isinstance(v, Deq) and isinstance(v.src, Act)), None)
-    a, b = imp.float_value(va, "A", like), imp.float_value(vb, "B", like)
-    av, bv, nhwc = _broadcast_pair(imp, a, b)
-    shape = _broadcast(imp, qnn.shape_of(av), qnn.shape_of(bv))
-    return [Act(_float_op(imp, _TRANSFORMER_BINARY[node.op_type], [av, bv], shape), nhwc)]
+    return _float_binary(imp, node, _TRANSFORMER_BINARY[node.op_type])
 
 
 @_handles("Sqrt", "Erf")

@@ -55,9 +55,9 @@ def differing(ours: list[np.ndarray], theirs: list[np.ndarray]) -> list[int]:
     return counts
 
 
-@functools.cache
-def ort_float_nodes(path: str) -> frozenset[str]:
-    """Names of the compute nodes ONNX Runtime's default session leaves in float (its optimized graph)."""
+def ort_optimized_graph(model: str | bytes):
+    """The graph ONNX Runtime's default session runs (SessionOptions.optimized_model_filepath) of a
+    model given by path or bytes."""
     import tempfile
 
     import onnx
@@ -67,8 +67,14 @@ def ort_float_nodes(path: str) -> frozenset[str]:
         so = ort.SessionOptions()
         so.log_severity_level = 3
         so.optimized_model_filepath = str(Path(tmp) / "opt.onnx")
-        ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-        graph = onnx.load(so.optimized_model_filepath).graph
+        ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        return onnx.load(so.optimized_model_filepath).graph
+
+
+@functools.cache
+def ort_float_nodes(path: str) -> frozenset[str]:
+    """Names of the compute nodes ONNX Runtime's default session leaves in float (its optimized graph)."""
+    graph = ort_optimized_graph(path)
     compute = {"Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Sigmoid", "Tanh", "LeakyRelu", "Softmax",
                "AveragePool", "GlobalAveragePool", "Concat", "HardSigmoid", "HardSwish", "ReduceMean", "Relu", "Clip"}
     # (the NCHWc layout transformer renames the float nodes it rewrites: `<name>_out_nchwc`)

@@ -22,7 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 from qdialect.importer.onnx import OnnxImportError, import_onnx
 from qdialect.interpreter import run_module
 from qdialect.reference import onnxruntime_float as orf
-from tests.onnx_helpers import differing
+from tests.onnx_helpers import differing, ort_optimized_graph
 
 F32 = np.float32
 
@@ -212,18 +212,7 @@ _COMPUTE = {"MatMul", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Erf", "Gelu", 
 
 def _ort_float_nodes(data: bytes) -> set[str]:
     """Names of the compute nodes ORT's default session leaves in float (its optimized graph)."""
-    import tempfile
-    from pathlib import Path
-
-    import onnxruntime as ort
-
-    with tempfile.TemporaryDirectory() as tmp:
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        so.optimized_model_filepath = str(Path(tmp) / "opt.onnx")
-        ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-        graph = onnx.load(so.optimized_model_filepath).graph
-    return {n.name for n in graph.node if n.op_type in _COMPUTE}
+    return {n.name for n in ort_optimized_graph(data).node if n.op_type in _COMPUTE}
 
 
 @pytest.mark.parametrize("spelling", [e for e in ENCODERS if e[2] != "qop_u8"], ids=lambda e: "-".join(e))

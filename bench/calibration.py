@@ -90,7 +90,7 @@ def litert(path: Path, samples) -> tuple[list[np.ndarray], list[np.ndarray]]:
 
 def strategy_for(name: str):
     """The strategy a SCHEMES entry names (`qd-quantize --scheme S --override ...`)."""
-    from transforms.strategy import PerLayer, load_strategy
+    from transforms.quantizer.strategy import PerLayer, load_strategy
 
     scheme, overrides, _ = SCHEMES[name]
     base = load_strategy(scheme)
@@ -109,7 +109,7 @@ def ours(model: str, scheme: str, held) -> tuple[list[np.ndarray], list[np.ndarr
     from qdialect.importer.tflite_float import import_tflite_float_file
     from qdialect.reference.elementwise import dequantize
     from transforms.opt import QdOptMain
-    from transforms.quantize import _trace, quantize_float_module, samples_from_npz
+    from transforms.quantizer.flow import _trace, quantize_float_module, samples_from_npz
 
     float_module = import_tflite_float_file(ZOO / f"{model}_float.tflite")
     shapes = [list(a.type.get_shape()) for a in float_module.ops.first.body.block.args]
@@ -133,7 +133,7 @@ def ours(model: str, scheme: str, held) -> tuple[list[np.ndarray], list[np.ndarr
 
 def sqnr_db(reference: list[np.ndarray], approx: list[np.ndarray]) -> float:
     """SQNR (dB) of `approx` against `reference` over all samples together."""
-    from transforms.quantize import sqnr_db as sqnr
+    from transforms.quantizer.flow import sqnr_db as sqnr
 
     return sqnr(np.concatenate([r.reshape(-1) for r in reference]), np.concatenate([a.reshape(-1) for a in approx]))
 
@@ -167,7 +167,7 @@ def main(argv=None) -> int:
         if s not in SCHEMES:
             p.error(f"unknown scheme '{s}' (expected {', '.join(SCHEMES)})")
 
-    from transforms.quantize import samples_from_npz
+    from transforms.quantizer.flow import samples_from_npz
 
     print("| model | scheme | output SQNR ours / TF (dB) | difference (dB) | without the least confident sample: "
           "ours / TF (dB) | logits SQNR ours / TF (dB) | difference (dB) | top-1 ours / TF (of N) | TF peer "

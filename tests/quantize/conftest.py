@@ -29,7 +29,7 @@ def float_module(name: str):
 
 @functools.cache
 def data(name: str, split: str) -> list[list[np.ndarray]]:
-    from transforms.quantize import samples_from_npz
+    from transforms.quantizer.flow import samples_from_npz
 
     return samples_from_npz(dict(np.load(ZOO / f"{name}_{split}.npz")), input_shapes(float_module(name)))
 

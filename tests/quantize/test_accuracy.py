@@ -18,8 +18,8 @@ import pytest
 from qdialect.diagnostics import parse_module
 from qdialect.interpreter import run_module
 from tests.quantize.conftest import FLOAT_MODELS, ZOO, data, litert, stacked
-from transforms.quantize import sqnr_db
-from transforms.quantize_cli import main as qd_quantize
+from transforms.quantizer.flow import sqnr_db
+from transforms.quantizer.cli import main as qd_quantize
 
 SQNR: dict[str, tuple[list[float], list[float]]] = {}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from transforms.calibration import TensorStats, affine_params, choose_range, mse_range
+from transforms.quantizer.calibration import TensorStats, affine_params, choose_range, mse_range
 
 
 def stats_of(arrays) -> TensorStats:
@@ -71,7 +71,7 @@ def test_affine_params():
 
 def test_collect_statistics_of_a_float_graph():
     from tests.quantize.conftest import data, float_module
-    from transforms.quantize import collect_statistics
+    from transforms.quantizer.flow import collect_statistics
 
     stats = collect_statistics(float_module("cnn_small"), data("cnn_small", "calib")[:4])
     relu = stats["cnn_small_1_conv1_1_Relu"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.quantize.conftest import ZOO, data, float_module
-from transforms.quantize_cli import main
+from transforms.quantizer.cli import main
 
 MODEL = ZOO / "cnn_small_float.tflite"
 CALIB = ZOO / "cnn_small_calib.npz"
@@ -47,7 +47,7 @@ def test_stdout_int_io_and_quiet(tmp_path, capsys):
 def test_override_and_user_scheme(tmp_path, capsys):
     strategy = tmp_path / "mine.py"
     strategy.write_text(
-        "from transforms.strategy import Int8\n\n"
+        "from transforms.quantizer.strategy import Int8\n\n"
         "class FloatFC(Int8):\n"
         "    name = 'float-fc'\n"
         "    def multiplier(self, layer):\n"
@@ -141,7 +141,7 @@ def test_simulation_module(tmp_path, capsys):
     from qdialect.interpreter import run_module
     from transforms.lower_simulated_quantize import QnnLowerSimulatedQuantizePass
     from transforms.opt import QdOptMain
-    from transforms.quantize import sqnr_db
+    from transforms.quantizer.flow import sqnr_db
 
     out, sim = tmp_path / "q.mlir", tmp_path / "sim.mlir"
     rc, _, err = run([MODEL, "--calibration", CALIB, "-o", out, "--simulate", sim, "--quiet"], capsys)
@@ -165,7 +165,7 @@ def test_png_plot_edge_cases(tmp_path):
     import struct
     import zlib
 
-    from transforms.quantize import plot_sqnr, write_png
+    from transforms.quantizer.flow import plot_sqnr, write_png
 
     for values in ([], [float("inf")] * 3, [53.7, -3.0, float("-inf"), 12.0]):
         img = plot_sqnr(values)

@@ -11,8 +11,8 @@ from xdsl.ir import Block, Region
 from qdialect.diagnostics import verify_module
 from qdialect.dialects import nn
 from qdialect.interpreter import run_module
-from transforms.quantize import quantize_float_module
-from transforms.strategy import load_strategy
+from transforms.quantizer.flow import quantize_float_module
+from transforms.quantizer.strategy import load_strategy
 
 F32 = Float32Type()
 

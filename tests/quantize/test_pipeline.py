@@ -16,8 +16,8 @@ from qdialect.dialects.quant import quantized_element_type
 from qdialect.interpreter import run_module
 from qdialect.reference.elementwise import quantize
 from tests.quantize.conftest import FLOAT_MODELS, data, float_module
-from transforms.quantize import quantize_float_module
-from transforms.strategy import Int8, load_strategy
+from transforms.quantizer.flow import quantize_float_module
+from transforms.quantizer.strategy import Int8, load_strategy
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("transforms.pipelines") is None,
                                 reason="lowering pipeline (transforms.pipelines) not built yet")

@@ -130,7 +130,7 @@ def test_passthrough_probe_needs_no_qtype_and_reports_to_an_observer():
 
 def test_observation_module_adds_no_error():
     from tests.quantize.conftest import data, float_module
-    from transforms.quantize import observation_module
+    from transforms.quantizer.flow import observation_module
 
     original = float_module("mlp_act")
     observed = observation_module(original)

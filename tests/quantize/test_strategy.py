@@ -9,8 +9,8 @@ from qdialect.dialects import qnn
 from qdialect.dialects.quant import quantized_element_type
 from qdialect.interpreter import run_module
 from tests.quantize.conftest import data, float_module
-from transforms.quantize import QuantizeError, quantize_float_module
-from transforms.strategy import Int8, Layer, PerLayer, Strategy, StrategyError, load_strategy, matches
+from transforms.quantizer.flow import QuantizeError, quantize_float_module
+from transforms.quantizer.strategy import Int8, Layer, PerLayer, Strategy, StrategyError, load_strategy, matches
 
 CALIB = 8
 

@@ -21,8 +21,8 @@ from qdialect.diagnostics import parse_module
 from qdialect.importer.tflite_float import import_tflite_float_file
 from qdialect.interpreter import run_module
 from tests.quantize.conftest import ROOT, litert, stacked
-from transforms.quantize import samples_from_npz, sqnr_db
-from transforms.quantize_cli import main as qd_quantize
+from transforms.quantizer.flow import samples_from_npz, sqnr_db
+from transforms.quantizer.cli import main as qd_quantize
 
 ZOO = ROOT / "models" / "transformers"
 FLOOR_DB = 30.0

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from tests.quantize.conftest import ZOO
-from transforms.quantize_cli import main as qd_quantize
+from transforms.quantizer.cli import main as qd_quantize
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("transforms.pipelines") is None,
                                 reason="lowering pipeline (transforms.pipelines) not built yet")
 
 README_STRATEGY = '''
-from transforms.strategy import Int8
+from transforms.quantizer.strategy import Int8
 
 
 class Conv2Int16(Int8):
@@ -156,8 +156,8 @@ def test_readme_user_strategy_without_softmax_bit_exact_on_tvm(tmp_path):
     from qdialect.importer.cli import module_text
     from qdialect.reference.elementwise import quantize as quantize_array
     from tests.quantize.conftest import data, float_module
-    from transforms.quantize import quantize_float_module
-    from transforms.strategy import load_strategy
+    from transforms.quantizer.flow import quantize_float_module
+    from transforms.quantizer.strategy import load_strategy
 
     module = float_module("cnn_small").clone()
     ret = next(op for op in module.walk() if isinstance(op, func.ReturnOp))

@@ -9,7 +9,7 @@ MODEL is a float32 `.tflite` file or a `.mlir` file holding a float graph
 of `nn` ops (L0 without casts).  DATA.npz holds `input_0`, `input_1`, ...,
 each a stack of float samples `(N, *input_shape)`.  S is a built-in scheme
 (`int8`, `int16x8`, `int8-symmetric`, `int4-weights`) or a user strategy
-`FILE.py:CLASS` / `module:CLASS` (see `transforms.strategy`).  By default
+`FILE.py:CLASS` / `module:CLASS` (see `transforms.quantizer.strategy`).  By default
 the module keeps the float interface: its arguments and results are f32,
 with `quant.qcast` / `quant.dcast` at the edges, so `qd-run OUT.mlir --input
 SAME.npz` takes the same float inputs as the float model; `--int-io` gives
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transforms.strategy import BUILTIN, PerLayer, Strategy, StrategyError, load_strategy
+from transforms.quantizer.strategy import BUILTIN, PerLayer, Strategy, StrategyError, load_strategy
 
 
 class _Parser(argparse.ArgumentParser):
@@ -170,7 +170,7 @@ def _run(args) -> int:
     from xdsl.dialects import func
 
     from qdialect.importer.cli import module_text
-    from transforms.quantize import (
+    from transforms.quantizer.flow import (
         QuantizeError,
         evaluate,
         progress_to_stderr,

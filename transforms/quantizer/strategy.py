@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from transforms.calibration import RANGE_METHODS
+from transforms.quantizer.calibration import RANGE_METHODS
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,7 @@ def load_strategy(spec: str) -> Strategy:
         raise StrategyError(f"cannot construct {cls_name}: {type(e).__name__}: {e}") from None
     missing = [m for m in ("activation_bits", "weight_bits", "rounding") if not callable(getattr(strategy, m, None))]
     if missing:
-        raise StrategyError(f"{cls_name} is not a strategy (no {', '.join(missing)}); subclass transforms.strategy.Strategy")
+        raise StrategyError(f"{cls_name} is not a strategy (no {', '.join(missing)}); subclass transforms.quantizer.strategy.Strategy")
     return strategy
 
 

@@ -1,8 +1,8 @@
 """Post-training quantization: a float `nn` graph + calibration data -> an L1 qnn module.
 
     from qdialect.importer.tflite_float import import_tflite_float_file
-    from transforms.quantize import quantize_float_module
-    from transforms.strategy import Int8
+    from transforms.quantizer.flow import quantize_float_module
+    from transforms.quantizer.strategy import Int8
 
     float_module = import_tflite_float_file("model_float.tflite")
     result = quantize_float_module(float_module, samples, Int8())
@@ -19,7 +19,7 @@ input).  The float graph is walked op by op, all samples at a time:
    `float` mode calibrates every layer on the float reference;
 2. the strategy picks bits, symmetry, granularity, rounding and multiplier
    for the layer; its output range comes from the statistics
-   (`transforms.calibration`); weights are quantized symmetric (per channel
+   (`transforms.quantizer.calibration`); weights are quantized symmetric (per channel
    by default, [-127, 127] for 8 bits), the float bias becomes i32 (i64
    under 16-bit activations) at scale float32(input_scale * weight_scale[c]);
 3. the qnn op is built with `qnn-raise`'s builder (so the quantized op means
@@ -54,9 +54,9 @@ from qdialect.dialects.quant import DequantizeCastOp, QuantizeCastOp, UniformQua
 from qdialect.diagnostics import verify_module
 from qdialect.interpreter import Interpreter, InterpreterError
 from qdialect.reference.elementwise import dequantize, quantize
-from transforms.calibration import TensorStats, affine_params, choose_range
+from transforms.quantizer.calibration import TensorStats, affine_params, choose_range
 from transforms.raise_fake_quant import NN_TO_QNN, build, qnn_attributes
-from transforms.strategy import Layer, Strategy, StrategyError, check_decisions
+from transforms.quantizer.strategy import Layer, Strategy, StrategyError, check_decisions
 
 CALIBRATION_MODES = ("layerwise", "float")
 

@@ -37,7 +37,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
-from tvm_bridge.translate import call_tir, dtype_of, shape_of
+from tvm_bridge.common import call_tir, dtype_of, shape_of
 from tvm_bridge.vnni import _HALF_RANGE, Flavor, _buffer, _dot, _loops, _prim_func, _seq
 
 #: register tiles (rows TT, vectors NV), first fit first
@@ -85,7 +85,7 @@ def match(tr, op) -> dict | None:
         return None
     if (dtype_of(a.type), dtype_of(b.type), dtype_of(outputs[0].type)) != ("int8", "int8", "int32"):
         return None
-    from tvm_bridge.translate import _init_value
+    from tvm_bridge.common import _init_value
 
     init_tensor, init_const = _init_value(tr, outputs[0])
     if init_tensor is not None or init_const != 0:
@@ -277,7 +277,7 @@ def emit(tr, op, g: dict, flavor: Flavor) -> None:
     import numpy as np
     from tvm import relax
 
-    from tvm_bridge.translate import tensor_constant
+    from tvm_bridge.common import tensor_constant
 
     lanes = 16 if g["N"] % 16 == 0 and flavor.max_lanes == 16 else 8
     tt, nv = next((t, v) for t, v in BLOCKS if g["M"] % t == 0 and g["N"] % (v * lanes) == 0)

@@ -30,7 +30,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import TensorType
 
-from tvm_bridge.translate import call_tir, dtype_of, tensor_constant
+from tvm_bridge.common import call_tir, dtype_of, tensor_constant
 from tvm_bridge.vnni import (_HALF_RANGE, Flavor, NotApplicable, _buffer, _dot, _loops, _pad_border,
                               _prim_func, _seq, _tiles)
 

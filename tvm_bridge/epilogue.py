@@ -42,7 +42,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 from qdialect.dialects.quant import is_subclass
-from tvm_bridge.translate import (
+from tvm_bridge.common import (
     TranslationError,
     dtype_of,
     eval_scalar_op,

@@ -24,430 +24,45 @@ Anything else raises `TranslationError` naming the op.
 
 from __future__ import annotations
 
-import math
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    FloatAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
     ModuleOp,
     TensorType,
 )
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
+from xdsl.ir.affine import AffineDimExpr
 
 from qdialect import cyclic_gc
 from qdialect.dialects.quant import is_subclass
-
-
-class TranslationError(Exception):
-    """An L3 construct the bridge cannot translate; the message names the op."""
-
-
-_DTYPES: dict[int, tuple] = {}  # id(type) -> (type, dtype string): see dtype_of
-
-
-def dtype_of(t) -> str:
-    """Relax/TIR dtype string of an MLIR element (or tensor) type.
-
-    Remembered per type object (by identity, the object kept alive with its entry: an
-    xDSL attribute's hash rehashes its whole tree, and the isinstance checks go through
-    ABCMeta); the translation asks it about ten thousand times per hundred blocks, of a
-    few types."""
-    hit = _DTYPES.get(id(t))
-    if hit is not None and hit[0] is t:
-        return hit[1]
-    d = _dtype_of(t)
-    if len(_DTYPES) >= 4096:  # bounded across the models of a long-lived process
-        _DTYPES.clear()
-    _DTYPES[id(t)] = (t, d)
-    return d
-
-
-_SHAPES: dict[int, tuple] = {}  # id(tensor type) -> (type, shape): see shape_of
-_VALUES: dict[int, tuple] = {}  # id(dense attribute) -> (attribute, values): see int_values
-
-
-def shape_of(t: TensorType) -> tuple[int, ...]:
-    """`t.get_shape()`, remembered per type object as `dtype_of` is (xDSL builds the tuple
-    from the dimension attributes on every call; the types are frozen)."""
-    hit = _SHAPES.get(id(t))
-    if hit is not None and hit[0] is t:
-        return hit[1]
-    shape = t.get_shape()
-    if len(_SHAPES) >= 4096:
-        _SHAPES.clear()
-    _SHAPES[id(t)] = (t, shape)
-    return shape
-
-
-def int_values(attr) -> tuple:
-    """`tuple(attr.get_values())` of a dense array or small dense elements attribute
-    (strides, pads, slice bounds, operand segment sizes), remembered per attribute object
-    (xDSL unpacks the bytes on every call; the attributes are frozen)."""
-    hit = _VALUES.get(id(attr))
-    if hit is not None and hit[0] is attr:
-        return hit[1]
-    values = tuple(attr.get_values())
-    if len(_VALUES) >= 4096:
-        _VALUES.clear()
-    _VALUES[id(attr)] = (attr, values)
-    return values
-
-
-_SEGMENT_INDEX: dict[tuple[type, str], int] = {}  # (op class, operand name) -> its segment
-
-
-def operand_segment(op: Operation, name: str) -> tuple:
-    """The operands of `op`'s operand definition `name` (`op.<name>`, as a tuple), for an op
-    with `operandSegmentSizes`: the sizes decoded once per attribute (`int_values`) instead
-    of by xDSL's accessor on every access."""
-    cls = type(op)
-    index = _SEGMENT_INDEX.get((cls, name))
-    if index is None:
-        names = [n for n, _ in cls.get_irdl_definition().operands]
-        index = _SEGMENT_INDEX[(cls, name)] = names.index(name)
-    sizes = int_values(op.properties["operandSegmentSizes"])
-    start = sum(sizes[:index])
-    return tuple(op._operands)[start:start + sizes[index]]
-
-
-def inputs_outputs(op: Operation) -> tuple[tuple, tuple]:
-    """`(op.inputs, op.outputs)` of a linalg op, as tuples (see `operand_segment`)."""
-    sizes = op.properties.get("operandSegmentSizes")
-    if sizes is None:
-        return tuple(op.inputs), tuple(op.outputs)
-    n_in, n_out = int_values(sizes)
-    operands = tuple(op._operands)
-    return operands[:n_in], operands[n_in:n_in + n_out]
-
-
-def _dtype_of(t) -> str:
-    if isinstance(t, TensorType):
-        t = t.element_type
-    if isinstance(t, IntegerType):
-        w = t.width.data
-        if 1 < w < 8:
-            return "int8"  # sub-byte integers (int4 weights) live sign-extended in int8
-        return "bool" if w == 1 else f"int{w}"
-    if isinstance(t, IndexType):
-        return "int64"
-    if isinstance(t, Float32Type):
-        return "float32"
-    if isinstance(t, Float64Type):
-        return "float64"
-    if isinstance(t, Float16Type):
-        return "float16"
-    raise TranslationError(f"element type {t} has no TVM dtype")
-
-
-_NUMPY_DTYPES = {"bool": np.dtype(np.bool_)}  # dtype string -> numpy dtype
-_CONTAINERS: dict[int, np.dtype] = {}  # integer width -> numpy dtype of its stored bytes
-
-
-def numpy_dtype(t) -> np.dtype:
-    d = dtype_of(t)
-    hit = _NUMPY_DTYPES.get(d)
-    if hit is None:
-        hit = _NUMPY_DTYPES[d] = np.dtype(d)
-    return hit
-
-
-def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
-    t = attr.type
-    el = t.element_type
-    shape = shape_of(t)
-    n = math.prod(shape)  # np.prod's conversions cost more than the product of a few ints
-    if is_subclass(type(el), IntegerType):
-        w = el.width.data
-        container = _CONTAINERS.get(w)
-        if container is None:  # the bytes' element: i1 and sub-byte integers are stored as bytes
-            container = _CONTAINERS[w] = np.dtype(f"int{max(8, w)}" if w > 1 else "int8")
-        raw = np.frombuffer(attr.data.data, dtype=container).astype(numpy_dtype(el))
-    else:
-        raw = np.frombuffer(attr.data.data, dtype=numpy_dtype(el))
-    if raw.size == 1 and n != 1:
-        raw = np.broadcast_to(raw, (n,))
-    return np.ascontiguousarray(raw.reshape(shape))
-
-
-def tensor_constant(array: np.ndarray):
-    """`relax.const` of a numpy array with its own dtype (TVM's default makes a float64
-    array float32).
-
-    The values are copied into a 64-byte aligned numpy buffer (the alignment TVM's kernels
-    assume of their arguments) that TVM takes over through DLPack: `relax.const` of the
-    numpy array itself builds an empty TVM tensor and copies into it, about 6x the time,
-    and a model has several constants per convolution.  The constant node is made by
-    `relax.const`'s own registered constructor: `relax.const` around it checks and
-    converts its argument for 7 of its 9 us.  (Both functions are looked up once: the
-    imports of a package's modules inside a function cost a Python call each time.)"""
-    global _make_tensor_const, _from_dlpack
-    if array.dtype == np.bool_ or array.size == 0:
-        from tvm import relax
-
-        return relax.const(array, "bool" if array.dtype == np.bool_ else str(array.dtype))
-    buf = _arena_empty(array.shape, array.dtype)
-    buf[...] = array
-    if _make_tensor_const is None:
-        import tvm
-        import tvm_ffi
-
-        _make_tensor_const, _from_dlpack = tvm.get_global_func("relax.MakeTensorConst"), tvm_ffi.from_dlpack
-    return _make_tensor_const(_from_dlpack(buf), None, None)
-
-
-_make_tensor_const = _from_dlpack = None
-
-
-def call_tir(gvar, args: list, out_type):
-    """`relax.call_tir(gvar, args, out_type)` for `args` that are relax expressions already
-    (the translation's tensors and constants): the same Call node, made by the registered
-    constructors that function reaches after passing every argument through
-    `convert_to_expr` (which returns an expression as it is, for about 2 us an argument:
-    three quarters of the call's cost with a convolution's six)."""
-    global _call_tir, _tuple
-    if _call_tir is None:
-        import tvm
-
-        _call_tir, _tuple = tvm.get_global_func("relax.op.call_tir"), tvm.get_global_func("ir.Tuple")
-    return _call_tir(gvar, _tuple(args, None), out_type if isinstance(out_type, list) else [out_type])
-
-
-_call_tir = _tuple = None
-_ARENA_BYTES = 1 << 18
-_arenas = threading.local()
-
-
-def _arena_empty(shape, dtype: np.dtype) -> np.ndarray:
-    """`aligned_empty` for a small constant, carved out of a 256 KiB buffer: a buffer of its
-    own costs a constant about 15 us (numpy's allocation and its address read through
-    ctypes), a slice of a shared one about 1.  A buffer lives as long as any constant in
-    it, so each translation starts buffers of its own (`translate`; each thread its own
-    too), and a constant over 16 KiB (a layer's weights) gets a buffer of its own."""
-    nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes > _ARENA_BYTES // 16:
-        return aligned_empty(shape, dtype)
-    arena = getattr(_arenas, "current", None)
-    if arena is not None:
-        raw, address, offset = arena
-        start = offset + (-(address + offset) % 64)
-        if start + nbytes <= len(raw):
-            _arenas.current = (raw, address, start + nbytes)
-            return np.ndarray(shape, dtype, raw, start)  # (one call: a slice's view reshaped is three)
-    raw = np.empty(_ARENA_BYTES, np.uint8)
-    address = raw.ctypes.data
-    start = -address % 64
-    _arenas.current = (raw, address, start + nbytes)
-    return np.ndarray(shape, dtype, raw, start)
-
-
-def aligned_empty(shape, dtype) -> np.ndarray:
-    """An uninitialized numpy array whose data starts on a 64-byte boundary (TVM's
-    allocation alignment, which its kernels may assume of their arguments)."""
-    dtype = np.dtype(dtype)
-    nbytes = math.prod(shape) * dtype.itemsize
-    raw = np.empty(nbytes + 64, np.uint8)
-    offset = (-raw.ctypes.data) % 64
-    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
-
-
-def scalar_constant(op: arith.ConstantOp):
-    value = op.properties["value"]
-    if isinstance(value, IntegerAttr):
-        return int(value.value.data), dtype_of(value.type)
-    if isinstance(value, FloatAttr):
-        return float(value.value.data), dtype_of(value.type)
-    raise TranslationError(f"arith.constant {value} is not a scalar")
-
-
-# ----- scalar arith -> TIR ---------------------------------------------------------------
-
-
-def _scalar_rules():
-    from tvm import tirx
-    from tvm.target.codegen import llvm_lookup_intrinsic_id
-    from xdsl.dialects import math as math_dialect
-
-    def cast(dtype):
-        return lambda op, a: tirx.Cast(dtype, a[0])
-
-    def unsigned_ext(op, a):
-        src = dtype_of(op.operands[0].type)
-        dst = dtype_of(op.results[0].type)
-        width = op.operands[0].type.width.data
-        if 1 < width < 8:
-            return tirx.bitwise_and(tirx.Cast(dst, a[0]), tirx.const((1 << width) - 1, dst))
-        return tirx.Cast(dst, tirx.Cast(src.replace("int", "uint"), a[0]))
-
-    def cmp(op, a):
-        pred = op.predicate.value.data
-        x, y = a
-        return {
-            0: lambda: x == y, 1: lambda: x != y, 2: lambda: x < y, 3: lambda: x <= y,
-            4: lambda: x > y, 5: lambda: x >= y,
-        }[pred]() if pred <= 5 else _unsigned_cmp(pred, x, y, op)
-
-    def _unsigned_cmp(pred, x, y, op):
-        u = dtype_of(op.operands[0].type).replace("int", "uint")
-        ux, uy = tirx.Cast(u, x), tirx.Cast(u, y)
-        return {6: ux < uy, 7: ux <= uy, 8: ux > uy, 9: ux >= uy}[pred]
-
-    def cmpf(op, a):
-        pred = op.predicate.value.data
-        x, y = a
-        table = {1: x == y, 2: x > y, 3: x >= y, 4: x < y, 5: x <= y, 6: x != y,
-                 8: x == y, 9: x > y, 10: x >= y, 11: x < y, 12: x <= y, 13: x != y}
-        if pred in (7, 14):  # ord / uno: neither / either operand is NaN
-            either = tirx.Or(tirx.isnan(x), tirx.isnan(y))
-            return tirx.Not(either) if pred == 7 else either
-        if pred not in table:
-            raise TranslationError(f"arith.cmpf predicate {pred} is not supported")
-        return table[pred]
-
-    def result_cast(op, a):
-        return tirx.Cast(dtype_of(op.results[0].type), a[0])
-
-    def wrapping(fn):
-        """i32 add/sub/mul as MLIR defines them, wrapping modulo 2^32.  TVM's LLVM
-        codegen emits signed integer arithmetic of 32 bits or more with `nsw`
-        (overflow is undefined), which lets LLVM widen sext(a + b) into
-        sext(a) + sext(b): besides being wrong when the sum does wrap, that loses the
-        fact that the value is a sign-extended i32, and the requantization's i64
-        product becomes a vpmullq (3 uops) instead of a vpmuldq.  The same arithmetic
-        in int64 truncated to int32 is exact (no i64 overflow from i32 operands), and
-        LLVM narrows it back to one 32-bit instruction without `nsw`.  (Not uint32
-        arithmetic under `reinterpret`: one fused VNNI epilogue computed 431 of 1600
-        elements wrong that way, in TVM 0.27.)"""
-        def rule(op, a):
-            t = op.results[0].type
-            if isinstance(t, IntegerType) and t.width.data == 32:
-                return tirx.Cast("int32", fn(*(tirx.Cast("int64", x) for x in a)))
-            return fn(*a)
-
-        return rule
-
-    return {
-        arith.AddiOp: wrapping(lambda x, y: x + y),
-        arith.SubiOp: wrapping(lambda x, y: x - y),
-        arith.MuliOp: wrapping(lambda x, y: x * y),
-        arith.DivSIOp: lambda op, a: tirx.truncdiv(a[0], a[1]),
-        arith.RemSIOp: lambda op, a: tirx.truncmod(a[0], a[1]),
-        arith.FloorDivSIOp: lambda op, a: tirx.floordiv(a[0], a[1]),
-        arith.ShRSIOp: lambda op, a: tirx.shift_right(a[0], a[1]),
-        arith.ShLIOp: lambda op, a: tirx.shift_left(a[0], a[1]),
-        arith.AndIOp: lambda op, a: tirx.bitwise_and(a[0], a[1]),
-        arith.OrIOp: lambda op, a: tirx.bitwise_or(a[0], a[1]),
-        arith.XOrIOp: lambda op, a: tirx.bitwise_xor(a[0], a[1]),
-        arith.MaxSIOp: lambda op, a: tirx.max(a[0], a[1]),
-        arith.MinSIOp: lambda op, a: tirx.min(a[0], a[1]),
-        arith.ExtSIOp: result_cast,
-        arith.ExtUIOp: unsigned_ext,
-        arith.TruncIOp: result_cast,
-        arith.SIToFPOp: result_cast,
-        arith.FPToSIOp: result_cast,
-        arith.ExtFOp: result_cast,
-        arith.TruncFOp: result_cast,
-        arith.IndexCastOp: result_cast,
-        arith.CmpiOp: cmp,
-        arith.CmpfOp: cmpf,
-        arith.SelectOp: lambda op, a: tirx.Select(a[0], a[1], a[2]),
-        arith.BitcastOp: lambda op, a: tirx.reinterpret(dtype_of(op.results[0].type), a[0]),
-        arith.AddfOp: lambda op, a: a[0] + a[1],
-        arith.SubfOp: lambda op, a: a[0] - a[1],
-        arith.MulfOp: lambda op, a: a[0] * a[1],
-        arith.DivfOp: lambda op, a: a[0] / a[1],
-        arith.MaximumfOp: lambda op, a: tirx.max(a[0], a[1]),
-        arith.MinimumfOp: lambda op, a: tirx.min(a[0], a[1]),
-        arith.NegfOp: lambda op, a: -a[0],
-        # one rounding (ORT's float kernels' FMA approximations, e.g. MLAS's exp)
-        math_dialect.FmaOp: lambda op, a: tirx.call_llvm_pure_intrin(
-            dtype_of(op.results[0].type), llvm_lookup_intrinsic_id("llvm.fma"), a[0], a[1], a[2]),
-    }
-
-
-_RULES: dict | None = None
-
-
-_UNSIGNED_OPS = ("arith.shrui", "arith.divui", "arith.remui", "arith.uitofp", "arith.ceildivui")
-
-
-def sub_byte_rule(rule: Callable) -> Callable:
-    """Wrap a scalar rule so that an integer result narrower than 8 bits (held in int8)
-    wraps at its own width, as MLIR's iN arithmetic does."""
-
-    def wrapped(op, a):
-        # (classes by `is_subclass`, values by their own fields: this runs for every op of
-        # every body translated, and isinstance on xDSL's classes goes through ABCMeta)
-        res = op.results[0]._type
-        if is_subclass(type(res), IntegerType) and 1 < res.width.data < 8:
-            from tvm import tirx
-
-            if op.name in _UNSIGNED_OPS:
-                raise TranslationError(f"{op.name} on i{res.width.data} is not supported")
-            k = 8 - res.width.data
-            v = rule(op, a)
-            return tirx.shift_right(tirx.shift_left(v, tirx.const(k, "int8")), tirx.const(k, "int8"))
-        for v in op._operands:
-            t = v._type
-            if is_subclass(type(t), TensorType):
-                t = t.element_type
-            if is_subclass(type(t), IntegerType) and 1 < t.width.data < 8 and (
-                    op.name in _UNSIGNED_OPS or (isinstance(op, arith.CmpiOp) and op.predicate.value.data > 5)):
-                raise TranslationError(f"{op.name} reading i{t.width.data} as unsigned is not supported")
-        return rule(op, a)
-
-    return wrapped
-
-
-def scalar_rules() -> dict[type, Callable]:
-    global _RULES
-    if _RULES is None:
-        _RULES = {k: sub_byte_rule(v) for k, v in _scalar_rules().items() if k is not None}
-    return _RULES
-
-
-def affine_to_tir(expr, dims: Sequence):
-    from tvm import tirx
-
-    if isinstance(expr, AffineDimExpr):
-        return dims[expr.position]
-    if isinstance(expr, AffineConstantExpr):
-        return tirx.const(expr.value, "int64") if False else expr.value
-    if isinstance(expr, AffineBinaryOpExpr):
-        lhs, rhs = affine_to_tir(expr.lhs, dims), affine_to_tir(expr.rhs, dims)
-        kind = expr.kind
-        if kind == AffineBinaryOpKind.Add:
-            return lhs + rhs
-        if kind == AffineBinaryOpKind.Mul:
-            return lhs * rhs
-        if kind == AffineBinaryOpKind.FloorDiv:
-            return tirx.floordiv(lhs, rhs)
-        if kind == AffineBinaryOpKind.Mod:
-            return tirx.floormod(lhs, rhs)
-        if kind == AffineBinaryOpKind.CeilDiv:
-            return tirx.floordiv(lhs + rhs - 1, rhs)
-    raise TranslationError(f"affine expression {expr} is not supported")
+from tvm_bridge.common import (  # noqa: F401 - re-exported: the bridge's public helpers
+    TranslationError,
+    dtype_of,
+    shape_of,
+    int_values,
+    operand_segment,
+    inputs_outputs,
+    dense_to_numpy,
+    tensor_constant,
+    call_tir,
+    aligned_empty,
+    scalar_constant,
+    scalar_rules,
+    affine_to_tir,
+    eval_scalar_op,
+    _Init,
+    _init_value,
+    _add_init,
+    _scalar_key,
+    _arenas,
+)
 
 
 # ----- the translator ------------------------------------------------------------------------
-
-
-class _Init:
-    """An output init that is not a real tensor: `tensor.empty` or a `linalg.fill` value."""
-
-    def __init__(self, shape, dtype, value=None, tensor_expr=None):
-        self.shape, self.dtype, self.value, self.tensor_expr = shape, dtype, value, tensor_expr
 
 
 class _Dense:
@@ -798,14 +413,6 @@ def _fill(tr: Translator, op):
     tr.env[result] = _Init(list(shape_of(t)), dtype_of(t), value[0])
 
 
-def _init_value(tr: Translator, value: SSAValue):
-    """(relax tensor or None, constant or None) for an output init operand."""
-    v = tr.env[value]
-    if isinstance(v, _Init):
-        return None, (0 if v.value is None else v.value)
-    return tr.tensor(value), None
-
-
 def _splat(tr: Translator, value: SSAValue):
     """The one value (a Python int or float) of every element of `value` when it is a dense
     constant with all elements equal (an average pool's window sizes without padding, ...):
@@ -825,24 +432,11 @@ def _generic(tr: Translator, op: linalg.GenericOp):
     from tvm import te, tirx
 
     flavor = getattr(tr, "dot", None)
-    if flavor is not None:  # an int8 batch matmul of two activations: tvm_bridge/batch_matmul.py
-        from tvm_bridge import batch_matmul
+    if flavor is not None:  # a registered kernel (tvm_bridge/kernels.py): batch matmul, depthwise
+        from tvm_bridge import kernels
 
-        geometry = batch_matmul.match(tr, op)
-        if geometry is not None and batch_matmul.applicable(geometry, flavor):
-            batch_matmul.emit(tr, op, geometry, flavor)
+        if kernels.emit_generic(tr, op, flavor):
             return
-    if flavor is not None and flavor.name != "vnni":  # vpmaddwd machines: tvm_bridge/depthwise.py
-        from tvm_bridge import depthwise
-        from tvm_bridge.vnni import NotApplicable
-
-        geometry = depthwise.match(tr, op)
-        if geometry is not None:
-            try:
-                depthwise.emit(tr, op, geometry, flavor)
-                return
-            except NotApplicable:  # sums that could leave int32 (nothing emitted)
-                pass
 
     op_inputs, op_outputs = list(op.inputs), list(op.outputs)  # (each a segment lookup)
     if len(op_outputs) != 1:
@@ -1079,32 +673,6 @@ def _sequential_generic(tr: Translator, op: linalg.GenericOp, maps, iters, exten
     tr.env[op.results[0]] = tr.bb.emit(call_tir(gvar, args, relax.TensorType(out_shape, out_dtype)))
 
 
-def eval_scalar_op(bop: Operation, values: dict, dims: Sequence, rules: dict | None = None) -> None:
-    """Evaluate one scalar op of a linalg.generic body as TIR: `values` maps SSA values to
-    PrimExprs (the op's result is added), `dims` are the loop indices (for linalg.index)."""
-    cls = type(bop)  # (see sub_byte_rule)
-    if is_subclass(cls, arith.ConstantOp):
-        from tvm import tirx
-
-        c, dt = scalar_constant(bop)
-        values[bop.results[0]] = tirx.const(c, dt)
-        return
-    if is_subclass(cls, linalg.IndexOp):
-        from tvm import tirx
-
-        values[bop.results[0]] = tirx.Cast("int64", dims[bop.dim.value.data])
-        return
-    rule = (rules or scalar_rules()).get(cls)
-    if rule is None:
-        raise TranslationError(f"linalg.generic body op {bop.name} is not supported")
-    values[bop.results[0]] = rule(bop, [values[v] for v in bop._operands])
-
-
-def _scalar_key(value):
-    """A constant in a PrimFunc cache key: floats by their exact bits, so 0.0 and -0.0 differ."""
-    return value.hex() if isinstance(value, float) else value
-
-
 def _is_identity(combiner: Operation, value, dtype: str) -> bool:
     """Whether `value` is the identity of the reduction `combiner` on `dtype`."""
     if isinstance(combiner, (arith.AddiOp, arith.AddfOp)):
@@ -1116,57 +684,21 @@ def _is_identity(combiner: Operation, value, dtype: str) -> bool:
     return value == (-float("inf") if isinstance(combiner, arith.MaximumfOp) else float("inf"))
 
 
-def _add_init(tr: Translator, op, result):
-    from tvm import relax
-
-    init_tensor, init_const = _init_value(tr, op.outputs[0])
-    if init_tensor is not None:
-        result = tr.bb.emit(relax.op.add(result, init_tensor))
-    elif init_const:
-        result = tr.bb.emit(relax.op.add(result, relax.const(init_const, dtype_of(op.results[0].type))))
-    tr.env[op.results[0]] = result
-
-
 @handles(linalg.MatmulOp)
 def _matmul(tr: Translator, op):
     from tvm import relax
 
     out_dtype = dtype_of(op.results[0].type)
     a, b = (relax.op.astype(tr.tensor(v), out_dtype) for v in op.inputs)
+    _record_generic(tr, "matmul")
     _add_init(tr, op, tr.bb.emit(relax.op.matmul(a, b, out_dtype=out_dtype)))
 
 
-def _dot_conv(tr: Translator, op, out, x, x_shape, weights, strides, dilations, flavor, in_pad=None):
-    """The convolution `op` (its output init `out`) as a dot-product kernel
-    (tvm_bridge/vnni.py) of `flavor`, with the elementwise chain after it fused in when it
-    can be (and `x` padded to `x_shape` by the kernel with `in_pad`, if given)."""
-    from tvm_bridge import epilogue, vnni
-
-    def bare():
-        return vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, kernels=tr.vnni_kernels,
-                                flavor=flavor, in_pad=in_pad)
-
-    init_tensor, init_const = _init_value(tr, out)
-    if init_tensor is not None:  # sums added to a tensor: no epilogue fusion
-        _add_init(tr, op, bare())
-        return
-    epi = epilogue.collect(tr, op)
-    try:
-        result = vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, epi, init_const,
-                                  epi.key(tr), tr.vnni_kernels, flavor, in_pad)
-    except vnni.NotApplicable:
-        raise
-    except Exception:  # noqa: BLE001 - an epilogue the kernel cannot take (nothing was
-        # emitted yet): the bare convolution, and the chain translated op by op, which
-        # names an op it cannot translate itself
-        _add_init(tr, op, bare())
-        return
-    if epi.collapsed is not None:  # a fully connected layer's [1, 1, B, K] -> [B, K]
-        from tvm import relax
-
-        result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
-    tr.env[epi.result] = result
-    tr.fused.update(map(id, epi.ops))
+def _record_generic(tr: Translator, kind: str) -> None:
+    """Note in `tr.choices` that TVM's own schedule (no registered kernel) took an op of `kind`."""
+    choices = getattr(tr, "choices", None)
+    if choices is not None:
+        choices.append((kind, "generic", "generic"))
 
 
 @handles(linalg.Conv2DNhwc_FhwcOp)
@@ -1180,21 +712,17 @@ def _conv_nhwc_fhwc(tr: Translator, op):
     (x_value, w_value), outputs = inputs_outputs(op)
     flavor = getattr(tr, "dot", None)
     if flavor is not None:
-        from tvm_bridge import vnni
+        from tvm_bridge import kernels
 
-        dense = tr.dense(w_value)
-        weights = dense.array() if dense is not None else None
-        x_shape = list(shape_of(x_value._type))
-        if vnni.applicable(x_shape, weights, dtype_of(x_value._type), dtype_of(w_value._type), out_dtype, flavor):
+        def source():
             # an input padded by a constant: the kernel stages the pad with its input
             padded = tr.env.get(x_value)
             in_pad = padded.spatial() if isinstance(padded, _Pad) else None
-            x = padded.source if in_pad is not None else tr.tensor(x_value)
-            try:
-                _dot_conv(tr, op, outputs[0], x, x_shape, weights, strides, dilations, flavor, in_pad)
-                return
-            except vnni.NotApplicable:  # sums that could leave int32 (nothing emitted)
-                pass
+            return (padded.source if in_pad is not None else tr.tensor(x_value)), in_pad
+
+        if kernels.emit_conv(tr, op, x_value, w_value, outputs[0], strides, dilations, flavor, source):
+            return
+    _record_generic(tr, "conv2d")
     x = tr.tensor(x_value)
     w = tr.tensor(w_value)
     if dtype_of(x_value.type) != dtype_of(w_value.type):
@@ -1365,17 +893,20 @@ def _register_named_elementwise():
 
 
 @cyclic_gc.paused()
-def translate(module: ModuleOp, entry: str | None = None, dot=None):
+def translate(module: ModuleOp, entry: str | None = None, dot=None, choices: list | None = None):
     """(tvm IRModule with Relax `main`, number of outputs).
 
     `dot` (a `tvm_bridge.vnni.Flavor`, or None for the generic path): int8 convolutions
     with constant weights use the dot-product kernel of tvm_bridge/vnni.py on that
     instruction (only for a target that has it: compile_module picks
-    `vnni.target_flavor(target)`)."""
+    `vnni.target_flavor(target)`); the registry tvm_bridge/kernels.py says which kernel
+    takes which op.  `choices`, if given, receives one (op kind, kernel, instruction
+    family) per convolution, matmul and registered-kernel op, in translation order."""
     if linalg.AddOp not in _OP_HANDLERS:
         _register_named_elementwise()
     tr = Translator(module)
     tr.dot = dot
+    tr.choices = choices
     _arenas.current = None  # this module's constants share buffers with no other's
     try:
         return tr.translate(entry)

@@ -53,7 +53,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tvm_bridge.translate import TranslationError, call_tir, tensor_constant
+from tvm_bridge.common import TranslationError, call_tir, tensor_constant
 
 
 @dataclass(frozen=True)

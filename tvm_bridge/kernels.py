@@ -1,0 +1,128 @@
+"""The int8 kernel registry: which hand-written TIR kernel takes a convolution or a
+linalg.generic, for a dot-product flavor (tvm_bridge/vnni.py's `Flavor`).
+
+The translation (tvm_bridge/translate.py) consults this module and nothing else about
+the kernels; the kernel modules (vnni.py, depthwise.py, batch_matmul.py, epilogue.py)
+depend only on the shared pieces in tvm_bridge/common.py and never on the translation
+(no import cycle, at module level or inside functions).  The translator is passed to
+the kernels as an object (its `bb`, `env`, `tensor`, `dense`, `vnni_kernels`, ...).
+
+Each kernel that takes an op is recorded in the translator's `choices` list (when it
+has one) as (op kind, kernel name, family): `family` names the instruction family the
+kernel runs on (`FAMILIES`), "generic" for TVM's own schedules.
+"""
+
+from __future__ import annotations
+
+from tvm_bridge import batch_matmul, depthwise, epilogue, vnni
+from tvm_bridge.common import _add_init, _init_value, dtype_of, shape_of
+from tvm_bridge.vnni import Flavor, NotApplicable
+
+#: flavor name -> the instruction family it runs on (what the reports print)
+FAMILIES = {"vnni": "avx512-vnni (vpdpbusd)", "pmaddwd": "avx2 (vpmaddwd, 256-bit)",
+            "pmaddwd512": "avx512bw (vpmaddwd, 512-bit)"}
+
+
+def family(flavor: Flavor | None) -> str:
+    """The instruction family of `flavor` ("generic" for None)."""
+    return "generic" if flavor is None else FAMILIES.get(flavor.name, flavor.name) + (
+        " emulated" if flavor.emulate else "")
+
+
+def record(tr, kind: str, kernel: str, flavor: Flavor | None) -> None:
+    """Note in `tr.choices` (if the translator keeps one) that `kernel` took an op of `kind`."""
+    choices = getattr(tr, "choices", None)
+    if choices is not None:
+        choices.append((kind, kernel, family(flavor)))
+
+
+def _try_batch_matmul(tr, op, flavor: Flavor) -> bool:
+    geometry = batch_matmul.match(tr, op)
+    if geometry is None or not batch_matmul.applicable(geometry, flavor):
+        return False
+    batch_matmul.emit(tr, op, geometry, flavor)
+    return True
+
+
+def _try_depthwise(tr, op, flavor: Flavor) -> bool:
+    if flavor.name == "vnni":  # VNNI machines: TVM's own schedule is faster (schedule.py)
+        return False
+    geometry = depthwise.match(tr, op)
+    if geometry is None:
+        return False
+    try:
+        depthwise.emit(tr, op, geometry, flavor)
+    except NotApplicable:  # sums that could leave int32 (nothing emitted)
+        return False
+    return True
+
+
+#: the kernels a linalg.generic is offered to, in order: (name, try(tr, op, flavor) -> taken)
+GENERIC_KERNELS = (("batch_matmul", _try_batch_matmul), ("depthwise", _try_depthwise))
+
+
+def emit_generic(tr, op, flavor: Flavor | None) -> bool:
+    """Emit `op` (a linalg.generic) with the first registered kernel that takes it; False
+    (nothing emitted) when none does or there is no flavor: the generic TE path."""
+    if flavor is None:
+        return False
+    for name, attempt in GENERIC_KERNELS:
+        if attempt(tr, op, flavor):
+            record(tr, name, f"{flavor.name}_{name}", flavor)
+            return True
+    return False
+
+
+def emit_conv(tr, op, x_value, w_value, out, strides, dilations, flavor: Flavor | None, source=None) -> bool:
+    """Emit the int8 convolution `op` (input `x_value`, weights `w_value`, output init
+    `out`) as the `flavor` dot-product kernel (tvm_bridge/vnni.py), with the elementwise
+    chain after it fused in when it can be; False (nothing emitted) when it does not
+    apply.  `source()` gives (relax input, in_pad): the input, or the unpadded input
+    and the pad the kernel stages itself ((top, left), (bottom, right), value)."""
+    if flavor is None:
+        return False
+    out_dtype = dtype_of(op.results[0].type)
+    dense = tr.dense(w_value)
+    weights = dense.array() if dense is not None else None
+    x_shape = list(shape_of(x_value._type))
+    if not vnni.applicable(x_shape, weights, dtype_of(x_value._type), dtype_of(w_value._type), out_dtype, flavor):
+        return False
+    x, in_pad = source() if source is not None else (tr.tensor(x_value), None)
+    try:
+        _dot_conv(tr, op, out, x, x_shape, weights, strides, dilations, flavor, in_pad)
+    except NotApplicable:  # sums that could leave int32 (nothing emitted)
+        return False
+    record(tr, "conv2d", f"{flavor.name}_conv2d", flavor)
+    return True
+
+
+def _dot_conv(tr, op, out, x, x_shape, weights, strides, dilations, flavor, in_pad=None):
+    """The convolution `op` (its output init `out`) as a dot-product kernel
+    (tvm_bridge/vnni.py) of `flavor`, with the elementwise chain after it fused in when it
+    can be (and `x` padded to `x_shape` by the kernel with `in_pad`, if given)."""
+
+    def bare():
+        return vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, kernels=tr.vnni_kernels,
+                                flavor=flavor, in_pad=in_pad)
+
+    init_tensor, init_const = _init_value(tr, out)
+    if init_tensor is not None:  # sums added to a tensor: no epilogue fusion
+        _add_init(tr, op, bare())
+        return
+    epi = epilogue.collect(tr, op)
+    try:
+        result = vnni.emit_conv2d(tr.bb, x, x_shape, weights, strides, dilations, epi, init_const,
+                                  epi.key(tr), tr.vnni_kernels, flavor, in_pad)
+    except NotApplicable:
+        raise
+    except Exception:  # noqa: BLE001 - an epilogue the kernel cannot take (nothing was
+        # emitted yet): the bare convolution, and the chain translated op by op, which
+        # names an op it cannot translate itself
+        _add_init(tr, op, bare())
+        return
+    if epi.collapsed is not None:  # a fully connected layer's [1, 1, B, K] -> [B, K]
+        from tvm import relax
+
+        result = tr.bb.emit(relax.op.reshape(result, epi.collapsed))
+    tr.env[epi.result] = result
+    tr.fused.update(map(id, epi.ops))

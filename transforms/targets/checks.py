@@ -703,3 +703,360 @@ def transpose_swaps_supported() -> Check:
         return None
 
     return Check("attribute", "swaps H/W or W/C only", test)
+
+
+# ----- Vela 5.2 (Ethos-U) ---------------------------------------------------------------------
+
+
+def _shape4(value: SSAValue) -> tuple[int, int, int, int]:
+    """A shape as Vela's Shape4D sees it: leading 1s up to rank 4, extra leading dims folded into N."""
+    s = [int(d) for d in shape_of(value)]
+    if len(s) < 4:
+        s = [1] * (4 - len(s)) + s
+    if len(s) > 4:
+        s = [int(np.prod(s[:-3]))] + s[-3:]
+    return tuple(s)  # type: ignore[return-value]
+
+
+def per_axis_only_on(weighted: bool = True, note: str = "") -> Check:
+    """Per-axis quantization only on the weights, bias and result of a weighted op (else nowhere)."""
+
+    def test(op):
+        values = [(operand_label(op, i), v) for i, v in enumerate(op.operands)]
+        values += [("result", r) for r in op.results]
+        for i, (label, v) in enumerate(values):
+            q = qtype(v)
+            if q is None or not q.is_per_axis:
+                continue
+            if weighted and isinstance(op, WEIGHTED) and label != operand_label(op, 0):
+                continue
+            return f"{label} is per-axis quantized (axis {q.axis}){'; ' + note if note else ''}"
+        return None
+
+    return Check("per-axis", "per-axis quantization only on weights / bias" if weighted else "per-tensor only", test)
+
+
+def unsigned_zero_points() -> Check:
+    """u8 / u16 zero points are non-negative, i32 ones 0 (Vela U55/U65 generic rule)."""
+
+    def test(op):
+        for label, v in activations(op):
+            q = qtype(v)
+            if q is None:
+                continue
+            for z in np.unique(q.zero_point_array()):
+                if q.storage == "i32" and int(z) != 0:
+                    return f"{label} zero point {int(z)} is not 0 for i32"
+                if q.storage.startswith("u") and int(z) < 0:
+                    return f"{label} zero point {int(z)} is negative for {q.storage}"
+        return None
+
+    return Check("zero-point", "u8 zero points >= 0, i32 zero points 0", test)
+
+
+def u85_zero_points() -> Check:
+    """Ethos-U85: input zero points in the 8-bit range (0 for i16 / i32, 0 or 32768 for u16);
+    result zero points in [-128, 127] signed, [0, 255] or 32768 unsigned."""
+
+    def test(op):
+        for label, v in activations(op):
+            q = qtype(v)
+            if q is None:
+                continue
+            result = label.startswith("result")
+            for z in (int(z) for z in np.unique(q.zero_point_array())):
+                s = q.storage
+                if result:
+                    ok = (-128 <= z <= 127) if s.startswith("i") else (0 <= z <= 255 or z == 32768)
+                elif s == "i8":
+                    ok = -128 <= z <= 127
+                elif s == "u8":
+                    ok = 0 <= z <= 255
+                elif s == "u16":
+                    ok = z in (0, 32768)
+                else:
+                    ok = z == 0
+                if not ok:
+                    return f"{label} zero point {z} is outside what the U85 takes for {s}"
+        return None
+
+    return Check("zero-point", "input zero points 8-bit range (0 for i16/i32), result zero points 8-bit range", test)
+
+
+def stride_over_3_valid_only() -> Check:
+    """Strides above 3 only without padding and dilation (Vela: 'Stride>3 is only supported IF
+    (dilation = 1 AND padding = VALID)')."""
+
+    def test(op):
+        s = op.attr("strides", [1, 1])
+        if all(1 <= v <= 3 for v in s):
+            return None
+        if _is_padded(op):
+            return f"stride {_pair(s)} is above 3 with padding"
+        if any(d != 1 for d in op.attr("dilations", [1, 1]) or [1, 1]):
+            return f"stride {_pair(s)} is above 3 with dilation {_pair(op.attr('dilations'))}"
+        return None
+
+    return Check("stride", "stride > 3 only unpadded and undilated", test)
+
+
+def int64_bias_below(limit: int) -> Check:
+    """An i64 bias stays below `limit` in magnitude (Vela: 'Int64 bias must be smaller than ...')."""
+
+    def test(op):
+        if storage_of(op.operands[2]) != "i64":
+            return None
+        b = constant_array(op.operands[2])
+        if b is None or not b.size:
+            return None
+        worst = int(np.abs(b.astype(np.int64)).max())
+        if worst >= limit:
+            return f"{operand_label(op, 2)} value {worst} is not smaller than {limit}"
+        return None
+
+    return Check("bias", f"i64 bias < {limit}", test)
+
+
+def bias_constant() -> Check:
+    def test(op):
+        if len(op.operands) > 2 and not is_constant(op.operands[2]):
+            return f"{operand_label(op, 2)} is not a constant"
+        return None
+
+    return Check("bias", "constant bias", test)
+
+
+def weights_abs_sum_by_input(limits: dict[str, int]) -> Check:
+    """`weights_abs_sum` with the limit chosen by the input's storage width (8 or 16 bit)."""
+    inner = {k: weights_abs_sum(v) for k, v in limits.items()}
+
+    def test(op):
+        width = "16" if storage_of(op.operands[0]) in ("i16", "u16") else "8"
+        check = inner.get(width)
+        return check(op) if check is not None else None
+
+    text = ", ".join(f"{k}-bit input <= {v}" for k, v in limits.items())
+    return Check("weights", f"sum of abs(weights) per output channel: {text}", test)
+
+
+def dynamic_weights_matmul(limit: int = 2**16) -> Check:
+    """A matmul, or a fully connected with run-time weights: int8 input, result depth and reduced
+    axis <= `limit` (Vela's 'IF Matmul or (FC with dynamic weights)' rules)."""
+
+    def test(op):
+        if isinstance(op, qnn.FullyConnectedOp) and is_constant(op.operands[1]):
+            return None
+        s = storage_of(op.operands[0])
+        if s != "i8":
+            return f"{operand_label(op, 0)} storage {s} is not i8 (matmul / run-time weights)"
+        depth = int(shape_of(op.results[0])[-1])
+        if depth > limit:
+            return f"result depth {depth} exceeds {limit} (matmul / run-time weights)"
+        if isinstance(op, qnn.BatchMatmulOp):
+            a = shape_of(op.operands[0])
+            k = int(a[-2] if op.attr("adj_x", False) else a[-1])
+        else:
+            k = int(shape_of(op.operands[0])[-1])
+        if k > limit:
+            return f"reduced axis {k} exceeds {limit} (matmul / run-time weights)"
+        return None
+
+    return Check("shape", f"matmul: i8 input, depth and reduced axis <= {limit}", test)
+
+
+def params_match_result() -> Check:
+    """Both inputs have the result's scale and zero point (Vela MAXIMUM / MINIMUM)."""
+    inner = same_params_as_result()
+    return Check("quantization", "inputs share the result's scale and zero point", inner.test)
+
+
+def hw_product_below(limit: int) -> Check:
+    """Input height x width (Vela's NHWC view) < `limit` (SOFTMAX)."""
+
+    def test(op):
+        _, h, w, _ = _shape4(op.operands[0])
+        if h * w >= limit:
+            return f"input height x width {h}x{w} = {h * w} is not below {limit}"
+        return None
+
+    return Check("shape", f"input height x width < {limit}", test)
+
+
+def same_shape_as_result() -> Check:
+    def test(op):
+        a, b = list(shape_of(op.operands[0])), list(shape_of(op.results[0]))
+        if a != b:
+            return f"input shape {a} differs from the result shape {b}"
+        return None
+
+    return Check("shape", "input and result shapes match", test)
+
+
+def mean_vela() -> Check:
+    """Vela's MEAN rules: batch 1, no reduced axis of 4096 or more, depth reduced only if one
+    of H, W, C is 1, and at most 2^24 (i8) / 2^23 (u8) / 2^16 (i16) reduced elements."""
+    limits = {"i8": 2**24, "u8": 2**23, "i16": 2**16}
+
+    def test(op):
+        s = list(shape_of(op.operands[0]))
+        rank = len(s)
+        axes = sorted({a % rank for a in op.attr("axes")})
+        n, h, w, c = _shape4(op.operands[0])
+        if n != 1:
+            return f"batch {n} is not 1"
+        for a in axes:
+            if s[a] >= 4096:
+                return f"reduced axis {a} of size {s[a]} is not below 4096"
+        if rank - 1 in axes and 1 not in (h, w, c):
+            return f"reduces the depth axis of shape {s} (H, W and C all above 1)"
+        count = int(np.prod([s[a] for a in axes]))
+        limit = limits.get(storage_of(op.operands[0]))
+        if limit is not None and count > limit:
+            return f"{count} reduced elements exceed {limit} for {storage_of(op.operands[0])}"
+        return None
+
+    return Check("shape", "batch 1, reduced axes < 4096, depth only if H, W or C is 1, reduced elements i8 2^24 / u8 2^23 / i16 2^16", test)
+
+
+def slice_strides_vela() -> Check:
+    """Strides positive, and above 1 only over height or width (Vela STRIDED_SLICE)."""
+
+    def test(op):
+        st = list(op.attr("strides"))
+        rank = len(st)
+        for a, v in enumerate(st):
+            if v < 1:
+                return f"stride {v} on axis {a} is not positive"
+            if v > 1 and a not in (rank - 3, rank - 2):
+                return f"stride {v} on axis {a}, which is not height or width"
+        return None
+
+    return Check("stride", "strides positive, > 1 only over height / width", test)
+
+
+def transpose_vela_u55() -> Check:
+    """Vela U55/U65 TRANSPOSE (8/16-bit): the permutation's shape limits."""
+
+    def test(op):
+        s = [int(d) for d in shape_of(op.operands[0])]
+        p = list(op.attr("perm"))
+        rank = len(s)
+        if rank > 8:
+            return f"rank {rank} is above 8"
+        if storage_of(op.operands[0]) in ("i32", "u32"):
+            return "32-bit transposes are left to the CPU here"
+        if p == list(range(rank)):
+            return None
+        outer = p[: rank - 3] == list(range(rank - 3)) and all(d == 1 for d in s[: rank - 3])
+        if rank >= 3 and outer:
+            if all(d <= 2**16 for d in s[-3:]):
+                return None
+            return f"shape {s} has an H/W/C above 2^16"
+        if rank < 3:
+            return None if all(d <= 2**16 for d in s) else f"shape {s} has a dimension above 2^16"
+        from itertools import combinations
+
+        for combo in combinations(range(rank), rank - 2):
+            prod = int(np.prod([s[i] for i in combo]))
+            if prod > 2**16:
+                return f"perm {p} of shape {s}: product of axes {list(combo)} is {prod}, above 2^16"
+        return None
+
+    return Check("attribute", "perm of H/W/C within 2^16 per axis, else products of N-2 axes <= 2^16", test)
+
+
+def rank_at_most(rank: int) -> Check:
+    def test(op):
+        r = len(shape_of(op.operands[0]))
+        if r > rank:
+            return f"{operand_label(op, 0)} rank {r} is above {rank}"
+        return None
+
+    return Check("shape", f"input rank <= {rank}", test)
+
+
+def transpose_conv_vela(u85: bool = False) -> Check:
+    """TRANSPOSE_CONV: result = input * stride (same padding) or input * stride + kernel - stride
+    (valid); U55/U65 strides 1x1, 2x2, 2x1 / 1x2 only with a height / width of 1."""
+
+    def test(op):
+        sh, sw = op.attr("strides", [1, 1])
+        _, ih, iw, _ = _shape4(op.operands[0])
+        _, oh, ow, _ = _shape4(op.results[0])
+        _, kh, kw, _ = [int(d) for d in shape_of(op.operands[1])]
+        if not u85:
+            ok = (sh, sw) in ((1, 1), (2, 2)) or (
+                (sh, sw) == (1, 2) and ih == 1 and kh == 1) or ((sh, sw) == (2, 1) and iw == 1 and kw == 1)
+            if not ok:
+                return f"stride {sh}x{sw} is not 1x1, 2x2 (or 2x1 / 1x2 over a dimension of 1)"
+        same = (oh, ow) == (ih * sh, iw * sw)
+        valid = (oh, ow) == (ih * sh + max(kh - sh, 0), iw * sw + max(kw - sw, 0))
+        if not (same or valid):
+            return f"result {oh}x{ow} is neither input x stride nor input x stride + kernel - stride"
+        return None
+
+    return Check("shape", "result = input x stride (+ kernel - stride)" + ("" if u85 else "; stride 1x1, 2x2, 2x1, 1x2"), test)
+
+
+def resize_vela(nearest: bool, u85: bool = False) -> Check:
+    """Vela's RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR scale-factor rules."""
+
+    def test(op):
+        _, ih, iw, _ = _shape4(op.operands[0])
+        _, oh, ow, _ = _shape4(op.results[0])
+        align = bool(op.attr("align_corners", False))
+        half = bool(op.attr("half_pixel_centers", False))
+        if u85:
+            if align and half:
+                return "align_corners and half_pixel_centers together"
+            cap = 2048 if align else 1024
+            for i, o in ((ih, oh), (iw, ow)):
+                f = (o - 1) / (i - 1) if align and i > 1 else o / i
+                if f > cap:
+                    return f"scale factor {f:g} is above {cap}"
+                if not nearest and o > i and (f != int(f) or int(f) & (int(f) - 1)):
+                    return f"scale factor {f:g} is not a power of two"
+            return None
+        if (ih == iw == 1) or (ih, iw) == (oh, ow):
+            return None
+
+        def factor(i, o):
+            return (o - 1) / (i - 1) if align and i > 1 else o / i
+
+        fh, fw = factor(ih, oh), factor(iw, ow)
+        if fh != fw:
+            if not ((oh == 1 and fh == 1) or (ow == 1 and fw == 1) or (oh == 1 and ih == 1) or (ow == 1 and iw == 1)):
+                return f"scale factors {fh:g} (height) and {fw:g} (width) differ"
+            f = fw if fh == 1 else fh
+        else:
+            f = fh
+        allowed = (2,) if (half and not nearest) else (2, 4, 8)
+        if f not in allowed:
+            return f"scale factor {f:g} is not {' / '.join(f'{a}x' for a in allowed)}"
+        return None
+
+    return Check("shape", "scale factor 2x/4x/8x, equal in height and width", test)
+
+
+def arg_max_vela() -> Check:
+    def test(op):
+        rank = len(shape_of(op.operands[0]))
+        if op.attr("axis") % rank != rank - 1:
+            return f"axis {op.attr('axis')} is not the depth axis"
+        depth = int(shape_of(op.operands[0])[-1])
+        if depth > 127:
+            return f"input depth {depth} is above 127"
+        return None
+
+    return Check("attribute", "along depth, depth <= 127", test)
+
+
+def gather_axis_is_batch_dims() -> Check:
+    def test(op):
+        axis, bd = op.attr("axis", 0), op.attr("batch_dims", 0)
+        rank = len(shape_of(op.operands[0]))
+        if axis % rank != bd:
+            return f"axis {axis} is not batch_dims {bd}"
+        return None
+
+    return Check("attribute", "axis == batch_dims", test)

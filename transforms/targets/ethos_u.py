@@ -1,162 +1,170 @@
-"""`ethos-u`: an Ethos-U55/U65-like NPU, modelled on Arm's Vela operator support.
+"""`ethos-u`: Arm Ethos-U NPUs as Arm's Vela 5.2 (default compiler core) places TFLite operators.
 
-Vela (the Ethos-U compiler) documents, for each TFLite operator it places on
-the NPU, a list of constraints (its SUPPORTED_OPS report: generic constraints
-for every operator, then operator-specific ones).  This table restates them
-for the qnn op that canonically represents the same TFLite operator:
+Three targets share this module: `ethos-u55` and `ethos-u65` (one table: Vela
+documents and checks them together) and `ethos-u85`; `ethos-u` is an alias
+of `ethos-u55`.  Each row restates, for the qnn op that canonically
+represents a TFLite operator, the constraints of Vela 5.2's SUPPORTED_OPS
+report (`vela --supported-ops-report`), generic constraints first:
 
-- tensors int8, uint8 or int16, rank <= 4, dimensions in [1, 65535];
-- per-axis quantization only on convolutions (CONV_2D, DEPTHWISE_CONV_2D);
-- batch 1 except for FULLY_CONNECTED, SOFTMAX and RESHAPE;
-- fused activation none, RELU, RELU6 or RELU_N1_TO_1;
-- convolutions: stride [1, 3], dilation [1, 2], dilated kernel height
-  [1, 64] and area [1, 4096], 8-bit constant weights whose absolute sum per
-  output channel is at most 127 * 65536, int32/int64 bias within 40 bits;
-- pools: stride [1, 3]; average pool with padding kernel [1, 8], without
-  padding height [1, 256] and area [1, 65536]; max pool the latter;
-- elementwise: broadcasting only along dimensions of 1, one input with the
-  result's shape; softmax beta >= 0; pad only height/width with the zero
-  point; mean over height/width of 8-bit input.
+- U55/U65: feature maps i8, u8 or i16 (32-bit only where Vela lists no
+  "32-bit feature-maps are not supported": add, sub, mul, reshape, fully
+  connected, batch matmul, neg, sum, mirror pad); per-axis quantization only
+  on conv2d, depthwise, transpose conv and fully connected; unsigned zero
+  points >= 0.  No rank, batch, dimension, broadcast or fused-activation
+  limits (Vela 5.2 lowers those itself).
+- U85: feature maps also i32 (and i64, bool); result zero points in the
+  8-bit range, input zero points 0 for i16 / i32; no stride limits; larger
+  16-bit weight sums and int64 bias; a wider op set (div, gather, ...).
 
-Two things Vela does not have to say because TFLite fixes them are explicit
-here: the NPU computes TFLite's arithmetic, so `rounding` must be `tflite`
-and the accumulator knobs must be TFLite's (bias in the accumulator, i32;
-i64 for 16-bit activations — the NPU has 40-bit accumulators there).
+Operator-specific rules (strides, kernels, weights, bias, softmax H x W,
+mean, transpose, resize, ...) are in the rows.  What Vela does not have to say
+because TFLite fixes it is explicit: the NPU computes TFLite's arithmetic, so
+`rounding` must be `tflite` with TFLite's accumulators.
+
+`tools/vela_agreement.py` compares these tables with Vela 5.2 op by op.
 """
 
-from transforms.targets import Row, table
+from __future__ import annotations
+
+from transforms.targets import Row, Target, table
 from transforms.targets.checks import (
-    activation,
-    batch,
-    bias_bits,
+    Check,
+    arg_max_vela,
+    bias_constant,
     bias_storage,
-    broadcast_ones_only,
-    depth_multiplier_one_channel,
-    dilation,
-    dims,
+    dynamic_weights_matmul,
+    gather_axis_is_batch_dims,
+    hw_product_below,
     input_storage,
+    int64_bias_below,
     kernel,
-    max_rank,
-    one_input_matches_result,
-    pad_value_is_zero_point,
-    pads_height_width_only,
-    per_tensor,
-    rank_in,
-    reduce_axes_height_width,
-    reduced_size,
-    result_rank,
+    mean_vela,
+    params_match_result,
+    per_axis_only_on,
+    rank_at_most,
+    resize_vela,
     rounding,
+    same_shape_as_result,
     same_storage,
+    slice_strides_vela,
     storage,
     stride,
-    attribute,
+    stride_over_3_valid_only,
     tflite_accumulator,
-    transpose_swaps_supported,
-    weights_abs_sum,
-    weights_constant,
+    transpose_conv_vela,
+    transpose_vela_u55,
+    u85_zero_points,
+    unsigned_zero_points,
+    weights_abs_sum_by_input,
     weights_storage,
-    weights_zero_point,
 )
 
-PER_AXIS_NOTE = "ethos-u takes per-axis tensors only on conv2d and depthwise_conv2d"
-FUSED = ("none", "relu", "relu6", "relu_n1_to_1")
+PER_AXIS_NOTE = "Vela takes per-axis quantization only on conv2d, depthwise, transpose conv and fully connected"
+FM8_16 = ("i8", "u8", "i16")
+FM32 = ("i8", "u8", "i16", "i32")
+FM_U85 = ("i8", "u8", "i16", "u16", "i32", "i64", "i1")
+
+WEIGHTED_OPS = ("qnn.conv2d", "qnn.depthwise_conv2d", "qnn.transpose_conv2d", "qnn.fully_connected")
 
 
-def _generic(per_axis: bool = False, batch_one: bool = True):
-    """Vela's generic constraints, then TFLite's arithmetic."""
-    checks = [storage("i8", "u8", "i16"), max_rank(4), dims(1, 65535)]
-    if not per_axis:
-        checks.append(per_tensor(PER_AXIS_NOTE))
-    if batch_one:
-        checks.append(batch(1))
-    checks += [activation(*FUSED), rounding("tflite"), tflite_accumulator()]
+def _generic(core: str, op: str, fm: tuple[str, ...] | None) -> list[Check]:
+    """Vela's generic constraints for `core` (u55 or u85), then TFLite's arithmetic."""
+    if fm is None:
+        fm = FM8_16 if core == "u55" else FM_U85
+    checks = [storage(*fm), per_axis_only_on(op in WEIGHTED_OPS, PER_AXIS_NOTE)]
+    checks.append(unsigned_zero_points() if core == "u55" else u85_zero_points())
+    checks += [rounding("tflite"), tflite_accumulator()]
     return checks
 
 
-def _row(op: str, source: str, *specific, per_axis: bool = False, batch_one: bool = True) -> Row:
-    return Row(op, tuple(_generic(per_axis, batch_one)) + tuple(specific), source)
+def _rows(core: str) -> list[Row]:
+    u55 = core == "u55"
 
+    def row(op: str, source: str, *specific: Check, fm: tuple[str, ...] | None = None) -> Row:
+        return Row(op, tuple(_generic(core, op, fm)) + tuple(specific), source)
 
-_WEIGHTS = (
-    weights_constant(),
-    weights_storage("i8"),
-    weights_zero_point(0),
-    weights_abs_sum(127 * 65536),
-    bias_storage(("i32", "i64")),
-    bias_bits(40),
-)
-
-_CONV = (
-    stride(1, 3),
-    dilation(1, 2),
-    kernel(height=(1, 64), area=(1, 4096), dilated=True),
-    *_WEIGHTS,
-)
-
-TARGET = table(
-    "ethos-u",
-    "Ethos-U55/U65-like NPU (Arm Vela's documented TFLite operator constraints)",
-    [
-        _row("qnn.conv2d", "CONV_2D", *_CONV, per_axis=True),
-        _row("qnn.depthwise_conv2d", "DEPTHWISE_CONV_2D", *_CONV, depth_multiplier_one_channel(), per_axis=True),
-        _row(
+    bias = (
+        bias_constant(),
+        bias_storage(("i32", "i64")),
+        int64_bias_below(2**40 - 1 if u55 else 2**48 - 1),
+    )
+    weights = (
+        weights_storage("i8", "u8"),
+        weights_abs_sum_by_input({"8": 127 * 65536, "16": 127 * 65536 if u55 else 127 * 2**24}),
+    )
+    conv_stride = (stride_over_3_valid_only(),) if u55 else ()
+    dw_stride = (stride(1, 3),) if u55 else ()
+    wide = None if not u55 else FM32
+    rows = [
+        row("qnn.conv2d", "CONV_2D", *bias, *weights, *conv_stride),
+        row("qnn.depthwise_conv2d", "DEPTHWISE_CONV_2D", *bias, *weights, *dw_stride),
+        row("qnn.transpose_conv2d", "TRANSPOSE_CONV", *bias, *weights, transpose_conv_vela(u85=not u55)),
+        row(
             "qnn.fully_connected",
             "FULLY_CONNECTED",
-            *_WEIGHTS,
-            result_rank(2),
-            batch_one=False,
+            *bias,
+            *weights,
+            *((dynamic_weights_matmul(),) if u55 else ()),
+            fm=wide,
         ),
-        _row(
+        row("qnn.batch_matmul", "BATCH_MATMUL", *((dynamic_weights_matmul(),) if u55 else ()), fm=wide),
+        row(
             "qnn.avg_pool2d",
             "AVERAGE_POOL_2D",
-            same_storage(),
-            stride(1, 3, whole_input_window=True),
+            *conv_stride,
             kernel(height=(1, 8), width=(1, 8), padding="same"),
             kernel(height=(1, 256), area=(1, 65536), padding="valid"),
         ),
-        _row(
-            "qnn.max_pool2d",
-            "MAX_POOL_2D",
-            same_storage(),
-            stride(1, 3, whole_input_window=True),
-            kernel(height=(1, 256), area=(1, 65536)),
-        ),
-        _row("qnn.add", "ADD", same_storage(), one_input_matches_result(), broadcast_ones_only()),
-        _row("qnn.sub", "SUB", same_storage(), one_input_matches_result(), broadcast_ones_only()),
-        _row("qnn.mul", "MUL", same_storage(), one_input_matches_result(), broadcast_ones_only()),
-        _row("qnn.maximum", "MAXIMUM", same_storage(), one_input_matches_result(), broadcast_ones_only()),
-        _row("qnn.minimum", "MINIMUM", same_storage(), one_input_matches_result(), broadcast_ones_only()),
-        _row("qnn.logistic", "LOGISTIC", same_storage()),
-        _row("qnn.tanh", "TANH", same_storage()),
-        _row("qnn.hard_swish", "HARD_SWISH", input_storage("i8", "u8"), same_storage()),
-        _row("qnn.leaky_relu", "LEAKY_RELU", same_storage()),
-        _row("qnn.clamp", "RELU, RELU6, RELU_N1_TO_1", same_storage()),
-        _row(
-            "qnn.softmax",
-            "SOFTMAX",
-            same_storage(),
-            attribute("beta", 1.0, lambda b: b >= 0, ">= 0"),
-            batch_one=False,
-        ),
-        _row("qnn.concatenation", "CONCATENATION", same_storage()),
-        _row(
-            "qnn.pad",
-            "PAD",
-            same_storage(),
-            rank_in(3, 4),
-            pads_height_width_only(),
-            pad_value_is_zero_point(),
-        ),
-        _row("qnn.reshape", "RESHAPE", batch_one=False),
-        _row("qnn.transpose", "TRANSPOSE", transpose_swaps_supported()),
-        _row(
-            "qnn.mean",
-            "MEAN",
-            input_storage("i8", "u8"),
-            rank_in(2, 3, 4),
-            reduce_axes_height_width(),
-            reduced_size({"i8": 2**24, "u8": 2**23}),
-        ),
-        _row("qnn.requantize", "QUANTIZE"),
-    ],
-)
+        row("qnn.max_pool2d", "MAX_POOL_2D", *conv_stride, kernel(height=(1, 256), area=(1, 65536))),
+        row("qnn.add", "ADD", fm=wide),
+        row("qnn.sub", "SUB", fm=wide),
+        row("qnn.mul", "MUL", fm=wide),
+        row("qnn.maximum", "MAXIMUM", params_match_result()),
+        row("qnn.minimum", "MINIMUM", params_match_result()),
+        row("qnn.squared_difference", "SQUARED_DIFFERENCE"),
+        row("qnn.prelu", "PRELU"),
+        row("qnn.logistic", "LOGISTIC"),
+        row("qnn.tanh", "TANH"),
+        row("qnn.hard_swish", "HARD_SWISH"),
+        row("qnn.leaky_relu", "LEAKY_RELU"),
+        row("qnn.elu", "ELU", input_storage("i8"), same_storage(), same_shape_as_result()),
+        row("qnn.gelu", "GELU", input_storage("i8", "u8"), same_storage(), same_shape_as_result()),
+        row("qnn.exp", "EXP"),
+        row("qnn.log", "LOG", input_storage("i8", "i16"), same_storage(), same_shape_as_result()),
+        row("qnn.rsqrt", "RSQRT", input_storage("i8", "i16")),
+        row("qnn.abs", "ABS"),
+        row("qnn.neg", "NEG", fm=wide),
+        row("qnn.clamp", "RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1"),
+        row("qnn.softmax", "SOFTMAX", hw_product_below(65536)),
+        row("qnn.concatenation", "CONCATENATION, PACK"),
+        row("qnn.split", "SPLIT, SPLIT_V, UNPACK"),
+        row("qnn.slice", "SLICE, STRIDED_SLICE", slice_strides_vela()),
+        row("qnn.pad", "PAD, PADV2"),
+        row("qnn.mirror_pad", "MIRROR_PAD", fm=wide),
+        row("qnn.tile", "TILE"),
+        row("qnn.reshape", "RESHAPE, EXPAND_DIMS, SQUEEZE", fm=wide),
+        row("qnn.transpose", "TRANSPOSE", transpose_vela_u55() if u55 else rank_at_most(8), fm=wide),
+        row("qnn.mean", "MEAN", input_storage("i8", "u8", "i16"), mean_vela()),
+        row("qnn.sum", "SUM", fm=wide),
+        row("qnn.reduce_max", "REDUCE_MAX"),
+        row("qnn.reduce_min", "REDUCE_MIN"),
+        row("qnn.arg_max", "ARG_MAX", *((arg_max_vela(),) if u55 else ()), fm=FM_U85),
+        row("qnn.resize_bilinear", "RESIZE_BILINEAR", resize_vela(nearest=False, u85=not u55)),
+        row("qnn.resize_nearest_neighbor", "RESIZE_NEAREST_NEIGHBOR", resize_vela(nearest=True, u85=not u55)),
+        row("qnn.requantize", "QUANTIZE"),
+    ]
+    if not u55:
+        rows += [
+            row("qnn.div", "DIV"),
+            row("qnn.gather", "GATHER", gather_axis_is_batch_dims()),
+        ]
+    return rows
+
+
+def build(name: str, core: str, summary: str) -> Target:
+    """The table of `core` ("u55" for U55/U65, "u85") under the target name `name`."""
+    return table(name, summary, _rows(core))
+
+
+U55_SUMMARY = "Arm Ethos-U55 as Vela 5.2 places TFLite operators (its SUPPORTED_OPS constraints)"
+TARGET = build("ethos-u", "u55", "alias of ethos-u55: " + U55_SUMMARY)

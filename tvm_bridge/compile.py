@@ -20,11 +20,13 @@ from tvm_bridge.translate import TranslationError, aligned_empty, translate
 
 
 def host_target():
-    """The host CPU as an llvm target, in TVM 0.27's dict form."""
+    """The host CPU as an llvm target, in TVM 0.27's dict form (its name: tvm_bridge/cpu.py,
+    `QDIALECT_TARGET_CPU` overrides it)."""
     import tvm
 
-    cpu = tvm.target.codegen.llvm_get_system_cpu()
-    return tvm.target.Target({"kind": "llvm", "mcpu": cpu})
+    from tvm_bridge.cpu import host_cpu
+
+    return tvm.target.Target({"kind": "llvm", "mcpu": host_cpu()})
 
 
 #: x86 instruction-set features a kernel compiled for a target may use (LLVM's names)
@@ -35,9 +37,12 @@ _X86_FEATURES = ("sse4.1", "sse4.2", "avx", "avx2", "fma", "f16c", "avxvnni", "a
 def missing_host_features(target) -> list[str]:
     """The instruction-set features `target` compiles for and this CPU lacks: code built
     for it would stop on an illegal instruction here (empty for the host's own target)."""
+    import tvm
     from tvm.target.codegen import target_has_features
 
-    host = host_target()
+    from tvm_bridge.cpu import machine_cpu
+
+    host = tvm.target.Target({"kind": "llvm", "mcpu": machine_cpu()})  # (this CPU: no override)
     missing = []
     for feature in _X86_FEATURES:
         try:

@@ -1,0 +1,112 @@
+"""The host CPU as an LLVM cpu name TVM accepts, from /proc/cpuinfo's flags.
+
+TVM 0.27 takes `{"kind": "llvm", "mcpu": "native"}` without complaint and then
+compiles for LLVM's generic x86-64 (it logs one line and drops every AVX feature),
+so the target names a real CPU instead: the newest one whose instruction sets
+the flags include (`cpu_name`).  `QDIALECT_TARGET_CPU=<name>` overrides it
+(`host_cpu`), e.g. `haswell` to build and run the AVX2 kernels on an AVX-512 machine;
+`machine_cpu` ignores the override (what this machine can run).
+
+Only the instruction sets the kernels choose between matter (tvm_bridge/kernels.py):
+AVX2 (`vpmaddwd`), AVX-512BW, AVX-512 VNNI (`vpdpbusd`), AMX-int8.  The name is
+chosen by vendor and flags; where /proc/cpuinfo cannot be read (not Linux, not x86)
+LLVM's own host detection (`llvm_get_system_cpu`) names it.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Linux flag names of the instruction sets the kernel choice depends on
+KERNEL_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
+                "amx_tile", "amx_int8")
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> tuple[str, frozenset[str]]:
+    """(vendor id, flags) of the first processor in /proc/cpuinfo; ("", empty) when it
+    cannot be read."""
+    vendor, flags = "", frozenset()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "vendor_id" and not vendor:
+                    vendor = value.strip()
+                elif key == "flags":
+                    flags = frozenset(value.split())
+                    break
+    except OSError:
+        pass
+    return vendor, flags
+
+
+def cpu_name(vendor: str, flags: frozenset[str] | set[str]) -> str | None:
+    """The LLVM cpu name for an x86 CPU of `vendor` (cpuinfo's vendor_id) with Linux
+    cpuinfo `flags`: the oldest named CPU of that vendor with every instruction set the
+    flags show of those the kernels use, so the target claims nothing the CPU lacks.
+    None without `sse4_2` (not an x86 CPU LLVM can name this way)."""
+    f = set(flags)
+    if "sse4_2" not in f:
+        return None
+    amd = "AMD" in vendor or "Hygon" in vendor
+    if "amx_int8" in f and "amx_tile" in f:
+        return "graniterapids" if "amx_fp16" in f else "sapphirerapids"
+    if "avx512f" in f and "avx512bw" in f:
+        if amd:
+            return "znver5" if "avx512_vp2intersect" in f else "znver4"
+        if "avx512_vnni" in f:
+            if "avx512_vbmi2" in f and "gfni" in f:
+                return "icelake-server"
+            return "cooperlake" if "avx512_bf16" in f else "cascadelake"
+        return "skylake-avx512"
+    if "avx2" in f and "fma" in f and "bmi2" in f:
+        if amd:
+            if "vaes" in f and "vpclmulqdq" in f:
+                return "znver3"
+            return "znver2" if "clwb" in f else "znver1"
+        if "avx_vnni" in f:
+            return "alderlake"
+        return "broadwell" if "adx" in f else "haswell"
+    if "avx" in f:
+        return "btver2" if amd and "movbe" in f else "sandybridge"
+    return "x86-64-v2" if "popcnt" in f else "x86-64"
+
+
+def machine_cpu() -> str:
+    """The LLVM cpu name of this machine's CPU (no override)."""
+    name = cpu_name(*cpu_flags())
+    if name is None:
+        import tvm
+
+        name = str(tvm.target.codegen.llvm_get_system_cpu())
+    return name
+
+
+def host_cpu() -> str:
+    """The cpu name the host target compiles for: `QDIALECT_TARGET_CPU` if set, else
+    `machine_cpu()`.  A name TVM's LLVM does not know is refused with a one-line error
+    (TVM would fall back to a generic CPU silently)."""
+    override = os.environ.get("QDIALECT_TARGET_CPU", "").strip()
+    if not override:
+        return machine_cpu()
+    if override == "native":
+        raise ValueError("QDIALECT_TARGET_CPU=native: TVM 0.27 compiles that for a generic CPU; "
+                         "name the CPU (e.g. znver4, haswell) or unset it")
+    import tvm
+
+    known = tvm.target.codegen.llvm_get_cpu_archlist(tvm.target.Target({"kind": "llvm"}))
+    if override not in known:
+        raise ValueError(f"QDIALECT_TARGET_CPU={override}: not a cpu name LLVM knows (e.g. znver4, "
+                         f"sapphirerapids, icelake-server, skylake-avx512, haswell, x86-64-v2)")
+    return override
+
+
+def describe() -> str:
+    """One line: the cpu name the host target uses (and whether it is overridden), the vendor
+    and the flags of KERNEL_FLAGS this CPU has."""
+    vendor, flags = cpu_flags()
+    name, machine = host_cpu(), machine_cpu()
+    shown = " ".join(f for f in KERNEL_FLAGS if f in flags) or "-"
+    where = f"{name} (QDIALECT_TARGET_CPU; this machine is {machine})" if name != machine else name
+    return f"cpu {where}, {vendor or 'unknown vendor'}, flags: {shown}"

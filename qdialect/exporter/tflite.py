@@ -29,7 +29,7 @@ every offending op and where it is, at once.
 from __future__ import annotations
 
 import importlib
-import math
+import re
 from dataclasses import dataclass, field
 
 import flatbuffers
@@ -147,6 +147,7 @@ class _Operator:
     inputs: list[int]
     outputs: list[int]
     options: dict = field(default_factory=dict)
+    origin: str = ""  # the module op it comes from, and where
 
 
 class _Model:
@@ -155,13 +156,22 @@ class _Model:
     def __init__(self):
         self.tensors: list[_Tensor] = []
         self.ops: list[_Operator] = []
+        self.origin = ""
 
     def tensor(self, shape, ttype: int, *, name: str = "", q: UniformQuantizedType | None = None,
-               data: np.ndarray | None = None) -> int:
+               data: np.ndarray | None = None, keep_uint8: bool = False) -> int:
+        """A tensor; a uint8 quantized one is written as int8 with values and zero points - 128 (the
+        same real numbers and integer differences: TFLite's int8 kernels, which take per-channel int8
+        weights next to it), unless `keep_uint8` (graph inputs and outputs keep their type)."""
         t = _Tensor([int(d) for d in shape], ttype, name)
         if q is not None:
+            shift = 0
+            if not q.signed and q.storage_width.data == 8 and not keep_uint8:
+                shift, t.type = -128, _TT.INT8
+                if data is not None:
+                    data = np.asarray(data).astype(np.int16) - 128
             t.scales = [float(np.float32(s)) for s in np.atleast_1d(q.scale_array())]
-            t.zero_points = [int(z) for z in np.atleast_1d(q.zero_point_array())]
+            t.zero_points = [int(z) + shift for z in np.atleast_1d(q.zero_point_array())]
             t.axis = q.axis if q.is_per_axis else 0
         if data is not None:
             arr = np.ascontiguousarray(np.asarray(data).astype(_NP[ttype]).reshape(t.shape))
@@ -174,7 +184,7 @@ class _Model:
         return self.tensor(arr.shape if shape is None else shape, _TT.INT32, name=name, data=arr)
 
     def emit(self, op: str, inputs: list[int], outputs: list[int], options: dict | None = None) -> None:
-        self.ops.append(_Operator(op, list(inputs), list(outputs), dict(options or {})))
+        self.ops.append(_Operator(op, list(inputs), list(outputs), dict(options or {}), self.origin))
 
     # -- serialization --
     def serialize(self, inputs: list[int], outputs: list[int], in_names: list[str], out_names: list[str],
@@ -404,7 +414,13 @@ class _Exporter:
         inputs = []
         for a, n in zip(block.args, arg_names):
             try:
-                inputs.append(self.new_tensor(a, n))
+                i = self.new_tensor(a, n)
+                if self.m.tensors[i].type != _element_tflite_type(a.type.element_type):  # uint8 at the edge
+                    edge = self.m.tensor(_shape(a), _TT.UINT8, name=n, q=_qtype(a), keep_uint8=True)
+                    self.m.tensors[i].name = ""
+                    self.m.emit("QUANTIZE", [edge], [i])
+                    i = edge
+                inputs.append(i)
             except _Refused as e:
                 self.refused.append(("argument", f"@{self.f.sym_name.data} argument {n}", str(e)))
         self.ops(block.ops)
@@ -420,6 +436,10 @@ class _Exporter:
                 self.m.emit("RESHAPE", [i, self.m.int32_const(self.m.tensors[i].shape)], [j],
                             {"new_shape": self.m.tensors[i].shape})
                 i = j
+            if self.m.tensors[i].type != _element_tflite_type(v.type.element_type):  # uint8 at the edge
+                j = self.m.tensor(self.m.tensors[i].shape, _TT.UINT8, q=_qtype(v), keep_uint8=True)
+                self.m.emit("QUANTIZE", [i], [j])
+                i = j
             self.m.tensors[i].name = n
             outputs.append(i)
         used = {t.name for k, t in enumerate(self.m.tensors) if k in inputs or k in outputs}
@@ -434,12 +454,15 @@ class _Exporter:
                 continue
             self.index += 1
             try:
+                self.m.origin = f"{op.name} at {self.where(op)}"
                 _check_profile(op)
+                _check_same_params(op)
                 handler = _HANDLERS.get(op.name)
                 if handler is None:
                     raise _Refused("TFLite has no kernel for it" if op.name.startswith(("qnn.", "nn.", "quant."))
                                    else "not a qnn / nn / quant op")
                 handler(self, op)
+                self.flush()
             except _Refused as e:
                 self.refused.append((op.name, self.where(op), str(e)))
                 for r in op.results:  # keep going: every offending op at once
@@ -478,6 +501,7 @@ class _Exporter:
     def clamp_after(self, op: Operation, produced: int, bounds: tuple[int, int] | None) -> None:
         """Apply stored-value bounds a fused activation cannot give: MAXIMUM / MINIMUM with constants
         of the result's own type (TFLite copies the larger / smaller stored value)."""
+        self.flush()
         if bounds is None:
             return
         r = op.results[0]
@@ -489,6 +513,31 @@ class _Exporter:
         self.m.emit("MAXIMUM", [produced, self.same_type_const(r, lo)], [mid])
         self.m.emit("MINIMUM", [mid, self.same_type_const(r, hi)], [final])
         self.values[r] = final
+
+    def uint8_island(self, op: Operation, ins: list[int], outs: list[int]) -> tuple[list[int], list[int]]:
+        """Kernels that round stored values themselves (average pool, bilinear resize) give other
+        integers on int8 than on uint8: a uint8 op runs on uint8 tensors between exact QUANTIZE
+        shifts (same scale, zero point + / - 128) of the int8 tensors around it."""
+        vals = list(op.operands[: len(ins)])
+        if not any((q := _qtype(v)) is not None and not q.signed and q.storage_width.data == 8 for v in vals):
+            return ins, outs
+        new_ins = []
+        for i, v in zip(ins, vals):
+            u = self.m.tensor(self.m.tensors[i].shape, _TT.UINT8, q=_qtype(v), keep_uint8=True)
+            self.m.emit("QUANTIZE", [i], [u])
+            new_ins.append(u)
+        new_outs = []
+        for o, r in zip(outs, op.results):
+            u = self.m.tensor(self.m.tensors[o].shape, _TT.UINT8, q=_qtype(r), keep_uint8=True)
+            new_outs.append(u)
+        self.pending = list(zip(new_outs, outs))
+        return new_ins, new_outs
+
+    def flush(self) -> None:
+        """The QUANTIZE back to int8 after a uint8 island's op."""
+        for u, o in getattr(self, "pending", []):
+            self.m.emit("QUANTIZE", [u], [o])
+        self.pending = []
 
     def padding(self, op: Operation, in_hw, k_hw, strides, dil) -> int | None:
         pads = list(op.attr("padding") or [0, 0, 0, 0])
@@ -541,6 +590,24 @@ def _check_profile(op: Operation) -> None:
             raise _Refused(f"acc = \"{op.attr('acc')}\" (TFLite accumulates {default} here)")
 
 
+_SAME_PARAMS = {"qnn.max_pool2d", "qnn.avg_pool2d", "qnn.maximum", "qnn.minimum", "qnn.reshape", "qnn.transpose",
+                "qnn.pad", "qnn.slice", "qnn.split", "qnn.tile", "qnn.gather", "qnn.gather_nd", "qnn.mirror_pad",
+                "qnn.space_to_depth", "qnn.depth_to_space", "qnn.resize_nearest_neighbor", "nn.select"}
+"""Ops whose TFLite kernels copy or compare stored values: input and result quantization must be one."""
+
+
+def _check_same_params(op: Operation) -> None:
+    if op.name not in _SAME_PARAMS:
+        return
+    r = op.results[0].type.element_type
+    if not isinstance(r, UniformQuantizedType):
+        return
+    for k, v in enumerate(op.operands):
+        el = v.type.element_type
+        if isinstance(el, UniformQuantizedType) and el != r:
+            raise _Refused(f"operand {k} is {el}, the result {r}: TFLite's kernel does not requantize")
+
+
 def _is_i64(v: SSAValue) -> bool:
     el = v.type.element_type
     return isinstance(el, IntegerType) and el.width.data == 64
@@ -583,8 +650,18 @@ def _bias(ex: _Exporter, op, x: SSAValue, w: SSAValue) -> int:
     return i
 
 
+def _symmetric_weights(op, w: SSAValue) -> None:
+    """TFLite's int8 / int16 convolution and per-channel kernels ignore a weight zero point: refuse one."""
+    q = _qtype(w)
+    zps = np.atleast_1d(q.zero_point_array()) - (128 if (not q.signed and q.storage_width.data == 8) else 0)
+    if np.any(zps != 0):
+        raise _Refused(f"weights with zero points {sorted(set(zps.tolist()))[:4]} (as int8): TFLite's int8 / "
+                       "int16 kernels take symmetric weights (zero point 0)")
+
+
 def _conv_common(ex: _Exporter, op, depthwise: bool):
     x, w = op.operands[0], op.operands[1]
+    _symmetric_weights(op, w)
     n, h, wd, c = _shape(x)
     if depthwise:
         _, kh, kw, oc = _shape(w)
@@ -629,6 +706,7 @@ def _depthwise(ex, op):
 @_handles("qnn.transpose_conv2d")
 def _transpose_conv(ex: _Exporter, op):
     x, w = op.operands[0], op.operands[1]
+    _symmetric_weights(op, w)
     n, h, wd, c = _shape(x)
     oc, kh, kw, ic = _shape(w)
     y = _shape(op.results[0])
@@ -656,6 +734,7 @@ def _transpose_conv(ex: _Exporter, op):
 @_handles("qnn.fully_connected")
 def _fully_connected(ex: _Exporter, op):
     x, w = op.operands[0], op.operands[1]
+    _symmetric_weights(op, w)
     act, clamp = ex.fused(op)
     bi = _bias(ex, op, x, w)
     out = ex.out(op)
@@ -758,7 +837,8 @@ def _pool(ex: _Exporter, op):
         raise _Refused(f"padding {list(op.attr('padding'))} is neither SAME nor VALID")
     act, clamp = ex.fused(op)
     out = ex.out(op)
-    ex.m.emit("AVERAGE_POOL_2D" if op.name == "qnn.avg_pool2d" else "MAX_POOL_2D", [ex.of(x)], [out],
+    ins, outs = ex.uint8_island(op, [ex.of(x)], [out])
+    ex.m.emit("AVERAGE_POOL_2D" if op.name == "qnn.avg_pool2d" else "MAX_POOL_2D", ins, outs,
               {"padding": code, "stride_h": strides[0], "stride_w": strides[1], "filter_height": kernel[0],
                "filter_width": kernel[1], "fused_activation_function": act})
     ex.clamp_after(op, out, clamp)
@@ -892,7 +972,8 @@ def _arg(ex: _Exporter, op):
 def _resize(ex: _Exporter, op):
     y = _shape(op.results[0])
     name = "RESIZE_BILINEAR" if op.name == "qnn.resize_bilinear" else "RESIZE_NEAREST_NEIGHBOR"
-    ex.m.emit(name, [ex.of(op.operands[0]), ex.m.int32_const(y[1:3])], [ex.out(op)],
+    ins, outs = ex.uint8_island(op, [ex.of(op.operands[0])], [ex.out(op)])
+    ex.m.emit(name, [ins[0], ex.m.int32_const(y[1:3])], outs,
               {"align_corners": bool(op.attr("align_corners", False)),
                "half_pixel_centers": bool(op.attr("half_pixel_centers", False))})
 
@@ -962,6 +1043,19 @@ def _nn_unary(ex: _Exporter, op):
     ex.m.emit(name, [ex.of(op.operands[0])], [ex.out(op)], opts)
 
 
+@_handles("nn.max_pool2d", "nn.avg_pool2d")
+def _nn_pool(ex: _Exporter, op):
+    x = op.operands[0]
+    n, h, w, c = _shape(x)
+    kernel, strides = list(op.attr("kernel")), list(op.attr("strides") or [1, 1])
+    code = ex.padding(op, (h, w), kernel, strides, (1, 1))
+    if code is None:
+        raise _Refused(f"padding {list(op.attr('padding'))} is neither SAME nor VALID")
+    ex.m.emit("AVERAGE_POOL_2D" if op.name == "nn.avg_pool2d" else "MAX_POOL_2D", [ex.of(x)], [ex.out(op)],
+              {"padding": code, "stride_h": strides[0], "stride_w": strides[1], "filter_height": kernel[0],
+               "filter_width": kernel[1], "fused_activation_function": _float_act(op)})
+
+
 @_handles("nn.compare")
 def _nn_compare(ex: _Exporter, op):
     ex.m.emit(_COMPARE[op.attr("predicate")], [ex.of(op.operands[0]), ex.of(op.operands[1])], [ex.out(op)])
@@ -1016,4 +1110,28 @@ def export_tflite(module: ModuleOp, *, locations: dict[int, str] | None = None) 
         raise TypeError(f"export_tflite expects a builtin.module, got {type(module).__name__}")
     f = _entry(module)
     with np.errstate(all="ignore"):
-        return _Exporter(f, locations).run()
+        ex = _Exporter(f, locations)
+        data = ex.run()
+    _prepare_check(data, ex.m)
+    return data
+
+
+def _prepare_check(data: bytes, model: _Model) -> None:
+    """Let LiteRT's reference kernels prepare the model (when `ai-edge-litert` is installed): a kernel's
+    own constraint (a fixed output scale, one scale across a concatenation, int16 zero points) is
+    refused here, naming the op it comes from, instead of in the user's runtime."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    except ImportError:
+        return
+    try:
+        Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF).allocate_tensors()
+    except (RuntimeError, ValueError) as e:
+        msg = " ".join(str(e).split())
+        m = re.search(r"Node number (\d+) \((\w+)\) failed to prepare", msg)
+        origin = ""
+        if m and int(m.group(1)) < len(model.ops):
+            origin = model.ops[int(m.group(1))].origin
+            msg = msg[: m.start()].strip()
+        raise TFLiteExportError(f"cannot export to TFLite: {origin or 'the model'}: LiteRT's kernel "
+                                f"{m.group(2) if m else ''} refuses it ({msg})") from None

@@ -68,6 +68,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from qdialect import cyclic_gc, trusted
 from qdialect.dialects import qint, qnn
+from qdialect.io_types import mark_unsigned_edges
 from transforms.call_signatures import ConvertCallToStorage
 from transforms.fast_ir import all_ops, create_op, dense_attr, rewrite_greedy
 from qdialect.dialects.quant import (
@@ -1291,11 +1292,13 @@ def _cast_pair_source(op: StorageCastOp) -> SSAValue | None:
 
 
 def convert_signature(fn: func.FuncOp, rewriter: PatternRewriter | None = None) -> None:
-    """Quantized arguments and results of `fn` -> their storage integer types."""
+    """Quantized arguments and results of `fn` -> their storage integer types (a public
+    function's unsigned ones marked `qnn.element_type = uiN`: `qdialect.io_types`)."""
     from xdsl.rewriter import Rewriter
 
     if fn.is_declaration:
         return
+    mark_unsigned_edges(fn)
     for arg in list(fn.body.block.args):
         if quantized_element_type(arg.type) is None:
             continue

@@ -7,7 +7,10 @@ looked up in the target's table (`transforms.targets`): an op whose row
 exists and whose checks all hold is *supported*.  Supported ops connected by
 def-use edges are grouped into maximal regions, greedily, as long as the
 graph of regions and host ops stays acyclic: a region may not both feed and
-consume a host op (or another region) that sits between its members.  Each
+consume a host op (or another region) that sits between its members.  A
+target with `merge_unconnected` (the Ethos-U tables) then also merges regions
+no def-use edge joins, earliest first, when no path joins them either way:
+one region per stretch of the schedule, as Vela emits one command stream.  Each
 region becomes
 
     func.func private @main_ethos_u_0(...) -> (...) attributes {qd.target = "ethos-u"}
@@ -209,6 +212,8 @@ class _FunctionPartitioner:
         deps = self._dependencies(compute)
         clusters = _Clusters(compute, deps)
         self._grow_regions(clusters, compute, deps, supported)
+        if self.target.merge_unconnected:
+            self._merge_unconnected(clusters, compute, supported)
         self._report_splits(clusters, compute, deps, supported)
         order = self._schedule(clusters, compute, constants)
         self._rebuild(order, clusters, compute, supported, terminator, used_symbols)
@@ -262,6 +267,23 @@ class _FunctionPartitioner:
                         continue
                     clusters.merge(a, b)
                     changed = True
+
+    def _merge_unconnected(self, clusters: _Clusters, compute, supported) -> None:
+        """Merge supported regions with no def-use edge between them, earliest first, when no
+        path through a host op (or another region) joins them either way."""
+        roots = sorted(
+            {clusters.find(clusters.id[op]) for op in compute if op in supported},
+            key=lambda r: min(self.position[compute[m]] for m in clusters.members[r]),
+        )
+        merged: list[int] = []
+        for r in roots:
+            for k, a in enumerate(merged):
+                if not (clusters.detour(a, r) or clusters.detour(r, a)) and r not in clusters.succ[a] and a not in clusters.succ[r]:
+                    clusters.merge(a, r)
+                    merged[k] = clusters.find(a)
+                    break
+            else:
+                merged.append(r)
 
     def _report_splits(self, clusters: _Clusters, compute, deps, supported) -> None:
         """A remark for each supported consumer left out of its supported producer's region."""

@@ -17,6 +17,7 @@ A `TensorStats` watches one tensor over the calibration samples and keeps
 | `moving_average` | moving-average min / max |
 | `percentile` | the `percentile`-th and (100 - percentile)-th percentiles of the histogram |
 | `mse` | the interval whose quantization (with the scheme's bits and symmetry) has the least mean squared error over the histogram, clipping included, but never inside the 99.99th percentiles |
+| `auto` | `mse` or `minmax`, per layer, whichever gives the least error on held-back calibration samples (the quantizer decides, `transforms.quantizer.flow`); `mse` here |
 
 Every range contains 0 (a real 0 must be exactly representable, as TFLite
 demands for zero padding and relu).
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-RANGE_METHODS = ("minmax", "moving_average", "percentile", "mse")
+RANGE_METHODS = ("auto", "minmax", "moving_average", "percentile", "mse")
 
 
 @dataclass
@@ -60,6 +61,22 @@ class TensorStats:
             x = rng.choice(x, self.keep, replace=False)
         self.values.append(x.astype(np.float32))
         self.count += 1
+
+    @classmethod
+    def merged(cls, parts: "list[TensorStats]", stride: int = 1) -> "TensorStats":
+        """The statistics of the samples of `parts` (each one or more observed samples) observed in
+        order; stride > 1 keeps every stride-th kept value (a cheaper histogram)."""
+        out = cls()
+        for p in parts:
+            if p.empty:
+                continue
+            out.lo, out.hi = min(out.lo, p.lo), max(out.hi, p.hi)
+            m = out.momentum
+            out.avg_lo = p.avg_lo if out.avg_lo is None else m * out.avg_lo + (1 - m) * p.avg_lo
+            out.avg_hi = p.avg_hi if out.avg_hi is None else m * out.avg_hi + (1 - m) * p.avg_hi
+            out.values.extend(v[::stride] for v in p.values)
+            out.count += p.count
+        return out
 
     @property
     def empty(self) -> bool:
@@ -133,22 +150,44 @@ def _mse_search(stats: TensorStats, qmin: int, qmax: int, symmetric: bool, grid:
     if hi <= lo:
         return lo, hi
     factors = np.linspace(1.0, 0.2, grid)
-    best = (np.inf, lo, hi)
     if symmetric:
         m = max(-lo, hi)
-        for f in factors:
-            s, z = affine_params(-m * f, m * f, qmin, qmax, True)
-            e = _fake_quant_error(counts, centers, s, z, qmin, qmax)
-            if e < best[0]:
-                best = (e, -m * f, m * f)
-        return best[1], best[2]
-    for a in factors if lo < 0 else [1.0]:
-        for b in factors if hi > 0 else [1.0]:
-            s, z = affine_params(lo * a, hi * b, qmin, qmax, False)
-            e = _fake_quant_error(counts, centers, s, z, qmin, qmax)
-            if e < best[0] * (1 - 1e-12):
-                best = (e, lo * a, hi * b)
-    return best[1], best[2]
+        los, his = -m * factors, m * factors
+        errors = _fake_quant_errors(counts, centers, los, his, qmin, qmax, True)
+        k = int(np.argmin(errors))
+        return float(los[k]), float(his[k])
+    # (lo * a, hi * b) pairs: every 4th factor of each side, then every factor within 4 steps of the best
+    a_all = factors if lo < 0 else np.ones(1)
+    b_all = factors if hi > 0 else np.ones(1)
+    ia, ib = np.arange(0, a_all.size, 4), np.arange(0, b_all.size, 4)
+    for _ in range(2):
+        ga, gb = np.repeat(ia, ib.size), np.tile(ib, ia.size)
+        errors = _fake_quant_errors(counts, centers, lo * a_all[ga], hi * b_all[gb], qmin, qmax, False)
+        k = int(np.argmin(errors))  # the first of equal errors wins
+        ka, kb = int(ga[k]), int(gb[k])
+        ia = np.arange(max(ka - 4, 0), min(ka + 5, a_all.size))
+        ib = np.arange(max(kb - 4, 0), min(kb + 5, b_all.size))
+    return float(lo * a_all[ka]), float(hi * b_all[kb])
+
+
+def _fake_quant_errors(counts, centers, los, his, qmin, qmax, symmetric) -> np.ndarray:
+    """`_fake_quant_error` of every candidate range [los[k], his[k]] at once (`affine_params`' nudging)."""
+    if symmetric:
+        scale = (np.maximum(np.abs(los), np.abs(his)) / qmax).astype(np.float32).astype(np.float64)
+        zp = np.zeros_like(scale)
+    else:
+        scale = ((his - los) / (qmax - qmin)).astype(np.float32).astype(np.float64)
+        zp = np.clip(np.round(qmin - los / np.where(scale > 0, scale, 1.0)), qmin, qmax)
+    scale = np.where(scale > 0, scale, DEGENERATE_SCALE)[:, None]
+    zp = zp[:, None]
+    used = counts > 0  # empty bins add nothing
+    counts, centers = counts[used], centers[used][None, :]
+    errors = np.empty(los.size)
+    for k in range(0, los.size, 256):  # blocks of candidates: bounded temporaries
+        s, z = scale[k:k + 256], zp[k:k + 256]
+        d = (np.clip(np.round(centers / s) + z, qmin, qmax) - z) * s - centers
+        errors[k:k + 256] = (d * d) @ counts
+    return errors
 
 
 def choose_range(stats: TensorStats, method: str, *, qmin: int, qmax: int, symmetric: bool,
@@ -166,4 +205,4 @@ def choose_range(stats: TensorStats, method: str, *, qmin: int, qmax: int, symme
         v = np.concatenate(stats.values)
         lo, hi = np.percentile(v, [100.0 - percentile, percentile])
         return _with_zero(lo, hi)
-    return mse_range(stats, qmin, qmax, symmetric)
+    return mse_range(stats, qmin, qmax, symmetric)  # mse, and auto where no held-back data decide

@@ -2,8 +2,8 @@
 
     qd-quantize MODEL --calibration DATA.npz [--scheme S] [-o OUT.mlir] [--report DIR] [--int-io]
                 [--override PATTERN=SCHEME ...] [--method M] [--weights minmax|mse]
-                [--calibrate layerwise|float] [--simulate SIM.mlir] [--evaluate EVAL.npz]
-                [--no-bias-correction] [--quiet]
+                [--calibrate auto|layerwise|float] [--simulate SIM.mlir] [--evaluate EVAL.npz]
+                [--bias-correction auto|on|off] [--no-bias-correction] [--quiet]
 
 MODEL is a float32 `.tflite` file or a `.mlir` file holding a float graph
 of `nn` ops (L0 without casts).  DATA.npz holds `input_0`, `input_1`, ...,
@@ -74,12 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"{', '.join(BUILTIN)} (default int8), or a user strategy FILE.py:CLASS / module:CLASS")
     p.add_argument("--override", action="append", default=[], metavar="PATTERN=SCHEME",
                    help="use SCHEME for the layers PATTERN matches (tensor name glob, #INDEX or kind:OP); repeatable")
-    p.add_argument("--method", choices=("minmax", "moving_average", "percentile", "mse"),
-                   help="range choice for every layer (default: the scheme's, mse for the built-ins)")
+    p.add_argument("--method", choices=("auto", "minmax", "moving_average", "percentile", "mse"),
+                   help="range choice for every layer (default: the scheme's; auto for the built-ins: "
+                        "mse or minmax per layer, whichever errs least on held-back calibration samples)")
     p.add_argument("--weights", choices=("minmax", "mse"),
                    help="weight ranges: max |w| per channel (TFLite) or the least-squared-error clipping (default)")
-    p.add_argument("--calibrate", choices=("layerwise", "float"), default="layerwise",
-                   help="calibrate each layer on the quantized outputs of the layers before it (default) or on float")
+    p.add_argument("--calibrate", choices=("auto", "layerwise", "float"), default="auto",
+                   help="take each layer's range from the values the quantized graph computes (layerwise), from "
+                        "the float reference (float; no bias correction), or per layer whichever errs least on "
+                        "held-back calibration samples (auto, default)")
+    p.add_argument("--bias-correction", choices=("auto", "on", "off"), default="auto",
+                   help="correct biases for the mean error of quantized layers: per layer by held-back error "
+                        "(auto, default), always, or never (not in --calibrate float)")
     p.add_argument("--no-bias-correction", action="store_true",
                    help="do not correct biases for the mean error of quantized layers (layerwise mode)")
     p.add_argument("-o", "--output", help="write the module here instead of stdout")
@@ -188,13 +194,18 @@ def _run(args) -> int:
     if len(main_funcs) != 1:
         raise UsageError(f"{model}: needs one function @main (or exactly one function)")
     shapes = [list(a.type.get_shape()) for a in main_funcs[0].body.block.args]
+    bias_correction = {"auto": None, "on": True, "off": False}[args.bias_correction]
+    if args.no_bias_correction:
+        if args.bias_correction == "on":
+            raise UsageError("--no-bias-correction contradicts --bias-correction on")
+        bias_correction = False
     try:
         samples = samples_from_npz(arrays, shapes)
         progress = None if args.quiet else (lambda m: progress_to_stderr(f"qd-quantize: {m}"))
         if progress:
             progress(f"{model.name}: {len(samples)} calibration samples, scheme {strategy.name}, {args.calibrate}")
         result = quantize_float_module(module, samples, strategy, mode=args.calibrate, int_io=args.int_io,
-                                       bias_correction=not args.no_bias_correction, progress=progress)
+                                       bias_correction=bias_correction, progress=progress)
         if args.evaluate:
             eval_samples = samples_from_npz(read_calibration(Path(args.evaluate)), shapes)
             if progress:

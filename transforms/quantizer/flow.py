@@ -35,6 +35,7 @@ writes it as a markdown table and a PNG plot.
 
 from __future__ import annotations
 
+import copy
 import math
 import struct
 import sys
@@ -58,7 +59,7 @@ from transforms.quantizer.calibration import TensorStats, affine_params, choose_
 from transforms.raise_fake_quant import NN_TO_QNN, build, qnn_attributes
 from transforms.quantizer.strategy import Layer, Strategy, StrategyError, check_decisions
 
-CALIBRATION_MODES = ("layerwise", "float")
+CALIBRATION_MODES = ("auto", "layerwise", "float")
 
 INHERIT = (nn.ReshapeOp, nn.TransposeOp, nn.PadOp, nn.SliceOp, nn.MaxPool2DOp, nn.AvgPool2DOp,
            nn.ReduceMaxOp, nn.ReduceMinOp)
@@ -78,6 +79,25 @@ ILL_CONDITIONED = (nn.RsqrtOp,)
 values, their range would cover the error of their input (a ViT's class-token row, whose variance
 0.0034 is three int8 steps of its layer norm's variance: the seen rsqrt reaches 20.6 where float stops at
 17.2; the range is capped at the float values' range: that rsqrt 17.7 -> 41.6 dB on the calibration data)."""
+
+HOLD = 4
+"""Folds of the cross-validation that scores the per-layer choices (`_Quantizer.select`)."""
+
+SCORE_ELEMENTS = 8192
+"""At most about this many elements per sample are scored (every k-th; all of them before a consumer)."""
+
+FIT_STRIDE = 4
+"""The ranges scored in the cross-validation are fitted on every FIT_STRIDE-th kept value (the final
+range on all of them)."""
+
+SWITCH_MARGIN = 0.0
+"""A later candidate replaces the best so far only when its error is lower by this fraction."""
+
+MIN_SELECT_SAMPLES = 8
+"""Fewer calibration samples than this: no cross-validation (the first candidate, mse ranges)."""
+
+AUTO_METHODS = ("mse", "minmax")
+"""The range methods the `auto` calibration method chooses between, per layer."""
 
 FIXED_OUTPUT = (nn.LogisticOp, nn.TanhOp, nn.SoftmaxOp, nn.LogSoftmaxOp)
 WEIGHTED = (nn.Conv2DOp, nn.DepthwiseConv2DOp, nn.FullyConnectedOp)
@@ -108,7 +128,7 @@ class QuantizeResult:
     layers: list[LayerReport] = field(default_factory=list)
     outputs_sqnr_db: list[float] = field(default_factory=list)
     strategy: str = ""
-    mode: str = "layerwise"
+    mode: str = "auto"
     eval_outputs_sqnr_db: list[float] | None = None
     float_module: ModuleOp | None = None
     pairs: list = field(default_factory=list)
@@ -145,7 +165,7 @@ def _kind(op) -> str:
 
 class _Quantizer:
     def __init__(self, float_module: ModuleOp, strategy: Strategy, mode: str, int_io: bool,
-                 progress: Callable[[str], None] | None, bias_correction: bool = True):
+                 progress: Callable[[str], None] | None, bias_correction: bool | None = None):
         if mode not in CALIBRATION_MODES:
             raise QuantizeError(f"calibration mode '{mode}' is not one of {', '.join(CALIBRATION_MODES)}")
         funcs = [op for op in float_module.ops if isinstance(op, func.FuncOp)]
@@ -169,6 +189,7 @@ class _Quantizer:
         self.roundings: dict[SSAValue, str] = {}  # float value -> rounding profile of the op producing it
         self.biases: dict = {}  # weighted float op -> the real bias its quantized op adds
         self.pairs: list = []
+        self.choices: dict[str, str] = {}  # layer name -> the per-layer decision held-back data made
 
     # ----- helpers --------------------------------------------------------------------------
 
@@ -198,7 +219,7 @@ class _Quantizer:
         return [np.asarray(dequantize(a, x_q=qp), np.float32) for a in self.qenv[q]]
 
     def activation_type(self, layer: Layer, stats: TensorStats, bits: int | None = None,
-                        reference: Sequence[np.ndarray] | None = None):
+                        reference: Sequence[np.ndarray] | None = None, method: str | None = None):
         """(type, real range) of an activation from its statistics.  `reference`: the float values the
         activation stands for; in layerwise mode the range then never reaches past theirs (a value beyond
         every reference value is error only: clamping it to their bound moves it closer to any of them,
@@ -207,8 +228,9 @@ class _Quantizer:
         bits = self.strategy.activation_bits(layer) if bits is None else bits
         symmetric = self.strategy.activation_symmetric(layer)
         qmin, qmax = _bounds(bits)
-        lo, hi = choose_range(stats, self.strategy.calibration(layer), qmin=qmin, qmax=qmax, symmetric=symmetric)
-        if reference is not None and self.mode == "layerwise":
+        method = self.strategy.calibration(layer) if method is None else method
+        lo, hi = choose_range(stats, method, qmin=qmin, qmax=qmax, symmetric=symmetric)
+        if reference is not None and self.mode != "float":
             bound = TensorStats(keep=1)
             for r in reference:
                 bound.observe(r)
@@ -262,6 +284,8 @@ class _Quantizer:
         n = self.n = len(samples)
         if n == 0:
             raise QuantizeError("the calibration set holds no samples")
+        # HOLD folds (sample s in fold s % HOLD) score the per-layer choices by cross-validation
+        self.folds = [list(range(f, n, HOLD)) for f in range(HOLD)] if n >= MIN_SELECT_SAMPLES else []
         for s, sample in enumerate(samples):
             if len(sample) != len(args):
                 raise QuantizeError(f"sample {s} has {len(sample)} inputs, the model takes {len(args)}")
@@ -357,14 +381,17 @@ class _Quantizer:
             raise QuantizeError(f"{layer.name}: {op.name} has no quantized (qnn) counterpart")
         result = op.results[0]
         operands = list(op.operands)
-        # float reference
-        self.fenv[result] = self.float_eval(op, [[self.fenv_of(v, s) for v in operands] for s in range(n)])
+        weighted_layerwise = isinstance(op, WEIGHTED) and self.mode != "float"
+        if not weighted_layerwise:  # float reference (a weighted op's comes with its bias correction)
+            self.fenv[result] = self.float_eval(op, [[self.fenv_of(v, s) for v in operands] for s in range(n)])
 
         if isinstance(op, nn.SquaredDifferenceOp) and self.strategy.activation_bits(layer) > 8:
             self.wide_squared_difference(op, layer, n)
             return
         extra: list = []
         weights_text = ""
+        options: list[tuple[str, list, list]] = []  # (label, values the range is taken from, values the op computes)
+        bias_options: dict[str, np.ndarray] = {}
         if isinstance(op, WEIGHTED):
             x, w_value = operands[0], operands[1]
             if not isinstance(w_value.owner, nn.ConstantOp):
@@ -381,17 +408,13 @@ class _Quantizer:
             w_deq = np.asarray(dequantize(w_stored, x_q=w_qt.qparams()), np.float32)
             bias_real = (operands[2].owner.array().astype(np.float32).reshape(-1) if len(operands) == 3
                          else np.zeros(channels, np.float32))
-            if self.mode == "layerwise":
-                xd = self.dequantized(x)
-                if self.bias_correction:
-                    bias_real = self.corrected_bias(op, xd, w_deq, bias_real, n)
-                seen = self.float_eval(op, [[xd[s], w_deq, bias_real] for s in range(n)])
+            if weighted_layerwise:
+                options, bias_options = self.weighted_options(op, x, wf, w_deq, bias_real, n)
+                seen = options[0][2]
             else:
                 seen = self.fenv[result]
-            bias_const = self.bias(bias_real, quantized_element_type(xq.type), w_qt, channels)
-            self.biases[op] = self.real_bias(bias_const, quantized_element_type(xq.type), w_qt, channels)
-            extra = [w_const, bias_const]
-            q_operands = [xq, w_const.results[0], bias_const.results[0]]
+            extra = [w_const]
+            q_operands = [xq, w_const.results[0]]
             weights_text = str(w_qt).split(",")[0].replace("!quant.uniform<", "") + f" x{channels}"
         else:
             q_operands = [self.quantized_operand(v, layer) for v in operands]
@@ -399,14 +422,33 @@ class _Quantizer:
                 bits = 8 if isinstance(op, EIGHT_BIT_ONLY) else self.strategy.activation_bits(layer)
                 symmetric = self.strategy.activation_symmetric(layer)
                 q_operands = [self.match_width(v, bits, n, symmetric) for v in q_operands]
-            if self.mode == "layerwise":
+            if self.mode != "float":
                 deq = [self.dequantized(v) for v in operands]
                 seen = self.float_eval(op, [[d[s] for d in deq] for s in range(n)])
+                options = [("seen", seen, seen)]
+                if self.mode == "auto":
+                    options.append(("float", self.fenv[result], seen))
             else:
                 seen = self.fenv[result]
 
+        method, stats = None, None
+        if options and not isinstance(op, (INHERIT, FIXED_OUTPUT, ILL_CONDITIONED)):
+            label, method, stats = self.select(op, layer, options)
+            seen = next(stat for lab, stat, _ in options if lab == label)
+            if isinstance(op, WEIGHTED):
+                bias_real = bias_options["on" if label.endswith("+bc") else "off"]
+        elif options:
+            seen = options[0][1]
+            if isinstance(op, WEIGHTED):
+                bias_real = bias_options["on" if options[0][0].endswith("+bc") else "off"]
+        if isinstance(op, WEIGHTED):
+            bias_const = self.bias(bias_real, quantized_element_type(xq.type), w_qt, channels)
+            self.biases[op] = self.real_bias(bias_const, quantized_element_type(xq.type), w_qt, channels)
+            extra.append(bias_const)
+            q_operands.append(bias_const.results[0])
+
         reference = self.fenv[result] if isinstance(op, ILL_CONDITIONED) else None
-        out_qt, rng = self.output_type(op, layer, q_operands, seen, reference)
+        out_qt, rng = self.output_type(op, layer, q_operands, seen, reference, method, stats)
         rounding = "half_even" if self.strategy.multiplier(layer) == "float" else self.strategy.rounding(layer)
         if isinstance(op, nn.ConcatenationOp):
             # inputs take the output's parameters, so the concatenation only moves integers (TFLite's
@@ -447,7 +489,7 @@ class _Quantizer:
         result = op.results[0]
         shape = list(result.type.get_shape())
         a, b = (self.match_width(self.quantized_operand(v, layer), bits, n) for v in op.operands)
-        if self.mode == "layerwise":
+        if self.mode != "float":
             da, db = (self.dequantized_value(v) for v in (a, b))
             difference = [x - y for x, y in zip(da, db)]
         else:
@@ -460,7 +502,7 @@ class _Quantizer:
         self.block.add_op(sub)
         self.run_new(sub, n)
         d = sub.results[0]
-        seen = [x * x for x in self.dequantized_value(d)] if self.mode == "layerwise" else self.fenv[result]
+        seen = [x * x for x in self.dequantized_value(d)] if self.mode != "float" else self.fenv[result]
         stats = TensorStats()
         for v in seen:
             stats.observe(v)
@@ -537,14 +579,142 @@ class _Quantizer:
         self.run_new(req, n)
         return req.results[0]
 
-    def corrected_bias(self, op, xd: list[np.ndarray], w_deq: np.ndarray, bias: np.ndarray, n: int) -> np.ndarray:
-        """Bias correction: add the mean (per output channel, before the fused clamp) of float
-        reference minus the quantized layer's real output, over the calibration samples."""
-        ref = self.float_eval(op, [[self.fenv_of(v, s) for v in op.operands][:2] + [bias] for s in range(n)],
-                              clamp=False)
+    def weighted_options(self, op, x: SSAValue, wf: np.ndarray, w_deq: np.ndarray, bias: np.ndarray, n: int):
+        """The candidate outputs of a weighted op calibrated on the quantized graph: its output with the
+        float bias and, with bias correction, with the bias plus the mean (per output channel, before the
+        fused clamp) of float reference minus the quantized layer's real output.  Sets the float
+        reference of the op's result.  Returns (options for `select`, {"on"/"off": the real bias the
+        final op adds}); the corrected candidate scored on held-back samples was corrected on the
+        others only (the final one on all samples)."""
+        xd = self.dequantized(x)
+        ref = self.float_eval(op, [[self.fenv_of(x, s), wf, bias] for s in range(n)], clamp=False)
         got = self.float_eval(op, [[xd[s], w_deq, bias] for s in range(n)], clamp=False)
-        diff = np.concatenate([(r.astype(np.float64) - g).reshape(-1, bias.size) for r, g in zip(ref, got)])
-        return (bias.astype(np.float64) + diff.mean(axis=0)).astype(np.float32)
+        lo, hi = op.act_bounds()
+        lo = -np.inf if lo is None else lo
+        hi = np.inf if hi is None else hi
+
+        def clamp(values):
+            return [np.clip(v, lo, hi).astype(np.float32) for v in values]
+
+        self.fenv[op.results[0]] = clamp(ref)
+        plain = clamp(got)
+        use = [True, False] if self.bias_correction is None else [self.bias_correction]
+        options, biases = [], {"off": bias}
+        for correct in use:
+            if not correct:
+                for source in self.sources():
+                    options.append((source, plain if source == "seen" else self.fenv[op.results[0]], plain))
+                continue
+            diffs = [(ref[s].astype(np.float64) - got[s]).reshape(-1, bias.size) for s in range(n)]
+            sums = np.stack([d.sum(axis=0) for d in diffs])
+            rows = np.array([d.shape[0] for d in diffs], np.float64)
+            corrected = (bias.astype(np.float64) + sums.sum(axis=0) / rows.sum()).astype(np.float32)
+            biases["on"] = corrected
+
+            def shifted(b, s):
+                return np.clip(got[s] + (b.astype(np.float64) - bias).astype(np.float32), lo, hi).astype(np.float32)
+
+            final = [shifted(corrected, s) for s in range(n)]
+            scored = final
+            if self.folds:  # a held-back sample sees the bias corrected on the other folds only
+                k = len(self.folds)
+                others = [[t for t in range(n) if t % k != f] for f in range(k)]
+                fold_bias = [(bias.astype(np.float64) + sums[o].sum(axis=0) / rows[o].sum()).astype(np.float32)
+                             for o in others]
+                scored = [shifted(fold_bias[s % k], s) for s in range(n)]
+            for source in self.sources():
+                stat = final if source == "seen" else self.fenv[op.results[0]]
+                options.append((source + "+bc", stat, scored))
+        return options, biases
+
+    def sources(self) -> list[str]:
+        """Where an output range may come from: the values the quantized graph computes ("seen"), the
+        float reference ("float"); both in auto mode, where held-back data decide."""
+        return ["seen", "float"] if self.mode == "auto" else ["seen"]
+
+    def select(self, op, layer: Layer, options: list[tuple[str, list, list]]) -> tuple[str, str, TensorStats | None]:
+        """The (option label, range method) whose output quantization has the least squared error
+        against the float reference on held-back samples, by HOLD-fold cross-validation: each fold's
+        samples are scored with the range (and corrected bias) fitted on the other folds.  The error is
+        measured after the op's sole consumer when that is a cheap op of the output alone (softmax,
+        mean, pooling, reshape, ...): the error that matters is what reaches it.  Range methods: the
+        strategy's, or for `auto` mse and minmax.  Without folds (or with one candidate): the first
+        option and mse.  Also returns the chosen values' statistics over all samples (None when
+        nothing was scored)."""
+        method = self.strategy.calibration(layer)
+        methods = list(AUTO_METHODS) if method == "auto" else [method]
+        if not self.folds or len(options) * len(methods) == 1:
+            return options[0][0], methods[0], None
+        bits = 8 if isinstance(op, EIGHT_BIT_ONLY) else self.strategy.activation_bits(layer)
+        symmetric = self.strategy.activation_symmetric(layer)
+        qmin, qmax = _bounds(bits)
+        n = self.n
+        chain = self.downstream(op)
+        size = int(np.prod(np.shape(self.fenv[op.results[0]][0])))
+        step = 1 if chain else max(1, size // SCORE_ELEMENTS)  # every step-th element is scored
+
+        def scored(values: list[np.ndarray], idx: list[int]) -> list[np.ndarray]:
+            if chain:
+                return self.through(chain, [values[s] for s in idx])
+            return [np.asarray(values[s]).reshape(-1)[::step] for s in idx]
+
+        reference = [scored(self.fenv[op.results[0]], fold) for fold in self.folds]
+        per_sample: dict[int, list[TensorStats]] = {}
+        fitted: dict[tuple, tuple[float, float]] = {}
+        best = None
+        for label, stat, actual in options:
+            if id(stat) not in per_sample:
+                parts = []
+                for s in range(n):
+                    part = TensorStats(seed=s)
+                    part.observe(stat[s])
+                    parts.append(part)
+                per_sample[id(stat)] = parts
+            parts = per_sample[id(stat)]
+            for m in methods:
+                err = 0.0
+                for f, fold in enumerate(self.folds):
+                    key = (id(stat), f, m)
+                    if key not in fitted:
+                        others = TensorStats.merged([p for s, p in enumerate(parts) if s % len(self.folds) != f],
+                                                    stride=FIT_STRIDE)
+                        fitted[key] = choose_range(others, m, qmin=qmin, qmax=qmax, symmetric=symmetric)
+                    scale, zp = affine_params(*fitted[key], qmin, qmax, symmetric)
+                    values = [actual[s] if chain else np.asarray(actual[s]).reshape(-1)[::step] for s in fold]
+                    fq = [((np.clip(np.round(a / scale) + zp, qmin, qmax) - zp) * scale).astype(np.float32)
+                          for a in values]
+                    got = self.through(chain, fq) if chain else fq
+                    err += sum(float(np.sum((g.astype(np.float64) - r) ** 2)) for g, r in zip(got, reference[f]))
+                if best is None or err < best[0] * (1 - SWITCH_MARGIN):
+                    best = (err, label, m, stat)
+        self.choices[layer.name] = f"{best[1]} {best[2]}"
+        return best[1], best[2], TensorStats.merged(per_sample[id(best[3])])
+
+    def downstream(self, op) -> list[tuple[nn.NnOp, SSAValue]]:
+        """The ops after `op` whose float output `select` scores: while a value has one consumer, a
+        cheap op (not weighted; its other operands constants), followed through data movement."""
+        chain = []
+        value = op.results[0]
+        for _ in range(3):
+            users = {id(use.operation): use.operation for use in value.uses}
+            if len(users) != 1:
+                break
+            user = next(iter(users.values()))
+            if (not isinstance(user, nn.NnOp) or isinstance(user, (WEIGHTED, nn.ConcatenationOp))
+                    or not all(o is value or isinstance(o.owner, nn.ConstantOp) for o in user.operands)):
+                break
+            chain.append((user, value))
+            if not isinstance(user, INHERIT):
+                break
+            value = user.results[0]
+        return chain
+
+    def through(self, chain, values: list[np.ndarray]) -> list[np.ndarray]:
+        """`values` (one array per sample) through the float ops of `chain`."""
+        for user, value in chain:
+            values = self.float_eval(user, [[v if o is value else self.fenv_of(o, 0) for o in user.operands]
+                                            for v in values])
+        return values
 
     @staticmethod
     def real_bias(const, x_qt, w_qt, channels: int) -> np.ndarray:
@@ -569,7 +739,8 @@ class _Quantizer:
         return qnn.ConstantOp.from_array(stored, qt)
 
     def output_type(self, op, layer: Layer, q_operands, seen,
-                    reference=None) -> tuple[UniformQuantizedType, tuple | None]:
+                    reference=None, method: str | None = None,
+                    stats: TensorStats | None = None) -> tuple[UniformQuantizedType, tuple | None]:
         bits = 8 if isinstance(op, EIGHT_BIT_ONLY) else self.strategy.activation_bits(layer)
         if isinstance(op, INHERIT):
             return quantized_element_type(q_operands[0].type), None
@@ -580,10 +751,11 @@ class _Quantizer:
                 raise QuantizeError(f"{layer.name}: {target.name} has no fixed output parameters for {storage}")
             scale, zp = target.FIXED[storage]
             return UniformQuantizedType.per_tensor(scale, zp, storage), None
-        stats = TensorStats()
-        for a in seen:
-            stats.observe(a)
-        qt, rng = self.activation_type(layer, stats, bits, reference)
+        if stats is None:
+            stats = TensorStats()
+            for a in seen:
+                stats.observe(a)
+        qt, rng = self.activation_type(layer, stats, bits, reference, method)
         if isinstance(op, nn.HardSwishOp):  # TFLite's kernel needs s_in / (128 s_out) <= 1
             in_s = float(quantized_element_type(q_operands[0].type).scale_array())
             if float(qt.scale_array()) < in_s / 128:
@@ -725,7 +897,7 @@ class _Repeat:
 
 
 def quantize_float_module(float_module: ModuleOp, samples: Sequence[Sequence[np.ndarray]], strategy: Strategy,
-                          *, mode: str = "layerwise", int_io: bool = False, bias_correction: bool = True,
+                          *, mode: str = "auto", int_io: bool = False, bias_correction: bool | None = None,
                           progress: Callable[[str], None] | None = None) -> QuantizeResult:
     """Calibrate `float_module` on `samples` and build its quantized L1 module (see the module docstring)."""
     with np.errstate(all="ignore"):

@@ -44,6 +44,10 @@ class Target:
     name: str
     summary: str
     rows: dict[str, Row] = field(default_factory=dict)
+    merge_unconnected: bool = False
+    """Also merge supported regions that no def-use edge joins (as long as the graph stays
+    acyclic): one region per stretch of the schedule the target runs, as Vela's command
+    streams are; otherwise only producer/consumer pairs are merged."""
 
     def reason(self, op: Operation) -> tuple[str, str] | None:
         """None if the target takes `op`; else (kind, message) of the first failing constraint."""
@@ -80,12 +84,13 @@ class Target:
         return "\n".join(lines) + "\n"
 
 
-def table(name: str, summary: str, rows: list[Row]) -> Target:
+def table(name: str, summary: str, rows: list[Row], merge_unconnected: bool = False) -> Target:
+    """A target from its rows (one per qnn op name)."""
     names = [r.op for r in rows]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
         raise ValueError(f"target {name}: more than one row for {', '.join(sorted(duplicates))}")
-    return Target(name, summary, {r.op: r for r in rows})
+    return Target(name, summary, {r.op: r for r in rows}, merge_unconnected)
 
 
 def _module_name(name: str) -> str:

@@ -1060,3 +1060,22 @@ def gather_axis_is_batch_dims() -> Check:
         return None
 
     return Check("attribute", "axis == batch_dims", test)
+
+
+def scales_below(limit: float) -> Check:
+    """Every quantized operand's and result's scale (as float32) is below `limit`: Vela 5.2
+    leaves ops with a tensor scale of 2^32 or more to the CPU (found by probing; undocumented)."""
+
+    def test(op):
+        values = [(operand_label(op, i), v) for i, v in enumerate(op.operands)]
+        values += [("result" if len(op.results) == 1 else f"result {k}", r) for k, r in enumerate(op.results)]
+        for label, v in values:
+            q = qtype(v)
+            if q is None:
+                continue
+            s = float(np.max(q.scale_array().astype(np.float32)))
+            if s >= limit:
+                return f"{label} scale {s:.6g} is not below {limit:.6g}"
+        return None
+
+    return Check("quantization", f"tensor scales < {limit:g}", test)

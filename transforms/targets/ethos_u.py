@@ -10,7 +10,7 @@ report (`vela --supported-ops-report`), generic constraints first:
   "32-bit feature-maps are not supported": add, sub, mul, reshape, fully
   connected, batch matmul, neg, sum, mirror pad); per-axis quantization only
   on conv2d, depthwise, transpose conv and fully connected; unsigned zero
-  points >= 0.  No rank, batch, dimension, broadcast or fused-activation
+  points >= 0; tensor scales below 2^32 (probed, not in the report).  No rank, batch, dimension, broadcast or fused-activation
   limits (Vela 5.2 lowers those itself).
 - U85: feature maps also i32 (and i64, bool); result zero points in the
   8-bit range, input zero points 0 for i16 / i32; no stride limits; larger
@@ -46,6 +46,7 @@ from transforms.targets.checks import (
     rounding,
     same_shape_as_result,
     same_storage,
+    scales_below,
     slice_strides_vela,
     storage,
     stride,
@@ -71,7 +72,7 @@ def _generic(core: str, op: str, fm: tuple[str, ...] | None) -> list[Check]:
     """Vela's generic constraints for `core` (u55 or u85), then TFLite's arithmetic."""
     if fm is None:
         fm = FM8_16 if core == "u55" else FM_U85
-    checks = [storage(*fm), per_axis_only_on(op in WEIGHTED_OPS, PER_AXIS_NOTE)]
+    checks = [storage(*fm), per_axis_only_on(op in WEIGHTED_OPS, PER_AXIS_NOTE), scales_below(2.0**32)]
     checks.append(unsigned_zero_points() if core == "u55" else u85_zero_points())
     checks += [rounding("tflite"), tflite_accumulator()]
     return checks
@@ -163,7 +164,7 @@ def _rows(core: str) -> list[Row]:
 
 def build(name: str, core: str, summary: str) -> Target:
     """The table of `core` ("u55" for U55/U65, "u85") under the target name `name`."""
-    return table(name, summary, _rows(core))
+    return table(name, summary, _rows(core), merge_unconnected=True)
 
 
 U55_SUMMARY = "Arm Ethos-U55 as Vela 5.2 places TFLite operators (its SUPPORTED_OPS constraints)"

@@ -90,11 +90,13 @@ def float_tflite(path: Path, n: int) -> str:
         held = calib[:n]
     module = quantize_float_module(fm, calib, load_strategy("int8")).module
     data = export_tflite(module)
-    bad = total = 0
+    bad = total = xbad = 0
     for s in held:
         b, t = _diff(run_module(module, s), run_tflite(data, s, reference=True))
         bad, total = bad + b, total + t
-    return f"{'exact' if bad == 0 else 'mismatch'}: BUILTIN_REF vs interpreter {bad}/{total} differ"
+        xbad += _diff(run_module(module, s, rounding="litert"), run_tflite(data, s, reference=False))[0]
+    return (f"{'exact' if bad == xbad == 0 else 'mismatch'}: BUILTIN_REF vs interpreter {bad}/{total} differ, "
+            f"XNNPACK vs interpreter (litert) {xbad}/{total} differ")
 
 
 def onnx_model(path: Path, n: int) -> str:

@@ -147,11 +147,15 @@ def _quantized_float_model(stem: str):
 @pytest.mark.parametrize("stem", ["cnn_small", "mlp_act", "ds_cnn_kws",
                                   pytest.param("mobilenetv2_tiny", marks=pytest.mark.slow)])
 def test_quantized_float_model_matches_interpreter(stem):
+    """BUILTIN_REF against the interpreter's `tflite` profile (qd-run --backend interp); the default
+    (XNNPACK) interpreter against its `litert` profile."""
     module, held = _quantized_float_model(stem)
     data = export_tflite(module)
     bad = []
     for sample in held:
         bad += _mismatches(run_module(module, sample), run_tflite(data, sample, reference=True))
+        bad += [f"XNNPACK {m}" for m in _mismatches(run_module(module, sample, rounding="litert"),
+                                                     run_tflite(data, sample, reference=False))]
     assert not bad, f"{stem}: " + "; ".join(bad)
 
 

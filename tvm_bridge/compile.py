@@ -121,10 +121,14 @@ def pipeline(target, schedule: bool = True):
 class CompiledModel:
     """A compiled Relax `main`: call it with numpy arrays, get a list of numpy arrays."""
 
-    def __init__(self, executable, n_outputs: int, target):
+    def __init__(self, executable, n_outputs: int, target, library=None, library_path=None):
+        """`executable`: what `build` returns (None for a model loaded from the cache);
+        `library`: the same code loaded from a shared library (`library_path`), which the VM
+        runs instead of making machine code from the executable again on its first use."""
         import tvm
 
         self.executable = executable
+        self.library, self.library_path = library, library_path
         self.n_outputs = n_outputs
         self.target = target
         self.device = tvm.cpu()
@@ -143,7 +147,7 @@ class CompiledModel:
             if why is not None:
                 raise TranslationError(f"the model was compiled for {self.target} and cannot run here: {why} "
                                        f"(export it with export_library and run it on such a machine)")
-            self._vm = relax.VirtualMachine(self.executable, self.device)
+            self._vm = relax.VirtualMachine(self.executable if self.library is None else self.library, self.device)
             self._main = self._vm["main"]  # looked up once: a lookup costs about 1 us per call
         return self._vm
 
@@ -189,6 +193,11 @@ class CompiledModel:
         output, not a problem.  The save-side lines are filtered out here; anything
         else TVM writes to stderr is passed on.
         """
+        if self.executable is None:  # loaded from the cache: its library is the export
+            from tvm_bridge import cache
+
+            cache.copy_library(self.library_path, path)
+            return
         with _stderr_filtered("Warning: Scope Saving:"):
             self.executable.export_library(path)
 
@@ -225,18 +234,36 @@ def build(mod, target):
     return relax.build(mod, target=target, relax_pipeline=pipeline(target), exec_mode="compiled")
 
 
-def compile_module(module, target=None, entry: str | None = None, dot="target") -> CompiledModel:
+def compile_module(module, target=None, entry: str | None = None, dot="target",
+                   cache: bool | None = None) -> CompiledModel:
     """Translate an L3 module to Relax and build it (`build`).
 
     `dot`: the dot-product flavor of the int8 convolution kernels (tvm_bridge/vnni.py);
     by default the target's own (`vnni.target_flavor`), None for the generic path, or
-    a `vnni.Flavor` (an emulated one runs on any CPU: tests of a flavor the host lacks)."""
+    a `vnni.Flavor` (an emulated one runs on any CPU: tests of a flavor the host lacks).
+
+    `cache`: look the build up in (and store it to) the compiled-model cache
+    (tvm_bridge/cache.py); None (default) follows QDIALECT_CACHE.  Only targets this
+    machine can run are cached."""
+    from tvm_bridge import cache as build_cache
     from tvm_bridge.vnni import target_flavor
 
     tgt = as_target(target)
-    mod, n_outputs = translate(module, entry, dot=target_flavor(tgt) if dot == "target" else dot)
-    executable = build(mod, tgt)
-    return CompiledModel(executable, n_outputs, tgt)
+    flavor = target_flavor(tgt) if dot == "target" else dot
+    key = found = executable = None
+    if (build_cache.enabled() if cache is None else cache) and cannot_run_here(tgt) is None:
+        key = build_cache.key(str(module), str(tgt), f"entry {entry}", f"dot {flavor!r}")
+        found = build_cache.load(key)
+    if found is None:
+        mod, n_outputs = translate(module, entry, dot=flavor)
+        executable = build(mod, tgt)
+        if key is not None and build_cache.store(key, executable, {"n_outputs": n_outputs}) is not None:
+            # run the stored library: LLVM makes the machine code once, for the export
+            found = build_cache.load(key, count=False)
+    library, library_path = (found[0], found[2]) if found is not None else (None, None)
+    if found is not None:
+        n_outputs = found[1]["n_outputs"]
+    return CompiledModel(executable, n_outputs, tgt, library=library, library_path=library_path)
 
 
 def run(model: CompiledModel, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

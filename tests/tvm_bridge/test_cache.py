@@ -1,0 +1,142 @@
+"""The compiled-model cache (tvm_bridge/cache.py): a second compile of the same L3 module
+loads the stored library instead of building (counted in `cache.stats` and checked by
+making `build` fail, never by timing), runs the same and still matches LiteRT's reference
+kernels; a damaged entry is rebuilt; QDIALECT_CACHE=0 builds every time and writes nothing.
+
+Each test points QDIALECT_CACHE_DIR at its own directory (tests/conftest.py already keeps
+the whole session away from the user's cache)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tvm_bridge.compile as compile_mod
+from transforms.pipelines import lower_to_l3
+from tvm_bridge import cache
+from tvm_bridge.compile import compile_module
+from tvm_bridge.run_cli import _entry_signature, litert_run, load_module, make_inputs
+from tvm_bridge.run_cli import main as qd_run
+
+MODEL = Path(__file__).resolve().parents[2] / "models" / "zoo" / "mlp_act.tflite"
+
+
+@pytest.fixture(scope="module")
+def lowered():
+    """(L3 module of mlp_act, two input samples, LiteRT BUILTIN_REF's outputs for them)."""
+    module = load_module(MODEL, batch=1)
+    samples = [make_inputs(_entry_signature(module)[1], seed) for seed in range(2)]
+    theirs = litert_run(MODEL.read_bytes(), samples, reference=True)
+    lower_to_l3(module)
+    return module, samples, theirs
+
+
+@pytest.fixture(scope="module")
+def stored_entry(lowered, tmp_path_factory):
+    """The bytes of mlp_act's cache entry ({file name: bytes}), built once for the module."""
+    import os
+
+    saved = os.environ.get("QDIALECT_CACHE_DIR")
+    os.environ["QDIALECT_CACHE_DIR"] = str(directory := tmp_path_factory.mktemp("entry"))
+    try:
+        compile_module(lowered[0], cache=True)
+    finally:
+        os.environ["QDIALECT_CACHE_DIR"] = saved if saved is not None else ""
+        if saved is None:
+            del os.environ["QDIALECT_CACHE_DIR"]
+    return {p.name: p.read_bytes() for p in directory.iterdir()}
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("QDIALECT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("QDIALECT_CACHE", raising=False)
+    for k in cache.stats:
+        monkeypatch.setitem(cache.stats, k, 0)
+    return tmp_path / "cache"
+
+
+def _outputs(model, samples):
+    return [[o.copy() for o in model(*s)] for s in samples]
+
+
+def _no_build(*_args, **_kwargs):
+    raise AssertionError("built although the cache holds this module")
+
+
+def _assert_matches_litert(ours, theirs):
+    for o, t in zip(ours, theirs):
+        for a, b in zip(o, t):
+            assert np.count_nonzero(a.astype(np.int64) != b.reshape(a.shape).astype(np.int64)) == 0
+
+
+def test_hit_skips_the_build_and_runs_the_same(lowered, cache_dir, monkeypatch):
+    module, samples, theirs = lowered
+    first = compile_module(module)
+    assert cache.stats == {"hits": 0, "misses": 1, "stores": 1, "corrupt": 0}
+    assert len(list(cache_dir.glob("*.so"))) == 1 and len(list(cache_dir.glob("*.json"))) == 1
+    cold = _outputs(first, samples)
+    _assert_matches_litert(cold, theirs)
+
+    monkeypatch.setattr(compile_mod, "build", _no_build)
+    monkeypatch.setattr(compile_mod, "translate", _no_build)
+    again = compile_module(module)
+    assert cache.stats["hits"] == 1 and again.executable is None
+    warm = _outputs(again, samples)
+    assert all(np.array_equal(a, b) for c, w in zip(cold, warm) for a, b in zip(c, w))
+
+    exported = cache_dir.parent / "exported.so"  # a cached model still exports its library
+    again.export_library(str(exported))
+    assert exported.read_bytes() == next(cache_dir.glob("*.so")).read_bytes()
+
+
+def test_key_changes_with_the_module_and_the_target(lowered, cache_dir):
+    module, _, _ = lowered
+    text = str(module)
+    assert cache.key(text, "llvm -mcpu=znver4") == cache.key(text, "llvm -mcpu=znver4")
+    assert cache.key(text, "llvm -mcpu=znver4") != cache.key(text, "llvm -mcpu=skylake-avx512")
+    assert cache.key(text, "llvm -mcpu=znver4") != cache.key(text + " ", "llvm -mcpu=znver4")
+    assert cache.key(text, "t", "entry main") != cache.key(text, "t", "entry other")
+
+
+@pytest.mark.parametrize("damage", ["truncated library", "garbage json", "missing library"])
+def test_damaged_entry_is_rebuilt(lowered, stored_entry, cache_dir, damage):
+    module, samples, theirs = lowered
+    cache_dir.mkdir()
+    for name, data in stored_entry.items():
+        (cache_dir / name).write_bytes(data)
+    (lib,), (meta,) = cache_dir.glob("*.so"), cache_dir.glob("*.json")
+    # damaged files are new files (as another process would leave them): this process has
+    # the library mapped, and rewriting a mapped file in place is a bus error, not a test
+    if damage == "truncated library":
+        (cache_dir / "damaged").write_bytes(lib.read_bytes()[:1000])
+        (cache_dir / "damaged").replace(lib)
+    elif damage == "garbage json":
+        meta.unlink()
+        meta.write_text("{not json")
+    else:
+        lib.unlink()
+    rebuilt = compile_module(module)
+    assert cache.stats["corrupt"] == 1 and cache.stats["stores"] == 1 and cache.stats["hits"] == 0
+    _assert_matches_litert(_outputs(rebuilt, samples), theirs)
+    assert compile_module(module).executable is None  # the rebuilt entry is used next time
+    assert cache.stats["hits"] == 1
+
+
+def test_cache_off_builds_and_writes_nothing(lowered, cache_dir, monkeypatch):
+    module, samples, theirs = lowered
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    model = compile_module(module)
+    assert model.executable is not None and model.library is None
+    assert not cache_dir.exists() and cache.stats == {"hits": 0, "misses": 0, "stores": 0, "corrupt": 0}
+    _assert_matches_litert(_outputs(model, samples), theirs)
+
+
+def test_qd_run_says_when_it_used_the_cache(cache_dir, capsys):
+    assert qd_run([str(MODEL), "--compare", "litert-ref"]) == 0
+    assert "stage      TVM compile" in capsys.readouterr().out
+    assert qd_run([str(MODEL), "--compare", "litert-ref"]) == 0
+    out = capsys.readouterr().out
+    assert "stage      TVM (cached)" in out and "BIT-EXACT vs LiteRT litert-ref" in out

@@ -1,0 +1,170 @@
+"""A cache of compiled models on disk: the same model compiled again loads in milliseconds.
+
+Building a model with TVM costs seconds (the TIR passes, then LLVM making machine
+code); a compiled model is a shared library (`export_library`) that `dlopen` loads
+in about a millisecond.  `compile_module` looks here first and stores what it builds.
+
+    $QDIALECT_CACHE_DIR            where entries live (default $XDG_CACHE_HOME/qdialect,
+                                   else ~/.cache/qdialect)
+    QDIALECT_CACHE=0               no cache: every compile builds, nothing is written
+
+An entry is `<key>.so` (the library) and `<key>.json` (what the library needs beside
+it: the number of outputs, the library's sha256).  The key hashes everything the
+machine code depends on: the lowered (L3) module's text, the entry, the kernel
+flavor, the target string, TVM's version, qdialect's version and the source of the
+bridge that translates L3 to Relax (so an edited bridge never reuses an old build).
+Writes are atomic (a temporary file in the same directory, then `os.replace`; the
+JSON, written last, commits the entry); an entry that does not load, or whose
+library is not the one its JSON names, is removed and rebuilt, never a crash.
+
+`stats` counts hits, misses, stores and rebuilt (corrupt) entries in this process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+#: this process's cache traffic: {"hits", "misses", "stores", "corrupt"}
+stats = {"hits": 0, "misses": 0, "stores": 0, "corrupt": 0}
+
+_FORMAT = 1  # bump when an entry's layout changes
+
+
+def enabled() -> bool:
+    """False when QDIALECT_CACHE is 0 (or off / no / false)."""
+    return os.environ.get("QDIALECT_CACHE", "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def cache_dir() -> Path:
+    """Where entries live: $QDIALECT_CACHE_DIR, else $XDG_CACHE_HOME/qdialect, else ~/.cache/qdialect."""
+    explicit = os.environ.get("QDIALECT_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "qdialect"
+
+
+_bridge_digest: str | None = None
+
+
+def _bridge_source_digest() -> str:
+    """sha256 of the bridge's Python sources (tvm_bridge/*.py): what turns L3 into Relax."""
+    global _bridge_digest
+    if _bridge_digest is None:
+        h = hashlib.sha256()
+        for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+        _bridge_digest = h.hexdigest()
+    return _bridge_digest
+
+
+def _versions() -> str:
+    import importlib.metadata
+
+    import tvm
+
+    try:
+        ours = importlib.metadata.version("qdialect")
+    except importlib.metadata.PackageNotFoundError:
+        ours = "unknown"
+    return f"tvm {tvm.__version__}; qdialect {ours}; format {_FORMAT}"
+
+
+def key(module_text: str, target: str, *parts: str) -> str:
+    """The entry's name: sha256 over the lowered module's text, the target string, the
+    versions, the bridge's source and any further `parts` (entry name, kernel flavor)."""
+    h = hashlib.sha256()
+    for part in (_versions(), _bridge_source_digest(), target, *parts):
+        h.update(part.encode())
+        h.update(b"\0")
+    h.update(module_text.encode())
+    return h.hexdigest()[:40]
+
+
+def _paths(k: str) -> tuple[Path, Path]:
+    d = cache_dir()
+    return d / f"{k}.so", d / f"{k}.json"
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _discard(*paths: Path) -> None:
+    for p in paths:
+        try:
+            p.unlink()
+        except OSError:
+            pass
+
+
+def load(k: str, count: bool = True):
+    """(loaded library, metadata dict, library path) for entry `k`, or None when there is
+    none or it is damaged (a damaged entry is removed, counted in `stats["corrupt"]`).
+    `count`: add this look-up to `stats` (not for the load that follows a store)."""
+    lib_path, meta_path = _paths(k)
+    try:
+        meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:
+        stats["misses"] += count
+        return None
+    except (OSError, ValueError):
+        meta = None
+    try:
+        if not isinstance(meta, dict) or meta.get("format") != _FORMAT or _file_sha256(lib_path) != meta.get("sha256"):
+            raise ValueError("damaged entry")
+        import tvm
+
+        from tvm_bridge.compile import _stderr_filtered
+
+        with _stderr_filtered("Warning: Scope Loaded:"):
+            library = tvm.runtime.load_module(str(lib_path))
+    except Exception:  # noqa: BLE001 - any damage (missing .so, wrong hash, dlopen refusal): rebuild
+        stats["corrupt"] += 1
+        stats["misses"] += count
+        _discard(lib_path, meta_path)
+        return None
+    stats["hits"] += count
+    return library, meta, lib_path
+
+
+def store(k: str, executable, meta: dict) -> Path | None:
+    """Export `executable` as entry `k` with `meta` (JSON-able); returns the library's path,
+    or None when the cache directory cannot be written (the build is still usable)."""
+    from tvm_bridge.compile import _stderr_filtered
+
+    lib_path, meta_path = _paths(k)
+    tmp_lib = lib_path.with_name(f"{k}.{os.getpid()}.tmp.so")
+    tmp_meta = meta_path.with_name(f"{k}.{os.getpid()}.tmp.json")
+    try:
+        lib_path.parent.mkdir(parents=True, exist_ok=True)
+        with _stderr_filtered("Warning: Scope Saving:"):
+            executable.export_library(str(tmp_lib))
+        meta = dict(meta, format=_FORMAT, sha256=_file_sha256(tmp_lib))
+        tmp_meta.write_text(json.dumps(meta))
+        os.replace(tmp_lib, lib_path)
+        os.replace(tmp_meta, meta_path)  # the entry exists from here on
+    except OSError:
+        _discard(tmp_lib, tmp_meta)
+        return None
+    stats["stores"] += 1
+    return lib_path
+
+
+def clear() -> None:
+    """Remove every entry (the directory itself stays)."""
+    d = cache_dir()
+    if d.is_dir():
+        for p in d.iterdir():
+            if p.suffix in (".so", ".json"):
+                _discard(p)
+
+
+def copy_library(src: Path, dst: str) -> None:
+    """Copy a cached library to `dst` (CompiledModel.export_library of a model loaded from the cache)."""
+    shutil.copyfile(src, dst)

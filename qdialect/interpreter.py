@@ -31,6 +31,7 @@ from qdialect.dialects.quant import (
     StorageCastOp,
     quantized_element_type,
 )
+from qdialect.io_types import EdgeTypeError, as_declared, declared_dtypes
 from qdialect.qparams import ONNX_ROUNDINGS, QParams
 
 
@@ -153,6 +154,10 @@ class Interpreter:
         block = f.body.block
         if len(inputs) != len(block.args):
             raise InterpreterError(f"@{f.sym_name.data} takes {len(block.args)} inputs, got {len(inputs)}")
+        try:  # the model's unsigned edges (qnn.element_type): results leave in the declared dtype
+            declared = None if self._depth else declared_dtypes(f)[1]
+        except EdgeTypeError as e:
+            raise InterpreterError(str(e)) from None
         env: dict[SSAValue, np.ndarray] = {}
         for i, (arg, value) in enumerate(zip(block.args, inputs)):
             check_size(arg, f"@{f.sym_name.data} input {i}")
@@ -163,7 +168,8 @@ class Interpreter:
             env[arg] = arr.astype(self._dtype(arg), copy=False)
         for position, op in enumerate(block.ops):
             if isinstance(op, func.ReturnOp):
-                return [env[v] for v in op.operands]
+                results = [env[v] for v in op.operands]
+                return results if declared is None else as_declared(results, declared)
             for i, r in enumerate(op.results):
                 check_size(r, f"{op.name} result {i}")
             try:

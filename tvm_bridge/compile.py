@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tvm_bridge.translate import TranslationError, aligned_empty, translate
+from qdialect.io_types import EdgeTypeError, as_declared, declared_dtypes
+from tvm_bridge.translate import TranslationError, Translator, aligned_empty, translate
 
 
 def host_target():
@@ -119,9 +120,13 @@ def pipeline(target, schedule: bool = True):
 
 
 class CompiledModel:
-    """A compiled Relax `main`: call it with numpy arrays, get a list of numpy arrays."""
+    """A compiled Relax `main`: call it with numpy arrays, get a list of numpy arrays.
 
-    def __init__(self, executable, n_outputs: int, target, library=None, library_path=None):
+    `out_dtypes` (one per output, None where the L3 type is the model's own): the dtypes the
+    model declares where L3 carries other bits (`qnn.element_type`, `qdialect.io_types`):
+    a uint8 model takes and returns uint8 arrays."""
+
+    def __init__(self, executable, n_outputs: int, target, out_dtypes=None, library=None, library_path=None):
         """`executable`: what `build` returns (None for a model loaded from the cache);
         `library`: the same code loaded from a shared library (`library_path`), which the VM
         runs instead of making machine code from the executable again on its first use."""
@@ -131,6 +136,7 @@ class CompiledModel:
         self.library, self.library_path = library, library_path
         self.n_outputs = n_outputs
         self.target = target
+        self.out_dtypes = list(out_dtypes) if out_dtypes and any(d is not None for d in out_dtypes) else None
         self.device = tvm.cpu()
         self._vm = self._main = None  # made on the first use: a target this machine cannot run
         self._inputs: dict[int, tuple] = {}
@@ -163,8 +169,10 @@ class CompiledModel:
         out = self._main(*args)
         # zero-copy views of the VM's result buffers, copied once into arrays we own
         if self.n_outputs == 1:
-            return [np.from_dlpack(out).copy()]
-        return [np.from_dlpack(out[i]).copy() for i in range(self.n_outputs)]
+            outs = [np.from_dlpack(out).copy()]
+        else:
+            outs = [np.from_dlpack(out[i]).copy() for i in range(self.n_outputs)]
+        return outs if self.out_dtypes is None else as_declared(outs, self.out_dtypes)
 
     def _staged(self, i: int, x: np.ndarray):
         """The TVM tensor for input `i`: a 64-byte aligned numpy buffer kept per input
@@ -249,6 +257,10 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
     from tvm_bridge.vnni import target_flavor
 
     tgt = as_target(target)
+    try:  # the model's unsigned edges (qnn.element_type, qdialect.io_types): outputs in their dtypes
+        out_dtypes = declared_dtypes(Translator(module).entry(entry))[1]
+    except EdgeTypeError as e:
+        raise TranslationError(str(e)) from None
     flavor = target_flavor(tgt) if dot == "target" else dot
     key = found = executable = None
     if (build_cache.enabled() if cache is None else cache) and cannot_run_here(tgt) is None:
@@ -263,7 +275,7 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
     library, library_path = (found[0], found[2]) if found is not None else (None, None)
     if found is not None:
         n_outputs = found[1]["n_outputs"]
-    return CompiledModel(executable, n_outputs, tgt, library=library, library_path=library_path)
+    return CompiledModel(executable, n_outputs, tgt, out_dtypes, library=library, library_path=library_path)
 
 
 def run(model: CompiledModel, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

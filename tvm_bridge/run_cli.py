@@ -79,9 +79,16 @@ def load_module(path: Path, batch: int, *, profile: str = "onnxruntime", progres
 
 
 def _entry_signature(module):
+    """(entry function, its argument values, its result types); BadInput for a
+    `qnn.element_type` mark that cannot describe its value."""
     from qdialect.interpreter import Interpreter
+    from qdialect.io_types import EdgeTypeError, declared_dtypes
 
     f = Interpreter(module).entry()
+    try:
+        declared_dtypes(f)
+    except EdgeTypeError as e:
+        raise BadInput(str(e)) from None
     return f, list(f.body.block.args), list(f.function_type.outputs.data)
 
 
@@ -94,9 +101,12 @@ def make_inputs(args_values, seed: int) -> list[np.ndarray]:
     for v in args_values:
         shape = tuple(v.type.get_shape())
         q = _qp(v)
-        dtype = Interpreter._dtype(v)
+        dtype = _declared_dtype(v)
         if q is not None:
             out.append(rng.integers(q.storage_min, q.storage_max + 1, size=shape).astype(dtype))
+        elif dtype != Interpreter._dtype(v):  # an unsigned edge (qnn.element_type): its whole storage range
+            info = np.iinfo(dtype)
+            out.append(rng.integers(info.min, info.max + 1, size=shape).astype(dtype))
         elif np.issubdtype(dtype, np.integer):
             info = np.iinfo(dtype)
             out.append(rng.integers(max(info.min, -128), min(info.max, 127) + 1, size=shape).astype(dtype))
@@ -106,9 +116,29 @@ def make_inputs(args_values, seed: int) -> list[np.ndarray]:
 
 
 def _declared_dtype(value) -> np.dtype:
-    from qdialect.interpreter import Interpreter
+    """The dtype the model declares for an entry argument: its quantized storage's, the
+    `qnn.element_type` mark of an unsigned edge after lowering (`qdialect.io_types`), else its type's."""
+    from xdsl.dialects import func
+    from xdsl.ir import BlockArgument
 
+    from qdialect.interpreter import Interpreter
+    from qdialect.io_types import declared_dtypes
+
+    if isinstance(value, BlockArgument) and isinstance(fn := value.block.parent_op(), func.FuncOp):
+        declared = declared_dtypes(fn)[0][value.index]
+        if declared is not None:
+            return declared
     return np.dtype(Interpreter._dtype(value))
+
+
+def _output_dtypes(module) -> list[np.dtype]:
+    """The dtypes the model declares for the entry's results (as `_declared_dtype` for arguments)."""
+    from qdialect.interpreter import Interpreter
+    from qdialect.io_types import declared_dtypes
+
+    f = Interpreter(module).entry()
+    marks = declared_dtypes(f)[1]
+    return [np.dtype(Interpreter._dtype(v)) if d is None else d for v, d in zip(f.get_return_op().operands, marks)]
 
 
 def _not_representable(a: np.ndarray, want: np.dtype) -> str | None:
@@ -276,12 +306,10 @@ def _tvm_runner(module, args, stages):
 
     from xdsl.utils.exceptions import PassFailedException
 
-    from qdialect.interpreter import Interpreter
-
     if args.rounding is not None and not args.onnx_profile:
         set_rounding(module, args.rounding)
     # the model's own output dtypes (u8 storage leaves L3 as i8 bits)
-    out_dtypes = [Interpreter._dtype(v) for v in Interpreter(module).entry().get_return_op().operands]
+    out_dtypes = _output_dtypes(module)
     t0 = time.perf_counter()
     _progress("lowering to L3 (qnn-canonicalize, qnn-decompose, qnn-lower-to-linalg)")
     l3 = module.clone()

@@ -188,11 +188,14 @@ def _runner_program(l3, inputs: list[np.ndarray]) -> str:
     operands = ", ".join(f"%in{i}" for i in range(len(args)))
     lines.append(f"  %r:{len(results)} = func.call @{fn.sym_name.data}({operands}) : "
                  f"({', '.join(str(a.type) for a in args)}) -> ({', '.join(str(r) for r in results)})")
+    from qdialect.io_types import declared_dtypes
+
+    unsigned = [d is not None and d.kind == "u" for d in declared_dtypes(fn)[1]]  # qnn.element_type = uiN
     for k, r in enumerate(results):
         t32 = "tensor<" + "x".join(str(d) for d in r.get_shape()) + "xi32>"
         value = f"%r#{k}"
         if str(r.element_type) != "i32":
-            lines.append(f"  %wide{k} = arith.extsi {value} : {r} to {t32}")
+            lines.append(f"  %wide{k} = arith.{'extui' if unsigned[k] else 'extsi'} {value} : {r} to {t32}")
             value = f"%wide{k}"
         lines.append(f"  %any{k} = tensor.cast {value} : {t32} to tensor<*xi32>")
         lines.append(f"  %buf{k} = bufferization.to_buffer %any{k} : tensor<*xi32> to memref<*xi32>")

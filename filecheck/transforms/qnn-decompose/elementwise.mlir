@@ -73,7 +73,8 @@ func.func @extrema(%a: tensor<2x3x!a>, %b: tensor<3x!a>) -> (tensor<2x3x!a>, ten
 //   single rounding, clamp [0, 255] (the u8 range, its bits carried in i8).
 // From u8: 0.1f / 0.5 = 0.80000001192 * 2^-2 -> 1717986944, the input read unsigned.
 // clamp: a rescale by 1 (2^30, 1) with the bounds; half_even: float_even with scale 2.
-// CHECK-LABEL: func.func @requantize(%{{.*}}: tensor<2x3xi8>, %{{.*}}: tensor<2x3xi8>)
+// The u8 edges keep their signedness as a mark (qdialect/io_types.py).
+// CHECK-LABEL: func.func @requantize(%{{.*}}: tensor<2x3xi8>, %{{.*}}: tensor<2x3xi8> {qnn.element_type = ui8}) -> (tensor<2x3xi8>, tensor<2x3xi8> {qnn.element_type = ui8}, 
 // CHECK-NEXT:    qint.rescale %{{.*}} {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: 2>, input_zp = -3 : i64, output_zp = 5 : i64, clamp_min = -128 : i64, clamp_max = 127 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi8>
 // CHECK-NEXT:    qint.rescale %{{.*}} {mode = "single_round", multiplier = array<i64: 1342177260>, shift = array<i64: 3>, input_zp = -3 : i64, output_zp = 128 : i64, clamp_min = 0 : i64, clamp_max = 255 : i64} : (tensor<2x3xi8>) -> tensor<2x3xi8>
 // CHECK-NEXT:    qint.rescale %{{.*}} {mode = "double_round", multiplier = array<i64: 1717986944>, shift = array<i64: -2>, input_zp = 128 : i64, output_zp = -3 : i64, clamp_min = -128 : i64, clamp_max = 127 : i64, input_unsigned = true}

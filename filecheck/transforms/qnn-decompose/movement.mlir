@@ -51,7 +51,7 @@ func.func @expand(%x: tensor<2x8x!a>) -> (tensor<1x2x2x4x!a>, tensor<4x4x!a>) {
 }
 
 // u8 storage: the pad value is the zero point 200, whose bits as i8 are -56; constants keep their bits.
-// CHECK-LABEL: func.func @unsigned(%{{.*}}: tensor<1x2x2x1xi8>) -> (tensor<1x4x2x1xi8>, tensor<4xi8>)
+// CHECK-LABEL: func.func @unsigned(%{{.*}}: tensor<1x2x2x1xi8> {qnn.element_type = ui8}) -> (tensor<1x4x2x1xi8> {qnn.element_type = ui8}, tensor<4xi8> {qnn.element_type = ui8})
 // CHECK-NEXT:    %[[ZP:.*]] = arith.constant -56 : i8
 // CHECK-NEXT:    tensor.pad %{{.*}} low[0, 1, 0, 0] high[0, 1, 0, 0]
 // CHECK-NEXT:    ^bb0

@@ -43,7 +43,7 @@ func.func @table16(%h: tensor<4x!quant.uniform<i16:f32, 0.001>>) -> tensor<4x!qu
 }
 // u8 storage: the bits travel as i8 and the table is indexed by the unsigned value (LUTPopulate on [0, 255]:
 // 0 up to x = 65 (real -6.3), 0x80 at x = 128 (real 0), 0xFF at x = 255).
-// CHECK-LABEL: func.func @table_u8(%{{.*}}: tensor<4xi8>) -> tensor<4xi8>
+// CHECK-LABEL: func.func @table_u8(%{{.*}}: tensor<4xi8> {qnn.element_type = ui8}) -> (tensor<4xi8> {qnn.element_type = ui8})
 // CHECK-NEXT:    %[[T:.*]] = arith.constant dense<"0x0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000101010101010101010101020202020203030303040405050606070808090A0B0C0D0F10121315171A1C1F2124282B2F33373B40454A4F555B61676D737A80868D93999FA5ABB1B6BBC0C5C9CDD1D5D8DCDFE1E4E6E9EBEDEEF0F1F3F4F5F6F7F8F8F9FAFAFBFBFCFCFDFDFDFDFEFEFEFEFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF"> : tensor<256xi8>
 // CHECK-NEXT:    qint.table %{{.*}}, %[[T]] {unsigned = true} : (tensor<4xi8>, tensor<256xi8>) -> tensor<4xi8>
 func.func @table_u8(%u: tensor<4x!u>) -> tensor<4x!quant.uniform<u8:f32, 0.00390625>> {

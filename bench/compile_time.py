@@ -16,8 +16,10 @@ stay under 1 ms per op.  TVM is imported (about a second, once per process)
 and its TVMScript parser used once before anything is timed.  Every chain is compiled
 `--repeat` times (5 by default); each stage's time is its fastest run, the least
 disturbed by whatever else the machine runs (as `timeit` reports), and the median
-of the runs' totals is printed beside the fastest total.  Not a test: a benchmark
-to read.
+of the runs' totals is printed beside the fastest total.  The TVM build here never
+uses the compiled-model cache (tvm_bridge/cache.py); bench/time_to_first.py measures
+one model's whole path from file to first output, cold and cached.  Not a test: a
+benchmark to read.
 """
 
 from __future__ import annotations

@@ -1,0 +1,133 @@
+"""Time to first result: from a model file to its first output, cold and from the cache.
+
+    python bench/time_to_first.py [MODEL ...] [--runs 3]
+
+For each model (default: models/zoo/mobilenetv2_tiny.tflite) it prints
+
+  * the wall time of whole `qd-run MODEL --samples 1 --compare none` processes: with a
+    new, empty compiled-model cache (cold: everything is built) and then again with the
+    cache that run filled (cached), fastest of `--runs` each (each cold run gets its own
+    empty cache directory);
+  * where a cold and a cached process spend it, measured inside one child process per
+    case: Python imports (qdialect, TVM), import of the model, lowering to L3, Relax
+    translation, `relax.build` (TVM's passes and LLVM IR), codegen (LLVM making machine
+    code: the library export, `export_library`, on the way into the cache), VM set-up and
+    the first call, and the steady-state call (median of 200).  Cached, translation, build
+    and codegen are replaced by the cache look-up (printing the L3 text, hashing it,
+    loading the library).
+
+Timings on a shared machine are noisy: compare the rows of one run with each other.
+Not a test: a benchmark to read.  (bench/compile_time.py measures how the Python stages
+scale with model size; this one measures one model's whole path.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+sys.modules.setdefault("torch", None)   # as qd-run does: TVM's FFI would import PyTorch
+import numpy as np
+from tvm_bridge.run_cli import _entry_signature, load_module, make_inputs
+from transforms import pipelines
+t1 = time.perf_counter()
+import tvm
+from tvm_bridge import cache
+from tvm_bridge.compile import CompiledModel, as_target, build, cannot_run_here
+from tvm_bridge.translate import translate
+from tvm_bridge.vnni import target_flavor
+t2 = time.perf_counter()
+stages = {"python imports (qdialect)": t1 - t0, "python imports (tvm)": t2 - t1}
+def timed(name, f, *a, **k):
+    t = time.perf_counter(); r = f(*a, **k); stages[name] = time.perf_counter() - t; return r
+module = timed("import model", load_module, sys.argv[1], 1)
+xs = make_inputs(_entry_signature(module)[1], 0)
+timed("lower to L3", pipelines.lower_to_l3, module)
+tgt = as_target(None)
+flavor = target_flavor(tgt)
+def look_up():
+    k = cache.key(str(module), str(tgt), "entry None", f"dot {flavor!r}")
+    return k, cache.load(k)
+key, found = timed("cache look-up", look_up)
+if found is None:
+    mod, n = timed("relax translation", translate, module, None, dot=flavor)
+    ex = timed("relax.build (passes, LLVM IR)", build, mod, tgt)
+    timed("codegen + export (machine code)", cache.store, key, ex, {"n_outputs": n})
+    found = timed("load library", cache.load, key, False)
+library, meta, path = found
+model = CompiledModel(None, meta["n_outputs"], tgt, library=library, library_path=path)
+timed("VM set-up + first call", model, *xs)
+times = []
+for _ in range(200):
+    t = time.perf_counter(); model(*xs); times.append(time.perf_counter() - t)
+stages["steady-state call (median)"] = float(np.median(times))
+print(json.dumps(stages))
+"""
+
+
+def _wall(cmd, env) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return took
+
+
+def _breakdown(model: str, env) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _CHILD, model], env=env, capture_output=True, text=True,
+                          cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"breakdown of {model} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("models", nargs="*", default=[str(ROOT / "models" / "zoo" / "mobilenetv2_tiny.tflite")])
+    p.add_argument("--runs", type=int, default=3, help="whole-process runs of each case (fastest printed)")
+    args = p.parse_args(argv)
+    qd_run = str(Path(sys.executable).with_name("qd-run"))
+    for model in args.models:
+        print(f"model {model}")
+        with tempfile.TemporaryDirectory(prefix="qd-ttf-") as tmp:
+            env = dict(os.environ, QDIALECT_CACHE="1", QDIALECT_CACHE_DIR=str(Path(tmp) / "run"))
+            cmd = [qd_run, model, "--samples", "1", "--compare", "none"]
+            cold = []
+            for i in range(max(1, args.runs)):
+                env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / f"run{i}")
+                cold.append(_wall(cmd, env))
+            cached = [_wall(cmd, env) for _ in range(max(1, args.runs))]
+            off = dict(env, QDIALECT_CACHE="0")
+            print(f"  whole qd-run process: cold {min(cold):6.2f} s   cached {min(cached):6.2f} s   "
+                  f"(fastest of {len(cold)}; slowest {max(cold):.2f} / {max(cached):.2f} s)")
+            env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / "breakdown")
+            rows = [("cold", _breakdown(model, env)), ("cached", _breakdown(model, env))]
+            del off
+        names = list(dict.fromkeys(n for _, r in rows for n in r))
+        print(f"  {'stage':<34} " + " ".join(f"{case:>10}" for case, _ in rows))
+        for n in names:
+            cells = []
+            for _, r in rows:
+                v = r.get(n)
+                cells.append("-" if v is None else (f"{v * 1e6:7.1f} us" if "steady" in n else f"{v * 1e3:7.1f} ms"))
+            print(f"  {n:<34} " + " ".join(f"{c:>10}" for c in cells))
+        totals = [sum(v for k, v in r.items() if "steady" not in k) for _, r in rows]
+        print(f"  {'total to first output':<34} " + " ".join(f"{t * 1e3:7.1f} ms" for t in totals), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -29,11 +29,34 @@ def family(flavor: Flavor | None) -> str:
         " emulated" if flavor.emulate else "")
 
 
-def record(tr, kind: str, kernel: str, flavor: Flavor | None) -> None:
-    """Note in `tr.choices` (if the translator keeps one) that `kernel` took an op of `kind`."""
+def record(tr, kind: str, kernel: str, flavor: Flavor | None, op=None) -> None:
+    """Note in `tr.choices` (if the translator keeps one) that `kernel` took `op`, an op of
+    `kind`: (kind, kernel, family, its multiply-accumulates or None)."""
     choices = getattr(tr, "choices", None)
     if choices is not None:
-        choices.append((kind, kernel, family(flavor)))
+        choices.append((kind, kernel, family(flavor), None if op is None else macs(op)))
+
+
+def macs(op) -> int | None:
+    """The multiply-accumulates of a convolution, matmul or contraction `op` (the product of
+    its loop extents: output elements x reduction size), or None when it cannot tell."""
+    import math
+
+    try:
+        out = shape_of(op.results[0].type)
+        if op.name == "linalg.conv_2d_nhwc_fhwc":
+            w = shape_of(op.operands[1].type)
+            return math.prod(out) * math.prod(w[1:])
+        if op.name == "linalg.matmul":
+            return math.prod(out) * shape_of(op.operands[0].type)[-1]
+        extents = {}
+        for v, m in zip(op.operands, op.indexing_maps.data):
+            for r, e in enumerate(m.data.results):
+                if hasattr(e, "position"):
+                    extents[e.position] = shape_of(v.type)[r]
+        return math.prod(extents.values())
+    except Exception:  # noqa: BLE001 - an op of another form
+        return None
 
 
 def _try_batch_matmul(tr, op, flavor: Flavor) -> bool:
@@ -68,7 +91,7 @@ def emit_generic(tr, op, flavor: Flavor | None) -> bool:
         return False
     for name, attempt in GENERIC_KERNELS:
         if attempt(tr, op, flavor):
-            record(tr, name, f"{flavor.name}_{name}", flavor)
+            record(tr, name, f"{flavor.name}_{name}", flavor, op)
             return True
     return False
 
@@ -92,7 +115,7 @@ def emit_conv(tr, op, x_value, w_value, out, strides, dilations, flavor: Flavor 
         _dot_conv(tr, op, out, x, x_shape, weights, strides, dilations, flavor, in_pad)
     except NotApplicable:  # sums that could leave int32 (nothing emitted)
         return False
-    record(tr, "conv2d", f"{flavor.name}_conv2d", flavor)
+    record(tr, "conv2d", f"{flavor.name}_conv2d", flavor, op)
     return True
 
 

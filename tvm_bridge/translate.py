@@ -690,15 +690,16 @@ def _matmul(tr: Translator, op):
 
     out_dtype = dtype_of(op.results[0].type)
     a, b = (relax.op.astype(tr.tensor(v), out_dtype) for v in op.inputs)
-    _record_generic(tr, "matmul")
+    _record_generic(tr, "matmul", op)
     _add_init(tr, op, tr.bb.emit(relax.op.matmul(a, b, out_dtype=out_dtype)))
 
 
-def _record_generic(tr: Translator, kind: str) -> None:
-    """Note in `tr.choices` that TVM's own schedule (no registered kernel) took an op of `kind`."""
-    choices = getattr(tr, "choices", None)
-    if choices is not None:
-        choices.append((kind, "generic", "generic"))
+def _record_generic(tr: Translator, kind: str, op) -> None:
+    """Note in `tr.choices` that TVM's own schedule (no registered kernel) took `op`."""
+    if getattr(tr, "choices", None) is not None:
+        from tvm_bridge import kernels
+
+        kernels.record(tr, kind, "generic", None, op)
 
 
 @handles(linalg.Conv2DNhwc_FhwcOp)
@@ -722,7 +723,7 @@ def _conv_nhwc_fhwc(tr: Translator, op):
 
         if kernels.emit_conv(tr, op, x_value, w_value, outputs[0], strides, dilations, flavor, source):
             return
-    _record_generic(tr, "conv2d")
+    _record_generic(tr, "conv2d", op)
     x = tr.tensor(x_value)
     w = tr.tensor(w_value)
     if dtype_of(x_value.type) != dtype_of(w_value.type):

@@ -8,9 +8,9 @@ exists and whose checks all hold is *supported*.  Supported ops connected by
 def-use edges are grouped into maximal regions, greedily, as long as the
 graph of regions and host ops stays acyclic: a region may not both feed and
 consume a host op (or another region) that sits between its members.  A
-target with `merge_unconnected` (the Ethos-U tables) then also merges regions
-no def-use edge joins, earliest first, when no path joins them either way:
-one region per stretch of the schedule, as Vela emits one command stream.  Each
+target with `schedule_runs` (the Ethos-U tables) groups as Vela 5.2 does
+instead: ops are put in the order of a depth-first walk from the function's
+results, and each run of consecutive supported ops is one region.  Each
 region becomes
 
     func.func private @main_ethos_u_0(...) -> (...) attributes {qd.target = "ethos-u"}
@@ -104,7 +104,7 @@ class PartitionResult:
 
 
 def is_constant(op: Operation) -> bool:
-    return op.name in ("qnn.constant", "arith.constant")
+    return op.name in ("qnn.constant", "arith.constant", "nn.constant")
 
 
 def _value_names(fn: func.FuncOp) -> dict[SSAValue, str]:
@@ -211,9 +211,10 @@ class _FunctionPartitioner:
         supported = self._classify(compute)
         deps = self._dependencies(compute)
         clusters = _Clusters(compute, deps)
-        self._grow_regions(clusters, compute, deps, supported)
-        if self.target.merge_unconnected:
-            self._merge_unconnected(clusters, compute, supported)
+        if self.target.schedule_runs:
+            self._group_schedule_runs(clusters, compute, deps, supported)
+        else:
+            self._grow_regions(clusters, compute, deps, supported)
         self._report_splits(clusters, compute, deps, supported)
         order = self._schedule(clusters, compute, constants)
         self._rebuild(order, clusters, compute, supported, terminator, used_symbols)
@@ -268,22 +269,47 @@ class _FunctionPartitioner:
                     clusters.merge(a, b)
                     changed = True
 
-    def _merge_unconnected(self, clusters: _Clusters, compute, supported) -> None:
-        """Merge supported regions with no def-use edge between them, earliest first, when no
-        path through a host op (or another region) joins them either way."""
-        roots = sorted(
-            {clusters.find(clusters.id[op]) for op in compute if op in supported},
-            key=lambda r: min(self.position[compute[m]] for m in clusters.members[r]),
-        )
-        merged: list[int] = []
-        for r in roots:
-            for k, a in enumerate(merged):
-                if not (clusters.detour(a, r) or clusters.detour(r, a)) and r not in clusters.succ[a] and a not in clusters.succ[r]:
-                    clusters.merge(a, r)
-                    merged[k] = clusters.find(a)
-                    break
-            else:
-                merged.append(r)
+    def _depth_first_schedule(self, compute, deps) -> list[Operation]:
+        """Vela's order: post-order of a depth-first walk from the function's results, the last
+        result and the last operand explored first (regor's Graph::TraverseGraphFromEnd); ops
+        no result depends on follow in block order."""
+        compute_set = set(compute)
+        terminator = self.block.last_op
+        roots = []
+        if terminator is not None and terminator.has_trait(IsTerminator):
+            for v in terminator.operands:
+                owner = v.owner
+                if isinstance(owner, Operation):
+                    d = self.top(owner)
+                    if d in compute_set:
+                        roots.append(d)
+        order: list[Operation] = []
+        visited: set[Operation] = set()
+        stack: list[tuple[bool, Operation]] = [(False, r) for r in roots]
+        while stack:
+            done, op = stack.pop()
+            if done:
+                order.append(op)
+                continue
+            if op in visited:
+                continue
+            visited.add(op)
+            stack.append((True, op))
+            for d in deps[op]:
+                if d not in visited:
+                    stack.append((False, d))
+        order += [op for op in compute if op not in visited]
+        return order
+
+    def _group_schedule_runs(self, clusters: _Clusters, compute, deps, supported) -> None:
+        """Merge each run of consecutive supported ops of the depth-first schedule (a run of a
+        topological order is convex, so the region graph stays acyclic)."""
+        self.run_order = self._depth_first_schedule(compute, deps)
+        previous = None
+        for op in self.run_order:
+            if op in supported and previous is not None and previous in supported:
+                clusters.merge(clusters.find(clusters.id[previous]), clusters.find(clusters.id[op]))
+            previous = op
 
     def _report_splits(self, clusters: _Clusters, compute, deps, supported) -> None:
         """A remark for each supported consumer left out of its supported producer's region."""
@@ -298,6 +324,9 @@ class _FunctionPartitioner:
                 if a == b or a in reported:
                     continue
                 reported.add(a)
+                if self.target.schedule_runs:
+                    self.result.remarks.append(self._schedule_split_remark(op, d, supported))
+                    continue
                 path = clusters.detour(a, b) or clusters.detour(b, a) or []
                 self.result.remarks.append(self._split_remark(op, d, path, clusters, supported))
 
@@ -373,6 +402,18 @@ class _FunctionPartitioner:
         message = (
             f"is not merged into the {self.target.name} region of {d.name} {self.name_of(d)}: "
             f"the path through {between or 'another op'} would make a cycle"
+        )
+        return Remark("convexity", op.name, self.name_of(op), self.target.name, message)
+
+    def _schedule_split_remark(self, op, d, supported) -> Remark:
+        """Why a supported consumer is not in its supported producer's region (schedule runs)."""
+        order = self.run_order
+        lo, hi = sorted((order.index(d), order.index(op)))
+        host = next((x for x in order[lo + 1 : hi] if x not in supported), None)
+        between = f"{host.name} {self.name_of(host)} (host)" if host is not None else "another op"
+        message = (
+            f"is not merged into the {self.target.name} region of {d.name} {self.name_of(d)}: "
+            f"the depth-first schedule from the results runs {between} between them"
         )
         return Remark("convexity", op.name, self.name_of(op), self.target.name, message)
 

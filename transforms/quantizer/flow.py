@@ -86,6 +86,9 @@ HOLD = 4
 SCORE_ELEMENTS = 8192
 """At most about this many elements per sample are scored (every k-th; all of them before a consumer)."""
 
+WEIGHTED_SCORE_SAMPLES = 2
+"""Samples per fold scored after a weighted consumer (each costs a float conv per candidate)."""
+
 FIT_STRIDE = 4
 """The ranges scored in the cross-validation are fitted on every FIT_STRIDE-th kept value (the final
 range on all of them)."""
@@ -649,16 +652,28 @@ class _Quantizer:
         symmetric = self.strategy.activation_symmetric(layer)
         qmin, qmax = _bounds(bits)
         n = self.n
-        chain = self.downstream(op)
+        views = self.views(op)
+        weighted = any(kind == "weighted" for kind, _ in views)
         size = int(np.prod(np.shape(self.fenv[op.results[0]][0])))
-        step = 1 if chain else max(1, size // SCORE_ELEMENTS)  # every step-th element is scored
+        step = max(1, size // SCORE_ELEMENTS)  # own error: every step-th element is scored
+        folds = [fold[:WEIGHTED_SCORE_SAMPLES] for fold in self.folds] if weighted else self.folds
 
-        def scored(values: list[np.ndarray], idx: list[int]) -> list[np.ndarray]:
-            if chain:
-                return self.through(chain, [values[s] for s in idx])
-            return [np.asarray(values[s]).reshape(-1)[::step] for s in idx]
+        def seen_by(values: list[np.ndarray]) -> list[np.ndarray]:
+            """What the error is measured on: per view, the values after it (flattened, concatenated)."""
+            out = [[] for _ in values]
+            for kind, what in views:
+                if kind == "own":
+                    got = [np.asarray(v).reshape(-1)[::step] for v in values]
+                elif kind == "chain":
+                    got = self.through(what, values)
+                else:
+                    got = self.float_eval(what, [[v, *(self.fenv_of(o, 0) for o in what.operands[1:])]
+                                                 for v in values])
+                for k, g in enumerate(got):
+                    out[k].append(np.asarray(g, np.float64).reshape(-1))
+            return [np.concatenate(o) for o in out]
 
-        reference = [scored(self.fenv[op.results[0]], fold) for fold in self.folds]
+        reference = [seen_by([self.fenv[op.results[0]][s] for s in fold]) for fold in folds]
         per_sample: dict[int, list[TensorStats]] = {}
         fitted: dict[tuple, tuple[float, float]] = {}
         best = None
@@ -673,22 +688,40 @@ class _Quantizer:
             parts = per_sample[id(stat)]
             for m in methods:
                 err = 0.0
-                for f, fold in enumerate(self.folds):
+                for f, fold in enumerate(folds):
                     key = (id(stat), f, m)
                     if key not in fitted:
                         others = TensorStats.merged([p for s, p in enumerate(parts) if s % len(self.folds) != f],
                                                     stride=FIT_STRIDE)
                         fitted[key] = choose_range(others, m, qmin=qmin, qmax=qmax, symmetric=symmetric)
                     scale, zp = affine_params(*fitted[key], qmin, qmax, symmetric)
-                    values = [actual[s] if chain else np.asarray(actual[s]).reshape(-1)[::step] for s in fold]
-                    fq = [((np.clip(np.round(a / scale) + zp, qmin, qmax) - zp) * scale).astype(np.float32)
-                          for a in values]
-                    got = self.through(chain, fq) if chain else fq
-                    err += sum(float(np.sum((g.astype(np.float64) - r) ** 2)) for g, r in zip(got, reference[f]))
+                    fq = [((np.clip(np.round(actual[s] / scale) + zp, qmin, qmax) - zp) * scale).astype(np.float32)
+                          for s in fold]
+                    err += sum(float(np.sum((g - r) ** 2)) for g, r in zip(seen_by(fq), reference[f]))
                 if best is None or err < best[0] * (1 - SWITCH_MARGIN):
                     best = (err, label, m, stat)
         self.choices[layer.name] = f"{best[1]} {best[2]}"
         return best[1], best[2], TensorStats.merged(per_sample[id(best[3])])
+
+    def views(self, op) -> list[tuple[str, object]]:
+        """Where `select` measures the error of `op`'s output: after each weighted consumer that reads
+        it as its input (a conv's output error, float weights: clipping errors add up there, rounding
+        noise averages out); after a single cheap consumer chain (`downstream`); else on the output
+        itself ("own"), also when some consumer is neither."""
+        value = op.results[0]
+        users = list({id(use.operation): use.operation for use in value.uses}.values())
+        views: list[tuple[str, object]] = []
+        own = False
+        for user in users:
+            if (isinstance(user, WEIGHTED) and user.operands[0] is value
+                    and all(isinstance(o.owner, nn.ConstantOp) for o in user.operands[1:])):
+                views.append(("weighted", user))
+            else:
+                own = True
+        if not views:
+            chain = self.downstream(op)
+            return [("chain", chain)] if chain else [("own", None)]
+        return views + ([("own", None)] if own else [])
 
     def downstream(self, op) -> list[tuple[nn.NnOp, SSAValue]]:
         """The ops after `op` whose float output `select` scores: while a value has one consumer, a

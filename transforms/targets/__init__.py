@@ -44,10 +44,11 @@ class Target:
     name: str
     summary: str
     rows: dict[str, Row] = field(default_factory=dict)
-    merge_unconnected: bool = False
-    """Also merge supported regions that no def-use edge joins (as long as the graph stays
-    acyclic): one region per stretch of the schedule the target runs, as Vela's command
-    streams are; otherwise only producer/consumer pairs are merged."""
+    schedule_runs: bool = False
+    """Regions are the runs of consecutive supported ops in a depth-first schedule from the
+    function's results (Vela 5.2 packs consecutive NPU ops of such a schedule into one
+    command stream); otherwise supported producer/consumer pairs are merged greedily while
+    the region graph stays acyclic."""
 
     def reason(self, op: Operation) -> tuple[str, str] | None:
         """None if the target takes `op`; else (kind, message) of the first failing constraint."""
@@ -84,13 +85,13 @@ class Target:
         return "\n".join(lines) + "\n"
 
 
-def table(name: str, summary: str, rows: list[Row], merge_unconnected: bool = False) -> Target:
+def table(name: str, summary: str, rows: list[Row], schedule_runs: bool = False) -> Target:
     """A target from its rows (one per qnn op name)."""
     names = [r.op for r in rows]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
         raise ValueError(f"target {name}: more than one row for {', '.join(sorted(duplicates))}")
-    return Target(name, summary, {r.op: r for r in rows}, merge_unconnected)
+    return Target(name, summary, {r.op: r for r in rows}, schedule_runs)
 
 
 def _module_name(name: str) -> str:

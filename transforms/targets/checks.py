@@ -121,7 +121,7 @@ def _pair(values) -> str:
 
 def is_constant(value: SSAValue) -> bool:
     owner = value.owner
-    return isinstance(owner, Operation) and owner.name in ("qnn.constant", "arith.constant")
+    return isinstance(owner, Operation) and owner.name in ("qnn.constant", "arith.constant", "nn.constant")
 
 
 def constant_array(value: SSAValue) -> np.ndarray | None:
@@ -1079,3 +1079,19 @@ def scales_below(limit: float) -> Check:
         return None
 
     return Check("quantization", f"tensor scales < {limit:g}", test)
+
+
+def plain_storage(*allowed: str) -> Check:
+    """Every operand and result of an `nn` op (plain, unquantized tensors) has one of the
+    element types `allowed` (`i1` for bool): floats stay on the host."""
+
+    def test(op):
+        values = [(operand_label(op, i), v) for i, v in enumerate(op.operands)]
+        values += [("result", r) for r in op.results]
+        for label, v in values:
+            s = storage_of(v)
+            if s not in allowed:
+                return f"{label} element type {s} is not {one_of(allowed)}"
+        return None
+
+    return Check("storage", f"element types {', '.join(allowed)}", test)

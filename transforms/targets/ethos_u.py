@@ -41,6 +41,7 @@ from transforms.targets.checks import (
     mean_vela,
     params_match_result,
     per_axis_only_on,
+    plain_storage,
     rank_at_most,
     resize_vela,
     rounding,
@@ -159,12 +160,37 @@ def _rows(core: str) -> list[Row]:
             row("qnn.div", "DIV"),
             row("qnn.gather", "GATHER", gather_axis_is_batch_dims()),
         ]
+    # Integer and boolean tensors (a mask's computation imports as `nn` ops on plain types):
+    # U55/U65 take 32-bit ADD / SUB / MUL and reshapes, the U85 also bools, casts,
+    # comparisons, logical ops and selects.
+    ints = ("i8", "i16", "i32") if u55 else ("i1", "i8", "i16", "i32")
+    plain = [
+        ("nn.add", "ADD (int32)"),
+        ("nn.sub", "SUB (int32)"),
+        ("nn.mul", "MUL (int32)"),
+        ("nn.reshape", "RESHAPE, EXPAND_DIMS, SQUEEZE (int32)"),
+    ]
+    if not u55:
+        plain += [
+            ("nn.cast", "CAST"),
+            ("nn.compare", "EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL"),
+            ("nn.logical_and", "LOGICAL_AND"),
+            ("nn.logical_or", "LOGICAL_OR"),
+            ("nn.logical_not", "LOGICAL_NOT"),
+            ("nn.select", "SELECT, SELECT_V2"),
+            ("nn.slice", "SLICE, STRIDED_SLICE"),
+            ("nn.transpose", "TRANSPOSE"),
+            ("nn.concatenation", "CONCATENATION, PACK"),
+            ("nn.maximum", "MAXIMUM"),
+            ("nn.minimum", "MINIMUM"),
+        ]
+    rows += [Row(op, (plain_storage(*ints),), source) for op, source in plain]
     return rows
 
 
 def build(name: str, core: str, summary: str) -> Target:
     """The table of `core` ("u55" for U55/U65, "u85") under the target name `name`."""
-    return table(name, summary, _rows(core), merge_unconnected=True)
+    return table(name, summary, _rows(core), schedule_runs=True)
 
 
 U55_SUMMARY = "Arm Ethos-U55 as Vela 5.2 places TFLite operators (its SUPPORTED_OPS constraints)"

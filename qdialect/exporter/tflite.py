@@ -173,8 +173,13 @@ class _Model:
             t.scales = [float(np.float32(s)) for s in np.atleast_1d(q.scale_array())]
             t.zero_points = [int(z) + shift for z in np.atleast_1d(q.zero_point_array())]
             t.axis = q.axis if q.is_per_axis else 0
-        if data is not None:
-            arr = np.ascontiguousarray(np.asarray(data).astype(_NP[ttype]).reshape(t.shape))
+        if data is not None and t.type == _TT.INT4:  # two values a byte, the first in the low nibble
+            flat = (np.asarray(data).astype(np.int64).reshape(-1) & 0xF).astype(np.uint8)
+            if flat.size % 2:
+                flat = np.append(flat, np.uint8(0))
+            t.data = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8).tobytes()
+        elif data is not None:
+            arr = np.ascontiguousarray(np.asarray(data).astype(_NP[t.type]).reshape(t.shape))
             t.data = arr.tobytes()
         self.tensors.append(t)
         return len(self.tensors) - 1
@@ -659,9 +664,19 @@ def _symmetric_weights(op, w: SSAValue) -> None:
                        "int16 kernels take symmetric weights (zero point 0)")
 
 
+def _same_width(op) -> None:
+    """TFLite's weighted kernels read and write one activation width (int8 -> int8, int16 -> int16;
+    LiteRT's FULLY_CONNECTED writes zeros for int8 -> int16)."""
+    x, r = _qtype(op.operands[0]), _qtype(op.results[0])
+    if x.storage_width.data != r.storage_width.data:
+        raise _Refused(f"{x.storage} input and {r.storage} result: TFLite's kernel reads and writes one "
+                       "activation width")
+
+
 def _conv_common(ex: _Exporter, op, depthwise: bool):
     x, w = op.operands[0], op.operands[1]
     _symmetric_weights(op, w)
+    _same_width(op)
     n, h, wd, c = _shape(x)
     if depthwise:
         _, kh, kw, oc = _shape(w)
@@ -707,6 +722,7 @@ def _depthwise(ex, op):
 def _transpose_conv(ex: _Exporter, op):
     x, w = op.operands[0], op.operands[1]
     _symmetric_weights(op, w)
+    _same_width(op)
     n, h, wd, c = _shape(x)
     oc, kh, kw, ic = _shape(w)
     y = _shape(op.results[0])
@@ -735,6 +751,7 @@ def _transpose_conv(ex: _Exporter, op):
 def _fully_connected(ex: _Exporter, op):
     x, w = op.operands[0], op.operands[1]
     _symmetric_weights(op, w)
+    _same_width(op)
     act, clamp = ex.fused(op)
     bi = _bias(ex, op, x, w)
     out = ex.out(op)
@@ -746,6 +763,7 @@ def _fully_connected(ex: _Exporter, op):
 
 @_handles("qnn.batch_matmul")
 def _batch_matmul(ex: _Exporter, op):
+    _same_width(op)
     act, clamp = ex.fused(op, allowed=False)
     out = ex.out(op)
     ex.m.emit("BATCH_MATMUL", [ex.of(op.operands[0]), ex.of(op.operands[1])], [out],

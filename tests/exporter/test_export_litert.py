@@ -167,6 +167,49 @@ def test_quantizer_single_rounding_concat_refused():
         export_tflite(module)
 
 
+def test_int4_weights_packed():
+    """qd-quantize's int4-weights scheme: INT4 weight buffers packed two a byte, as LiteRT reads them."""
+    from transforms.quantizer.flow import quantize_float_module, samples_from_npz
+    from transforms.quantizer.strategy import load_strategy
+    from qdialect.importer.tflite_float import import_tflite_float_file
+
+    fm = import_tflite_float_file(MODELS / "zoo" / "mlp_act_float.tflite")
+    shapes = [list(a.type.get_shape()) for a in next(iter(fm.ops)).body.block.args]
+    with np.load(MODELS / "zoo" / "mlp_act_calib.npz") as d:
+        calib = samples_from_npz(dict(d), shapes)
+    module = quantize_float_module(fm, calib, load_strategy("int4-weights")).module
+    data = export_tflite(module)
+    assert "INT4" in {k for k, v in vars(__import__("tflite").TensorType).items()
+                      if v in _tensor_types(data)}
+    bad = []
+    for sample in calib[:3]:
+        bad += _mismatches(run_module(module, sample), run_tflite(data, sample, reference=True))
+    assert not bad, "; ".join(bad)
+
+
+def _tensor_types(data: bytes) -> set[int]:
+    import tflite
+
+    sg = tflite.Model.GetRootAs(data, 0).Subgraphs(0)
+    return {sg.Tensors(i).Type() for i in range(sg.TensorsLength())}
+
+
+def test_mixed_width_fully_connected_refused():
+    """qd-quantize's int16x8 ends mlp_act in an int8 -> int16 FULLY_CONNECTED, which LiteRT runs to
+    zeros: refused by name."""
+    from transforms.quantizer.flow import quantize_float_module, samples_from_npz
+    from transforms.quantizer.strategy import load_strategy
+    from qdialect.importer.tflite_float import import_tflite_float_file
+
+    fm = import_tflite_float_file(MODELS / "zoo" / "mlp_act_float.tflite")
+    shapes = [list(a.type.get_shape()) for a in next(iter(fm.ops)).body.block.args]
+    with np.load(MODELS / "zoo" / "mlp_act_calib.npz") as d:
+        calib = samples_from_npz(dict(d), shapes)
+    module = quantize_float_module(fm, calib, load_strategy("int16x8")).module
+    with pytest.raises(TFLiteExportError, match=r"qnn\.fully_connected at @main op \d+: i8 input and i16 result"):
+        export_tflite(module)
+
+
 # ----- (c) ONNX in the tflite profile ----------------------------------------------------------------
 
 ONNX_EXACT = ["cnn_qdq_s8", "cnn_qop_u8", "mobilenetv2_qdq_u8", "mobilenetv2_qop_s8", "op_avgpool_cip0_qdq_u8",

@@ -10,7 +10,9 @@ graph of regions and host ops stays acyclic: a region may not both feed and
 consume a host op (or another region) that sits between its members.  A
 target with `schedule_runs` (the Ethos-U tables) groups as Vela 5.2 does
 instead: ops are put in the order of a depth-first walk from the function's
-results, and each run of consecutive supported ops is one region.  Each
+results, host ops are regrouped as Vela does (those reading only inputs first,
+those feeding only results last, the others moved later past supported ops
+that do not read them), and each run of consecutive supported ops is one region.  Each
 region becomes
 
     func.func private @main_ethos_u_0(...) -> (...) attributes {qd.target = "ethos-u"}
@@ -301,10 +303,40 @@ class _FunctionPartitioner:
         order += [op for op in compute if op not in visited]
         return order
 
+    def _group_host_ops(self, order: list[Operation], deps, supported) -> list[Operation]:
+        """Vela's reordering of the schedule for fewer NPU/CPU switches (regor's
+        SchedulerPacking::ReorderOperations): host ops that read only function arguments,
+        constants and such early host ops go first; host ops whose results only the function
+        returns go last; every other host op, latest first, moves later past supported ops
+        that do not read its results, up to the next host op."""
+        early: list[Operation] = []
+        late: list[Operation] = []
+        others: list[Operation] = []
+        early_set: set[Operation] = set()
+        terminator = self.block.last_op
+        for op in order:
+            if op not in supported and all(d in early_set for d in deps[op]):
+                early.append(op)
+                early_set.add(op)
+            elif op not in supported and op.results and all(
+                use.operation is terminator for r in op.results for use in r.uses
+            ):
+                late.append(op)
+            else:
+                others.append(op)
+        for k in range(len(others) - 1, -1, -1):
+            if others[k] in supported:
+                continue
+            j = k
+            while j + 1 < len(others) and others[j + 1] in supported and others[j] not in deps[others[j + 1]]:
+                others[j], others[j + 1] = others[j + 1], others[j]
+                j += 1
+        return early + others + late
+
     def _group_schedule_runs(self, clusters: _Clusters, compute, deps, supported) -> None:
-        """Merge each run of consecutive supported ops of the depth-first schedule (a run of a
+        """Merge each run of consecutive supported ops of Vela's schedule (a run of a
         topological order is convex, so the region graph stays acyclic)."""
-        self.run_order = self._depth_first_schedule(compute, deps)
+        self.run_order = self._group_host_ops(self._depth_first_schedule(compute, deps), deps, supported)
         previous = None
         for op in self.run_order:
             if op in supported and previous is not None and previous in supported:

@@ -266,40 +266,52 @@ def test_onnxruntime_profile_refused_listing_every_op():
     assert msg.count("rounding = \"onnxruntime\"") + msg.count("rounding = \"onnx\"") == len(offending)
 
 
-def _qd_export(*args):
-    exe = Path(sys.executable).with_name("qd-export")
-    return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
+class _Result:
+    def __init__(self, returncode: int, stderr: str):
+        self.returncode, self.stderr = returncode, stderr
 
 
-def test_cli_roundtrip_and_refusal(tmp_path):
+def _qd_export(*args, capsys=None):
+    """qd-export in this process (its `main`), or the console script when no capsys is given."""
+    if capsys is None:
+        exe = Path(sys.executable).with_name("qd-export")
+        return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
+    from qdialect.exporter.cli import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    return _Result(code, capsys.readouterr().err)
+
+
+def test_cli_roundtrip_and_refusal(tmp_path, capsys):
+    from qdialect.importer.cli import main as qd_import
+
     mlir = tmp_path / "m.mlir"
-    subprocess.run([str(Path(sys.executable).with_name("qd-import")), MODELS / "zoo" / "mlp_act.tflite", "-o", mlir],
-                   check=True, timeout=120)
+    assert qd_import([str(MODELS / "zoo" / "mlp_act.tflite"), "-o", str(mlir)]) == 0
     out = tmp_path / "m.tflite"
-    r = _qd_export(mlir, "-o", out)
+    r = _qd_export(mlir, "-o", out)  # the console script
     assert r.returncode == 0, r.stderr
     x = np.random.default_rng(1).integers(-128, 128, (1, 16)).astype(np.int8)
     orig = (MODELS / "zoo" / "mlp_act.tflite").read_bytes()
     assert not _mismatches(run_tflite(orig, [x]), run_tflite(out.read_bytes(), [x]))
 
     onnx_mlir = tmp_path / "o.mlir"
-    subprocess.run([str(Path(sys.executable).with_name("qd-import")), MODELS / "onnx" / "op_conv_dw_qdq_s8.onnx",
-                    "-o", onnx_mlir], check=True, timeout=120, capture_output=True)
-    r = _qd_export(onnx_mlir, "-o", tmp_path / "o.tflite")
+    assert qd_import([str(MODELS / "onnx" / "op_conv_dw_qdq_s8.onnx"), "-o", str(onnx_mlir)]) == 0
+    r = _qd_export(onnx_mlir, "-o", tmp_path / "o.tflite", capsys=capsys)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("qd-export: error: ")
     assert f"{onnx_mlir}:3:" in lines[0] and 'rounding = "onnxruntime"' in lines[0]  # FILE:LINE:COL of each op
 
 
-def test_cli_op_without_kernel(tmp_path):
+def test_cli_op_without_kernel(tmp_path, capsys):
     mlir = tmp_path / "sq.mlir"
     mlir.write_text(
         'func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n'
         '  %y = qnn.simulated_quantize %x {qtype = !quant.uniform<i8:f32, 0.05:-3>} : (tensor<4xf32>) -> tensor<4xf32>\n'
         '  func.return %y : tensor<4xf32>\n'
         '}\n')
-    r = _qd_export(mlir, "-o", tmp_path / "sq.tflite")
+    r = _qd_export(mlir, "-o", tmp_path / "sq.tflite", capsys=capsys)
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1
     assert f"qnn.simulated_quantize at {mlir}:2:3: TFLite has no kernel for it" in r.stderr
@@ -310,19 +322,19 @@ def test_cli_op_without_kernel(tmp_path):
     (b"garbage\n", "Operation garbage is not registered"),
     (b"\xff\xfe\x00binary", ""),
 ])
-def test_cli_malformed_mlir(tmp_path, content, expect):
+def test_cli_malformed_mlir(tmp_path, capsys, content, expect):
     bad = tmp_path / "bad.mlir"
     bad.write_bytes(content)
-    r = _qd_export(bad, "-o", tmp_path / "x.tflite")
+    r = _qd_export(bad, "-o", tmp_path / "x.tflite", capsys=capsys)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("qd-export: error: ")
     assert "Traceback" not in r.stderr and expect in r.stderr
 
 
-def test_cli_malformed_tflite_and_missing_file(tmp_path):
+def test_cli_malformed_tflite_and_missing_file(tmp_path, capsys):
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(b"\x00" * 64)
-    r = _qd_export(bad, "-o", tmp_path / "x.tflite")
+    r = _qd_export(bad, "-o", tmp_path / "x.tflite")  # the console script: no traceback
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bad.tflite" in r.stderr
-    r = _qd_export(tmp_path / "missing.mlir", "-o", tmp_path / "x.tflite")
+    r = _qd_export(tmp_path / "missing.mlir", "-o", tmp_path / "x.tflite", capsys=capsys)
     assert r.returncode == 2 and "cannot read" in r.stderr and "no such file" in r.stderr

@@ -11,7 +11,8 @@ PATH is a .tflite / .onnx file or a directory (searched recursively).
 - .onnx: imported (onnxruntime profile) and set to the tflite profile (qd-run --rounding tflite)
   -> qd-export; BUILTIN_REF against the reference interpreter.
 Each model is `exact` (0 differing elements), `mismatch` (counts given), `refused` (the exporter's
-one-line diagnostic) or `error` (anything else: a bug to look at).
+one-line diagnostic), `skipped` (the importer or qd-quantize cannot take it) or `error` (anything
+else: a bug to look at).
 """
 
 from __future__ import annotations
@@ -139,6 +140,10 @@ def main(argv=None) -> int:
                 result = run(f, args.samples)
         except TFLiteExportError as e:
             result = f"refused: {' '.join(str(e).split())}"
+        except ValueError as e:  # the importer or qd-quantize cannot take the model: not qd-export's
+            if type(e).__name__ not in ("TFLiteImportError", "OnnxImportError", "QuantizeError"):
+                raise
+            result = f"skipped: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
         except Exception as e:  # noqa: BLE001 - reported, counted, the sweep goes on
             result = f"error: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
         status = result.split(":", 1)[0]

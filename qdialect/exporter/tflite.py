@@ -1061,6 +1061,19 @@ def _nn_unary(ex: _Exporter, op):
     ex.m.emit(name, [ex.of(op.operands[0])], [ex.out(op)], opts)
 
 
+@_handles("nn.pad")
+def _nn_pad(ex: _Exporter, op):
+    x = op.operands[0]
+    p = np.asarray(list(op.attr("paddings")), np.int32).reshape(-1, 2)
+    value = op.attr("pad_value")
+    if not value:
+        ex.m.emit("PAD", [ex.of(x), ex.m.int32_const(p)], [ex.out(op)])
+        return
+    el = _element_tflite_type(x.type.element_type)
+    c = ex.m.tensor([], el, data=np.asarray(value, _NP[el]))
+    ex.m.emit("PADV2", [ex.of(x), ex.m.int32_const(p), c], [ex.out(op)])
+
+
 @_handles("nn.max_pool2d", "nn.avg_pool2d")
 def _nn_pool(ex: _Exporter, op):
     x = op.operands[0]

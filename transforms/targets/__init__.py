@@ -66,20 +66,20 @@ class Target:
 
     def markdown(self) -> str:
         """The table as Markdown: constraints every row shares, then one line per op."""
-        keys = [{(c.kind, c.text) for c in row.checks} for row in self.rows.values()]
+        keys = [{(c.kind, c.text) for c in row.checks} for row in self.rows.values() if row.op.startswith("qnn.")]
         common = set.intersection(*keys) if keys else set()
-        first = next(iter(self.rows.values()), None)
+        first = next((r for r in self.rows.values() if r.op.startswith("qnn.")), None)
         shared = [c for c in (first.checks if first else ()) if (c.kind, c.text) in common]
         lines = [
             f"Target `{self.name}`: {self.summary}.",
             "",
-            "Every row: " + "; ".join(f"{c.text} [{c.kind}]" for c in shared) + ".",
+            "Every qnn row: " + "; ".join(f"{c.text} [{c.kind}]" for c in shared) + ".",
             "",
             "| qnn op | models | further constraints |",
             "| --- | --- | --- |",
         ]
         for row in self.rows.values():
-            rest = [c for c in row.checks if (c.kind, c.text) not in common]
+            rest = [c for c in row.checks if (c.kind, c.text) not in common or not row.op.startswith("qnn.")]
             cell = "; ".join(f"{c.text} [{c.kind}]" for c in rest) or "—"
             lines.append(f"| `{row.op}` | {row.source} | {cell} |")
         return "\n".join(lines) + "\n"

@@ -1,10 +1,9 @@
 // RUN: %qd-opt %s -p 'qnn-partition{target=ethos-u}' 2>&1 | filecheck %s --check-prefix=ETHOS
 // RUN: %qd-opt %s -p 'qnn-partition{target=cmsis-nn}' 2>&1 | filecheck %s --check-prefix=CMSIS
 
-// conv -> max pool -> reshape -> fully connected.  Ethos-U takes per-axis
-// weights only on convolutions, so the fully connected layer stays on the
-// host; CMSIS-NN has a per-channel fully connected kernel and takes it all.
-// The outlined function is private, marked with the target, and the weights
+// conv -> max pool -> reshape -> fully connected.  Both targets take it all
+// (Vela 5.2 and CMSIS-NN run a per-channel fully connected layer).  The
+// outlined function is private, marked with the target, and the weights
 // travel with it; main keeps a func.call where the region was.
 
 !x = !quant.uniform<i8:f32, 0.5:-3>
@@ -15,21 +14,21 @@
 !fb = !quant.uniform<i32:f32:0, {0.025, 0.05, 0.075}>
 !o = !quant.uniform<i8:f32, 0.125:1>
 
-// ETHOS:      remark: qnn.fully_connected %fc stays on host for ethos-u: operand 1 (weights) is per-axis quantized (axis 0); ethos-u takes per-axis tensors only on conv2d and depthwise_conv2d [per-axis]
+// ETHOS-NOT:  remark
 // ETHOS-LABEL: func.func @main(%x: tensor<1x4x4x2x!quant.uniform<i8:f32, 5.000000e-01:-3>>)
-// ETHOS-NEXT:   %[[FLAT:.*]] = func.call @main_ethos_u_0(%x) : (tensor<1x4x4x2x!quant.uniform<i8:f32, 5.000000e-01:-3>>) -> tensor<1x8x!quant.uniform<i8:f32, 2.500000e-01:-128>>
-// ETHOS-NEXT:   %fw = qnn.constant
-// ETHOS-NEXT:   %fb = qnn.constant
-// ETHOS-NEXT:   %fc = qnn.fully_connected %[[FLAT]], %fw, %fb
+// ETHOS-NEXT:   %fc = func.call @main_ethos_u_0(%x) : (tensor<1x4x4x2x!quant.uniform<i8:f32, 5.000000e-01:-3>>) -> tensor<1x3x!quant.uniform<i8:f32, 1.250000e-01:1>>
 // ETHOS-NEXT:   func.return %fc
 // ETHOS-NEXT: }
-// ETHOS-NEXT: func.func private @main_ethos_u_0(%x: tensor<1x4x4x2x!quant.uniform<i8:f32, 5.000000e-01:-3>>) -> tensor<1x8x!quant.uniform<i8:f32, 2.500000e-01:-128>> attributes {qd.target = "ethos-u"} {
+// ETHOS-NEXT: func.func private @main_ethos_u_0(%x: tensor<1x4x4x2x!quant.uniform<i8:f32, 5.000000e-01:-3>>) -> tensor<1x3x!quant.uniform<i8:f32, 1.250000e-01:1>> attributes {qd.target = "ethos-u"} {
 // ETHOS-NEXT:   %w = qnn.constant dense<"0x01020304">
 // ETHOS-NEXT:   %b = qnn.constant dense<"0x0100000002000000">
 // ETHOS-NEXT:   %conv = qnn.conv2d %x, %w, %b
 // ETHOS-NEXT:   %pool = qnn.max_pool2d %conv
 // ETHOS-NEXT:   %flat = qnn.reshape %pool
-// ETHOS-NEXT:   func.return %flat : tensor<1x8x!quant.uniform<i8:f32, 2.500000e-01:-128>>
+// ETHOS-NEXT:   %fw = qnn.constant
+// ETHOS-NEXT:   %fb = qnn.constant
+// ETHOS-NEXT:   %fc = qnn.fully_connected %flat, %fw, %fb
+// ETHOS-NEXT:   func.return %fc : tensor<1x3x!quant.uniform<i8:f32, 1.250000e-01:1>>
 // ETHOS-NEXT: }
 // ETHOS-NOT:  func.func
 

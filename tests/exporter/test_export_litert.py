@@ -105,6 +105,26 @@ def test_roundtrip_keeps_the_operators(name):
     assert set(missing) <= {"SHAPE", "STRIDED_SLICE", "PACK"}, missing
 
 
+@pytest.mark.parametrize("name", ["transformers/bert_tiny.tflite", "transformers/vit_tiny_16x8.tflite"])
+def test_raised_layer_norm_exports_its_body(name):
+    """After qnn-raise-layer-norm the module holds qnn.layer_norm ops; their body chains are written
+    op by op and the model still gives the original's outputs."""
+    from transforms.opt import QdOptMain
+    from transforms.raise_layer_norm import QnnRaiseLayerNormPass
+
+    path = MODELS / name
+    module = import_tflite_file(path)
+    QnnRaiseLayerNormPass().apply(QdOptMain(args=[]).ctx, module)
+    assert sum(op.name == "qnn.layer_norm" for op in module.walk()) == 5
+    exported, original = export_tflite(module), path.read_bytes()
+    bad = []
+    for sample in _samples(path, module)[:2]:
+        for reference in (True, False):
+            bad += _mismatches(run_tflite(original, sample, reference=reference),
+                               run_tflite(exported, sample, reference=reference))
+    assert not bad, "; ".join(bad)
+
+
 def test_signature_and_io_names_kept():
     from ai_edge_litert.interpreter import Interpreter
 

@@ -15,7 +15,7 @@ explicit padding becomes SAME or VALID (or a PAD before a convolution);
 `qnn.dequantize` / `quant.dcast` DEQUANTIZE; `qnn.layer_norm` is its body
 chain; float and mask islands (`nn` ops on float32 / int32 / bool tensors)
 are TFLite's float operators.  The entry function's arguments and results
-are the graph's inputs and outputs with their `tflite.name`s, and one
+are the graph's inputs and outputs with their `tflite.name`s (or `onnx.name`s), and one
 signature (`serving_default`) maps those names to them.
 
 Only modules whose numbers TFLite's kernels reproduce are written: every op's
@@ -48,8 +48,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 
-from qdialect.dialects import nn, qnn
-from qdialect.dialects.quant import DequantizeCastOp, QuantizeCastOp, UniformQuantizedType
+from qdialect.dialects import qnn
+from qdialect.dialects.quant import UniformQuantizedType
 from qdialect.importer.tflite import _activation_bounds, _tflite_padding
 
 __all__ = ["TFLiteExportError", "export_tflite", "EXPORTABLE_ROUNDINGS", "SUPPORTED_OPS"]
@@ -557,9 +557,11 @@ def _names(attrs: ArrayAttr | None, n: int, what: str) -> list[str]:
     for k in range(n):
         name = None
         if attrs is not None and k < len(attrs.data) and isinstance(attrs.data[k], DictionaryAttr):
-            a = attrs.data[k].data.get("tflite.name")
-            if isinstance(a, StringAttr):
-                name = a.data
+            for key in ("tflite.name", "onnx.name"):
+                a = attrs.data[k].data.get(key)
+                if isinstance(a, StringAttr) and a.data:
+                    name = a.data
+                    break
         names.append(name or f"{what}_{k}")
     seen: dict[str, int] = {}
     for k, nm in enumerate(names):  # signature names are keys: keep them distinct
@@ -914,7 +916,6 @@ def _slice(ex: _Exporter, op):
     """SLICE for unit strides, else STRIDED_SLICE (end_mask where a negative stride runs past index 0);
     a RESHAPE after it drops the axes the result shrinks."""
     x, r = op.operands[0], op.results[0]
-    s = _shape(x)
     begin, end = list(op.attr("begin")), list(op.attr("end"))
     strides = list(op.attr("strides") or [1] * len(begin))
     full = [len(range(b, e, st)) for b, e, st in zip(begin, end, strides)]
@@ -938,7 +939,6 @@ def _slice(ex: _Exporter, op):
                   [mid], {"end_mask": end_mask})
     if target is None:
         ex.m.emit("RESHAPE", [mid, ex.m.int32_const(rshape)], [ex.out(op)], {"new_shape": rshape})
-    del s
 
 
 @_handles("qnn.split")

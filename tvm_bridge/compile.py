@@ -139,7 +139,8 @@ class CompiledModel:
         self.out_dtypes = list(out_dtypes) if out_dtypes and any(d is not None for d in out_dtypes) else None
         self.device = tvm.cpu()
         self._vm = self._main = None  # made on the first use: a target this machine cannot run
-        self._inputs: dict[int, tuple] = {}
+        self._inputs: dict[int, tuple] = {}  # the staged inputs of `_call_v1`
+        self._slots: list[tuple | None] = []  # per input: (shape, dtype, buffer in that dtype, TVM tensor)
 
     @property
     def vm(self):
@@ -157,9 +158,64 @@ class CompiledModel:
             self._main = self._vm["main"]  # looked up once: a lookup costs about 1 us per call
         return self._vm
 
+    #: False: every call takes the path calls took before the per-call floor work (`_call_v1`),
+    #: kept so that bench/call_floor.py can show before and after on the same build
+    fast_call = True
+
     def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
-        if self._main is None:
+        """Run `main` on numpy arrays (unsigned storage as the model declares it); a list of
+        new numpy arrays, one per output.
+
+        Each input is copied into a 64-byte aligned buffer kept for it and shared with TVM
+        through DLPack (LiteRT's set_tensor is the same copy); an array of the shape and
+        dtype of the previous call's goes straight in (about 0.3 us), anything else makes
+        a new buffer.  Outputs are the VM's result buffers seen through DLPack and copied
+        once into arrays the caller owns (a result can be an input's buffer or a constant)."""
+        main = self._main
+        if main is None:
             self.vm  # noqa: B018 - made (or refused) here
+            main = self._main
+        if not self.fast_call:
+            return self._call_v1(*inputs)
+        slots = self._slots
+        args = []
+        for i, x in enumerate(inputs):
+            slot = slots[i] if i < len(slots) else None
+            if slot is not None and x.__class__ is np.ndarray and x.shape == slot[0] and x.dtype == slot[1]:
+                slot[2][...] = x
+                args.append(slot[3])
+            else:
+                args.append(self._slot(i, x))
+        out = main(*args)
+        if self.n_outputs == 1:
+            outs = [np.from_dlpack(out).copy()]
+        else:  # the FFI's element getter itself: the tuple's Python iterator costs ~1 us an element
+            item = _array_item()
+            outs = [np.from_dlpack(item(out, k)).copy() for k in range(self.n_outputs)]
+        return outs if self.out_dtypes is None else as_declared(outs, self.out_dtypes)
+
+    def _slot(self, i: int, x) -> object:
+        """Input `i`'s TVM tensor holding `x`, through a new buffer kept for the next calls."""
+        import tvm
+        import tvm_ffi
+
+        x = np.asarray(x)
+        bits = x.dtype
+        if bits.kind == "u":  # unsigned storage (u8) travels through L3 as signless bits
+            bits = np.dtype(f"int{bits.itemsize * 8}")
+        try:
+            buf = aligned_empty(x.shape, bits)
+            tensor = tvm_ffi.from_dlpack(buf)
+        except Exception:  # noqa: BLE001 - a dtype or shape DLPack refuses: a new tensor each call
+            return tvm.runtime.tensor(np.ascontiguousarray(x.view(bits)), self.device)
+        slot = (x.shape, x.dtype, buf.view(x.dtype), tensor)
+        slot[2][...] = x
+        self._slots.extend([None] * (i + 1 - len(self._slots)))
+        self._slots[i] = slot
+        return tensor
+
+    def _call_v1(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        """The call path before the per-call floor work (issue 25 part 1), for comparison."""
         args = []
         for i, x in enumerate(inputs):
             x = np.asarray(x)
@@ -208,6 +264,19 @@ class CompiledModel:
             return
         with _stderr_filtered("Warning: Scope Saving:"):
             self.executable.export_library(path)
+
+
+_ARRAY_ITEM = None
+
+
+def _array_item():
+    """TVM FFI's `ffi.ArrayGetItem` (array, index) -> element, looked up once."""
+    global _ARRAY_ITEM
+    if _ARRAY_ITEM is None:
+        import tvm_ffi
+
+        _ARRAY_ITEM = tvm_ffi.get_global_func("ffi.ArrayGetItem")
+    return _ARRAY_ITEM
 
 
 @contextlib.contextmanager

@@ -732,11 +732,14 @@ def _transpose_conv(ex: _Exporter, op):
     pads = list(op.attr("padding"))
     code = None
     for cand in (tflite.Padding.VALID, tflite.Padding.SAME):
-        got = []
+        got, sizes_ok = [], True
         for size, k, s, in_size in ((y[1], kh, strides[0], h), (y[2], kw, strides[1], wd)):
             top = _tflite_padding(cand, (size,), (k,), (s,), (1,))[0]
             got += [top, (in_size - 1) * s + k - top - size]
-        if got == pads:
+            # TFLite checks the input size its padding implies for the output size
+            implied = (size + s - 1) // s if cand == tflite.Padding.SAME else (size - k + s) // s
+            sizes_ok &= implied == in_size
+        if got == pads and sizes_ok:
             code = cand
             break
     if code is None:
@@ -1156,7 +1159,14 @@ def _prepare_check(data: bytes, model: _Model) -> None:
     except ImportError:
         return
     try:
-        Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF).allocate_tensors()
+        try:
+            Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF).allocate_tensors()
+        except (RuntimeError, ValueError) as e:
+            if "Didn't find op for builtin opcode" not in str(e):
+                raise
+            # an op the reference resolver lacks (ELU): TFLite's optimized kernels prepare it
+            Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.
+                        BUILTIN_WITHOUT_DEFAULT_DELEGATES).allocate_tensors()
     except (RuntimeError, ValueError) as e:
         msg = " ".join(str(e).split())
         m = re.search(r"Node number (\d+) \((\w+)\) failed to prepare", msg)

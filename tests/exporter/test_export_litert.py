@@ -358,3 +358,22 @@ def test_cli_malformed_tflite_and_missing_file(tmp_path, capsys):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bad.tflite" in r.stderr
     r = _qd_export(tmp_path / "missing.mlir", "-o", tmp_path / "x.tflite", capsys=capsys)
     assert r.returncode == 2 and "cannot read" in r.stderr and "no such file" in r.stderr
+
+
+def test_clamp_without_fused_activation_becomes_maximum_minimum():
+    """act_min / act_max that no fused activation gives (here [-100, 90] on a conv and a mean) are written as MAXIMUM / MINIMUM against constants of the result's type."""
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    module = import_tflite_file(MODELS / "zoo" / "elementwise_movement.tflite")
+    mean = next(op for op in module.walk() if op.name == "qnn.mean")
+    mean.attributes["act_min"], mean.attributes["act_max"] = IntegerAttr(-100, i64), IntegerAttr(90, i64)
+    cnn = import_tflite_file(MODELS / "zoo" / "cnn_small.tflite")
+    conv = next(op for op in cnn.walk() if op.name == "qnn.conv2d")
+    conv.attributes["act_min"], conv.attributes["act_max"] = IntegerAttr(-100, i64), IntegerAttr(90, i64)
+    for m in (module, cnn):
+        data = export_tflite(m)
+        assert {"MAXIMUM", "MINIMUM"} <= set(_ops(data))
+        _, in_values, _ = _entry_signature(m)
+        for seed in range(2):
+            sample = make_inputs(in_values, seed)
+            assert not _mismatches(run_module(m, sample), run_tflite(data, sample, reference=True))

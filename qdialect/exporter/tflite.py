@@ -437,7 +437,8 @@ class _Exporter:
         for v, n in zip(ret.operands, out_names):
             i = self.of(v)
             if i in inputs or i in outputs or self.m.tensors[i].data is not None:
-                j = self.m.tensor(self.m.tensors[i].shape, self.m.tensors[i].type, q=_qtype(v))
+                j = self.m.tensor(self.m.tensors[i].shape, self.m.tensors[i].type, q=_qtype(v),
+                                  keep_uint8=self.m.tensors[i].type == _TT.UINT8)
                 self.m.emit("RESHAPE", [i, self.m.int32_const(self.m.tensors[i].shape)], [j],
                             {"new_shape": self.m.tensors[i].shape})
                 i = j

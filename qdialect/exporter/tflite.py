@@ -676,9 +676,35 @@ def _same_width(op) -> None:
                        "activation width")
 
 
+def _is_uint8(q: UniformQuantizedType | None) -> bool:
+    return q is not None and not q.signed and q.storage_width.data == 8
+
+
+def _uint8_kernel(op) -> bool:
+    """True for a uint8 op whose per-tensor uint8 weights have a zero point other than 128: TFLite's
+    uint8 kernels take it (their filter offset), the int8 ones would not."""
+    x, w, r = (_qtype(v) for v in (op.operands[0], op.operands[1], op.results[0]))
+    return (_is_uint8(x) and _is_uint8(w) and _is_uint8(r) and not w.is_per_axis
+            and int(w.zero_point_array()) != 128 and isinstance(op.operands[1].owner, qnn.ConstantOp))
+
+
+def _weighted_operands(ex: _Exporter, op, xi: int, out: int) -> tuple[int, int, int]:
+    """(input, weights, output) tensors of a weighted op: its own, or uint8 ones around a uint8 kernel
+    (QUANTIZE shifts of the int8 input and output, the weights as stored)."""
+    w = op.operands[1]
+    if not _uint8_kernel(op):
+        _symmetric_weights(op, w)
+        return xi, ex.of(w), out
+    xu = ex.m.tensor(ex.m.tensors[xi].shape, _TT.UINT8, q=_qtype(op.operands[0]), keep_uint8=True)
+    ex.m.emit("QUANTIZE", [xi], [xu])
+    wu = ex.m.tensor(_shape(w), _TT.UINT8, q=_qtype(w), data=w.owner.array(), keep_uint8=True)
+    ou = ex.m.tensor(ex.m.tensors[out].shape, _TT.UINT8, q=_qtype(op.results[0]), keep_uint8=True)
+    ex.pending = [(ou, out)]
+    return xu, wu, ou
+
+
 def _conv_common(ex: _Exporter, op, depthwise: bool):
     x, w = op.operands[0], op.operands[1]
-    _symmetric_weights(op, w)
     _same_width(op)
     n, h, wd, c = _shape(x)
     if depthwise:
@@ -701,13 +727,14 @@ def _conv_common(ex: _Exporter, op, depthwise: bool):
     act, clamp = ex.fused(op)
     bi = _bias(ex, op, x, w)
     out = ex.out(op)
+    xi, wi, oi = _weighted_operands(ex, op, xi, out)
     opts = {"padding": code, "stride_h": strides[0], "stride_w": strides[1], "dilation_h_factor": dil[0],
             "dilation_w_factor": dil[1], "fused_activation_function": act}
     if depthwise:
         opts["depth_multiplier"] = oc // c
-        ex.m.emit("DEPTHWISE_CONV_2D", [xi, ex.of(w), bi], [out], opts)
+        ex.m.emit("DEPTHWISE_CONV_2D", [xi, wi, bi], [oi], opts)
     else:
-        ex.m.emit("CONV_2D", [xi, ex.of(w), bi], [out], opts)
+        ex.m.emit("CONV_2D", [xi, wi, bi], [oi], opts)
     ex.clamp_after(op, out, clamp)
 
 
@@ -756,14 +783,13 @@ def _transpose_conv(ex: _Exporter, op):
 @_handles("qnn.fully_connected")
 def _fully_connected(ex: _Exporter, op):
     x, w = op.operands[0], op.operands[1]
-    _symmetric_weights(op, w)
     _same_width(op)
     act, clamp = ex.fused(op)
     bi = _bias(ex, op, x, w)
     out = ex.out(op)
+    xi, wi, oi = _weighted_operands(ex, op, ex.of(x), out)
     keep = len(_shape(op.results[0])) == len(_shape(x)) and len(_shape(x)) > 2
-    ex.m.emit("FULLY_CONNECTED", [ex.of(x), ex.of(w), bi], [out],
-              {"fused_activation_function": act, "keep_num_dims": keep})
+    ex.m.emit("FULLY_CONNECTED", [xi, wi, bi], [oi], {"fused_activation_function": act, "keep_num_dims": keep})
     ex.clamp_after(op, out, clamp)
 
 

@@ -17,6 +17,10 @@ Writes are atomic (a temporary file in the same directory, then `os.replace`; th
 JSON, written last, commits the entry); an entry that does not load, or whose
 library is not the one its JSON names, is removed and rebuilt, never a crash.
 
+`<alias>.alias` names an entry by the module *before* lowering (`alias_key`: its text and
+the source of everything under qdialect/, transforms/ and tvm_bridge/), so qd-run
+(`compile.compile_unlowered`) skips the lowering as well when it finds one.
+
 `stats` counts hits, misses, stores and rebuilt (corrupt) entries in this process.
 """
 
@@ -84,6 +88,56 @@ def key(module_text: str, target: str, *parts: str) -> str:
         h.update(b"\0")
     h.update(module_text.encode())
     return h.hexdigest()[:40]
+
+
+_code_digest: str | None = None
+
+
+def _code_source_digest() -> str:
+    """sha256 of every Python source under qdialect/, transforms/ and tvm_bridge/: the code
+    that imports, lowers and translates a model."""
+    global _code_digest
+    if _code_digest is None:
+        root = Path(__file__).resolve().parent.parent
+        h = hashlib.sha256()
+        for package in ("qdialect", "transforms", "tvm_bridge"):
+            for path in sorted((root / package).rglob("*.py")):
+                h.update(str(path.relative_to(root)).encode())
+                h.update(path.read_bytes())
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def alias_key(module_text: str, target: str, *parts: str) -> str:
+    """A second name for an entry, from the module before lowering (its text, the target,
+    the versions and the source of all the code that lowers and translates it): with it
+    a caller skips the lowering too (`remember`, `resolve`)."""
+    h = hashlib.sha256()
+    for part in ("alias", _versions(), _code_source_digest(), target, *parts):
+        h.update(part.encode())
+        h.update(b"\0")
+    h.update(module_text.encode())
+    return h.hexdigest()[:40]
+
+
+def remember(alias: str, k: str) -> None:
+    """Record that `alias` names entry `k` (atomically; a failed write is only a lost shortcut)."""
+    path = cache_dir() / f"{alias}.alias"
+    tmp = path.with_name(f"{alias}.{os.getpid()}.tmp.alias")
+    try:
+        tmp.write_text(k)
+        os.replace(tmp, path)
+    except OSError:
+        _discard(tmp)
+
+
+def resolve(alias: str) -> str | None:
+    """The entry `alias` names, or None."""
+    try:
+        k = (cache_dir() / f"{alias}.alias").read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return k if len(k) == 40 and all(c in "0123456789abcdef" for c in k) else None
 
 
 def _paths(k: str) -> tuple[Path, Path]:
@@ -161,7 +215,7 @@ def clear() -> None:
     d = cache_dir()
     if d.is_dir():
         for p in d.iterdir():
-            if p.suffix in (".so", ".json"):
+            if p.suffix in (".so", ".json", ".alias"):
                 _discard(p)
 
 

@@ -338,13 +338,37 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
     if found is None:
         mod, n_outputs = translate(module, entry, dot=flavor)
         executable = build(mod, tgt)
-        if key is not None and build_cache.store(key, executable, {"n_outputs": n_outputs}) is not None:
+        meta = {"n_outputs": n_outputs, "out_dtypes": [None if d is None else np.dtype(d).str for d in out_dtypes]}
+        if key is not None and build_cache.store(key, executable, meta) is not None:
             # run the stored library: LLVM makes the machine code once, for the export
             found = build_cache.load(key, count=False)
     library, library_path = (found[0], found[2]) if found is not None else (None, None)
     if found is not None:
         n_outputs = found[1]["n_outputs"]
     return CompiledModel(executable, n_outputs, tgt, out_dtypes, library=library, library_path=library_path)
+
+
+def compile_unlowered(module, lower, target=None, entry: str | None = None) -> CompiledModel:
+    """`compile_module(lower(module), ...)` for a module before lowering (L1), where the
+    compiled-model cache can skip the lowering too: the build of this very module (same
+    text, target, versions and source of the code that lowers and translates it) is found
+    by its alias (tvm_bridge/cache.py) and loaded without calling `lower`."""
+    from tvm_bridge import cache as build_cache
+
+    tgt = as_target(target)
+    alias = None
+    if build_cache.enabled() and cannot_run_here(tgt) is None:
+        alias = build_cache.alias_key(str(module), str(tgt), f"entry {entry}")
+        key = build_cache.resolve(alias)
+        found = build_cache.load(key) if key is not None else None
+        if found is not None and isinstance(found[1].get("out_dtypes"), list):
+            library, meta, path = found
+            out_dtypes = [None if d is None else np.dtype(d) for d in meta["out_dtypes"]]
+            return CompiledModel(None, meta["n_outputs"], tgt, out_dtypes, library=library, library_path=path)
+    model = compile_module(lower(module), tgt, entry)
+    if alias is not None and model.library_path is not None:
+        build_cache.remember(alias, os.path.basename(str(model.library_path)).removesuffix(".so"))
+    return model
 
 
 def run(model: CompiledModel, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -301,7 +301,7 @@ def _tvm_runner(module, args, stages):
     from qdialect.dialects.qnn import set_rounding
     from transforms import pipelines
     from tvm_bridge import cache as build_cache
-    from tvm_bridge.compile import cannot_run_here, compile_module
+    from tvm_bridge.compile import cannot_run_here, compile_unlowered
     from tvm_bridge.translate import TranslationError
 
     from xdsl.utils.exceptions import PassFailedException
@@ -310,22 +310,31 @@ def _tvm_runner(module, args, stages):
         set_rounding(module, args.rounding)
     # the model's own output dtypes (u8 storage leaves L3 as i8 bits)
     out_dtypes = _output_dtypes(module)
+    lowering = []
+
+    def lower(module):
+        t0 = time.perf_counter()
+        _progress("lowering to L3 (qnn-canonicalize, qnn-decompose, qnn-lower-to-linalg)")
+        l3 = module.clone()
+        try:
+            pipelines.lower_to_l3(l3)
+        except PassFailedException as e:
+            raise BadInput(" ".join(str(e).split())) from None
+        lowering.append(time.perf_counter() - t0)
+        stages.append(("lower to L3", lowering[0]))
+        _progress("translating to Relax and compiling with TVM")
+        return l3
+
     t0 = time.perf_counter()
-    _progress("lowering to L3 (qnn-canonicalize, qnn-decompose, qnn-lower-to-linalg)")
-    l3 = module.clone()
-    try:
-        pipelines.lower_to_l3(l3)
-    except PassFailedException as e:
-        raise BadInput(" ".join(str(e).split())) from None
-    stages.append(("lower to L3", time.perf_counter() - t0))
-    t0 = time.perf_counter()
-    _progress("translating to Relax and compiling with TVM")
     hits = build_cache.stats["hits"]
-    try:
-        model = compile_module(l3, target=args.target)
+    try:  # the cache can skip the lowering too (compile_unlowered)
+        model = compile_unlowered(module, lower, target=args.target)
     except TranslationError as e:
         raise BadInput(f"TVM bridge: {e}") from None
-    stages.append(("TVM compile" if build_cache.stats["hits"] == hits else "TVM (cached)", time.perf_counter() - t0))
+    cached = build_cache.stats["hits"] > hits
+    if cached:
+        _progress("loaded the compiled model from the cache (tvm_bridge/cache.py)")
+    stages.append(("TVM (cached)" if cached else "TVM compile", time.perf_counter() - t0 - sum(lowering)))
     why = cannot_run_here(model.target)
     if why is not None:
         raise BadInput(f"--target {args.target}: the code cannot run here: {why}")

@@ -136,7 +136,34 @@ def test_cache_off_builds_and_writes_nothing(lowered, cache_dir, monkeypatch):
 
 def test_qd_run_says_when_it_used_the_cache(cache_dir, capsys):
     assert qd_run([str(MODEL), "--compare", "litert-ref"]) == 0
-    assert "stage      TVM compile" in capsys.readouterr().out
-    assert qd_run([str(MODEL), "--compare", "litert-ref"]) == 0
     out = capsys.readouterr().out
-    assert "stage      TVM (cached)" in out and "BIT-EXACT vs LiteRT litert-ref" in out
+    assert "stage      lower to L3" in out and "stage      TVM compile" in out
+    assert qd_run([str(MODEL), "--compare", "litert-ref"]) == 0
+    out = capsys.readouterr().out  # found by the module before lowering: no lowering either
+    assert "stage      TVM (cached)" in out and "lower to L3" not in out and "BIT-EXACT vs LiteRT litert-ref" in out
+    assert qd_run([str(MODEL), "--compare", "litert", "--rounding", "litert"]) == 0  # another module: built
+    out = capsys.readouterr().out
+    assert "stage      TVM compile" in out and "BIT-EXACT vs LiteRT litert" in out
+
+
+def test_unlowered_module_found_without_lowering(cache_dir):
+    from qdialect.dialects.qnn import set_rounding
+    from tvm_bridge.compile import compile_unlowered
+
+    module = load_module(MODEL, batch=1)
+    set_rounding(module, "litert")
+    samples = [make_inputs(_entry_signature(module)[1], seed) for seed in range(2)]
+    theirs = litert_run(MODEL.read_bytes(), samples, reference=False)  # XNNPACK: the litert profile
+    lowered = []
+
+    def lower(m):
+        lowered.append(m)
+        m = m.clone()
+        lower_to_l3(m)
+        return m
+
+    first = compile_unlowered(module, lower)
+    again = compile_unlowered(module, lower)
+    assert len(lowered) == 1 and again.executable is None and cache.stats["hits"] == 1
+    for model in (first, again):
+        _assert_matches_litert(_outputs(model, samples), theirs)

@@ -521,12 +521,13 @@ class _Exporter:
         self.values[r] = final
 
     def uint8_island(self, op: Operation, ins: list[int], outs: list[int]) -> tuple[list[int], list[int]]:
-        """Kernels that round stored values themselves (average pool, bilinear resize) give other
-        integers on int8 than on uint8: a uint8 op runs on uint8 tensors between exact QUANTIZE
-        shifts (same scale, zero point + / - 128) of the int8 tensors around it."""
+        """Kernels that round stored values themselves (average pool, bilinear resize, a
+        concatenation that rescales) give other integers on int8 than on uint8: a uint8 op runs on
+        uint8 tensors between exact QUANTIZE shifts (same scale, zero point + / - 128) of the int8
+        tensors around it."""
         vals = list(op.operands[: len(ins)])
-        if not any((q := _qtype(v)) is not None and not q.signed and q.storage_width.data == 8 for v in vals):
-            return ins, outs
+        if not all(_is_uint8(_qtype(v)) for v in [*vals, *op.results[: len(outs)]]):
+            return ins, outs  # (mixed int8 / uint8: the int8 kernel, or its refusal)
         new_ins = []
         for i, v in zip(ins, vals):
             u = self.m.tensor(self.m.tensors[i].shape, _TT.UINT8, q=_qtype(v), keep_uint8=True)
@@ -987,8 +988,9 @@ def _concatenation(ex: _Exporter, op):
     else:
         act, clamp = _float_act(op), None
     out = ex.out(op)
-    ex.m.emit("CONCATENATION", [ex.of(v) for v in op.operands], [out],
-              {"axis": op.attr("axis"), "fused_activation_function": act})
+    # uint8 inputs of other parameters than the result's: TFLite's uint8 ConcatenationWithScaling
+    ins, outs = ex.uint8_island(op, [ex.of(v) for v in op.operands], [out])
+    ex.m.emit("CONCATENATION", ins, outs, {"axis": op.attr("axis"), "fused_activation_function": act})
     ex.clamp_after(op, out, clamp)
 
 

@@ -234,7 +234,7 @@ def test_mixed_width_fully_connected_refused():
 
 ONNX_EXACT = ["cnn_qdq_s8", "cnn_qop_u8", "mobilenetv2_qdq_u8", "mobilenetv2_qop_s8", "op_avgpool_cip0_qdq_u8",
               "op_conv_dw_qdq_s8", "op_gemm_qop_u8", "op_matmul_acts_qdq_s8", "op_leakyrelu_qdq_u8",
-              "op_lrelu_resize_qop_u8"]
+              "op_lrelu_resize_qop_u8", "op_concat_qdq_u8", "cnn_qdq_u8w"]
 
 
 def _onnx_tflite_profile(name: str):
@@ -259,7 +259,7 @@ def test_onnx_tflite_profile_matches_interpreter(name):
 
 @pytest.mark.parametrize("name, why", [
     ("op_sigmoid_qdq_s8", r"qnn\.logistic at @main op \d+: LiteRT's kernel LOGISTIC refuses it"),
-    ("op_concat_qdq_s8", r"qnn\.concatenation at @main op \d+: LiteRT's kernel CONCATENATION refuses it"),
+    ("op_concat_qop_s8", r"qnn\.concatenation at @main op \d+: LiteRT's kernel CONCATENATION refuses it"),
     ("op_avgpool_cip1_qop_s8", r"qnn\.avg_pool2d at @main op \d+: operand 0 is .* does not requantize"),
     ("cnn_qop_u8w", r"qnn\.conv2d at @main op \d+: weights with zero points"),
     ("elementwise_qdq_s8", r"qnn\.hard_sigmoid at @main op \d+: TFLite has no kernel for it"),

@@ -13,8 +13,8 @@ For each model (default: models/zoo/mobilenetv2_tiny.tflite) it prints
     translation, `relax.build` (TVM's passes and LLVM IR), codegen (LLVM making machine
     code: the library export, `export_library`, on the way into the cache), VM set-up and
     the first call, and the steady-state call (median of 200).  Cached, translation, build
-    and codegen are replaced by the cache look-up (printing the L3 text, hashing it,
-    loading the library).
+    and codegen (and the lowering) are replaced by the cache look-up (as qd-run's
+    `compile_unlowered`: printing the module before lowering, hashing it, loading the library).
 
 Timings on a shared machine are noisy: compare the rows of one run with each other.
 Not a test: a benchmark to read.  (bench/compile_time.py measures how the Python stages
@@ -54,18 +54,25 @@ def timed(name, f, *a, **k):
     t = time.perf_counter(); r = f(*a, **k); stages[name] = time.perf_counter() - t; return r
 module = timed("import model", load_module, sys.argv[1], 1)
 xs = make_inputs(_entry_signature(module)[1], 0)
-timed("lower to L3", pipelines.lower_to_l3, module)
 tgt = as_target(None)
 flavor = target_flavor(tgt)
-def look_up():
-    k = cache.key(str(module), str(tgt), "entry None", f"dot {flavor!r}")
-    return k, cache.load(k)
-key, found = timed("cache look-up", look_up)
+def look_up():  # as compile_unlowered: by the module before lowering
+    alias = cache.alias_key(str(module), str(tgt), "entry None")
+    k = cache.resolve(alias)
+    return alias, (cache.load(k) if k is not None else None)
+alias, found = timed("cache look-up", look_up)
 if found is None:
-    mod, n = timed("relax translation", translate, module, None, dot=flavor)
+    from qdialect.io_types import declared_dtypes
+    from tvm_bridge.translate import Translator
+    l3 = module.clone()
+    timed("lower to L3", pipelines.lower_to_l3, l3)
+    key = timed("L3 key (print + hash)", lambda: cache.key(str(l3), str(tgt), "entry None", f"dot {flavor!r}"))
+    mod, n = timed("relax translation", translate, l3, None, dot=flavor)
     ex = timed("relax.build (passes, LLVM IR)", build, mod, tgt)
-    timed("codegen + export (machine code)", cache.store, key, ex, {"n_outputs": n})
+    dts = [None if d is None else np.dtype(d).str for d in declared_dtypes(Translator(l3).entry(None))[1]]
+    timed("codegen + export (machine code)", cache.store, key, ex, {"n_outputs": n, "out_dtypes": dts})
     found = timed("load library", cache.load, key, False)
+    cache.remember(alias, key)
 library, meta, path = found
 model = CompiledModel(None, meta["n_outputs"], tgt, library=library, library_path=path)
 timed("VM set-up + first call", model, *xs)
@@ -110,12 +117,10 @@ def main(argv=None) -> int:
                 env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / f"run{i}")
                 cold.append(_wall(cmd, env))
             cached = [_wall(cmd, env) for _ in range(max(1, args.runs))]
-            off = dict(env, QDIALECT_CACHE="0")
             print(f"  whole qd-run process: cold {min(cold):6.2f} s   cached {min(cached):6.2f} s   "
                   f"(fastest of {len(cold)}; slowest {max(cold):.2f} / {max(cached):.2f} s)")
             env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / "breakdown")
             rows = [("cold", _breakdown(model, env)), ("cached", _breakdown(model, env))]
-            del off
         names = list(dict.fromkeys(n for _, r in rows for n in r))
         print(f"  {'stage':<34} " + " ".join(f"{case:>10}" for case, _ in rows))
         for n in names:

@@ -9,7 +9,8 @@ PATH is a .tflite / .onnx file or a directory (searched recursively).
 - NAME_float.tflite with NAME_calib.npz: qd-quantize's defaults -> qd-export; BUILTIN_REF against
   the reference interpreter on the module, on NAME_heldout.npz (or the calibration) samples;
 - .onnx: imported (onnxruntime profile) and set to the tflite profile (qd-run --rounding tflite)
-  -> qd-export; BUILTIN_REF against the reference interpreter.
+  -> qd-export; BUILTIN_REF against the reference interpreter (the verdict), and XNNPACK against
+  its litert profile (reported).
 Each model is `exact` (0 differing elements), `mismatch` (counts given), `refused` (the exporter's
 one-line diagnostic), `skipped` (the importer or qd-quantize cannot take it) or `error` (anything
 else: a bug to look at).
@@ -106,11 +107,14 @@ def onnx_model(path: Path, n: int) -> str:
     module = import_onnx_file(path, profile="onnxruntime")
     set_rounding(module, "tflite")
     data = export_tflite(module)
-    bad = total = 0
+    bad = total = xbad = 0
     for s in _random(module, n):
         b, t = _diff(run_module(module, s), run_tflite(data, s, reference=True))
         bad, total = bad + b, total + t
-    return f"{'exact' if bad == 0 else 'mismatch'}: BUILTIN_REF vs interpreter {bad}/{total} differ"
+        xbad += _diff(run_module(module, s, rounding="litert"), run_tflite(data, s, reference=False))[0]
+    # (XNNPACK against the interpreter's litert profile is reported, the verdict is BUILTIN_REF's)
+    return (f"{'exact' if bad == 0 else 'mismatch'}: BUILTIN_REF vs interpreter {bad}/{total} differ "
+            f"(XNNPACK vs interpreter (litert) {xbad}/{total})")
 
 
 def main(argv=None) -> int:

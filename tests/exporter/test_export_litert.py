@@ -91,7 +91,7 @@ def test_roundtrip_bit_exact(name, reference):
 
 
 def test_quantized_models_are_there():
-    assert len(QUANTIZED) >= 17, QUANTIZED
+    assert len(QUANTIZED) >= 18, QUANTIZED
 
 
 @pytest.mark.parametrize("name", ["zoo/cnn_small.tflite", "zoo/ds_cnn_kws.tflite", "zoo/mobilenetv2_tiny.tflite",

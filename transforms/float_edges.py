@@ -18,7 +18,7 @@ ops whose arith bodies reproduce `qdialect.reference.elementwise.quantize` /
 
 Per-axis scales and zero points travel as 1-D constant operands indexed by the
 axis.  The 16-bit `litert` quantize (position-dependent vector blocks in LiteRT)
-is refused.  Registered into `transforms.decompose.DECOMPOSITIONS` on import.
+is refused.  Registered into `transforms.decompositions.DECOMPOSITIONS` on import.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from xdsl.ir import SSAValue
 
 from qdialect.dialects import qnn
 from qdialect.dialects.quant import DequantizeCastOp, QuantizeCastOp, quantized_element_type
-from transforms import decompose
-from transforms.decompose import Emitter, Unsupported, storage_type
-from transforms.lower_to_linalg import I64, Lowering, Scalar, amap, dim, identity
+from transforms.decompositions import DECOMPOSITIONS
+from transforms.emit import Emitter, Unsupported, storage_type
+from transforms.linalg_build import I64, Lowering, Scalar, amap, dim, identity
 
 INT32_MIN = -(1 << 31)
 
@@ -179,7 +179,7 @@ def _qnn_dequantize(e: Emitter, op: qnn.DequantizeOp) -> SSAValue:
     return dequantize(e, op.operands[0], op.results[0].type)
 
 
-decompose.DECOMPOSITIONS.update({
+DECOMPOSITIONS.update({
     QuantizeCastOp: _qcast,
     DequantizeCastOp: _dcast,
     qnn.QuantizeOp: _qnn_quantize,

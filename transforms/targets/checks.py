@@ -870,16 +870,17 @@ def params_match_result() -> Check:
     return Check("quantization", "inputs share the result's scale and zero point", inner.test)
 
 
-def hw_product_below(limit: int) -> Check:
-    """Input height x width (Vela's NHWC view) < `limit` (SOFTMAX)."""
+def hw_product_at_most(limit: int) -> Check:
+    """Input height x width (Vela's NHWC view) <= `limit` (SOFTMAX; Vela's report says "less
+    than 65536", Vela 5.2 takes exactly 65536 and refuses 65537)."""
 
     def test(op):
         _, h, w, _ = _shape4(op.operands[0])
-        if h * w >= limit:
-            return f"input height x width {h}x{w} = {h * w} is not below {limit}"
+        if h * w > limit:
+            return f"input height x width {h}x{w} = {h * w} is above {limit}"
         return None
 
-    return Check("shape", f"input height x width < {limit}", test)
+    return Check("shape", f"input height x width <= {limit}", test)
 
 
 def same_shape_as_result() -> Check:

@@ -119,12 +119,12 @@ func.func @stride(%x: tensor<1x8x8x2x!x>) -> tensor<1x2x2x2x!o> {
 
 // -----
 
-// CHECK-NEXT: remark: qnn.softmax %r stays on host for ethos-u: input height x width 256x256 = 65536 is not below 65536 [shape]
+// CHECK-NEXT: remark: qnn.softmax %r stays on host for ethos-u: input height x width 257x256 = 65792 is above 65536 [shape]
 !a = !quant.uniform<i8:f32, 0.5:-3>
 !s = !quant.uniform<i8:f32, 0.00390625:-128>
-func.func @shape(%x: tensor<1x256x256x2x!a>) -> tensor<1x256x256x2x!s> {
-  %r = qnn.softmax %x : (tensor<1x256x256x2x!a>) -> tensor<1x256x256x2x!s>
-  func.return %r : tensor<1x256x256x2x!s>
+func.func @shape(%x: tensor<1x257x256x2x!a>) -> tensor<1x257x256x2x!s> {
+  %r = qnn.softmax %x : (tensor<1x257x256x2x!a>) -> tensor<1x257x256x2x!s>
+  func.return %r : tensor<1x257x256x2x!s>
 }
 
 // -----

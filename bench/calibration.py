@@ -29,6 +29,29 @@ models/transformers/README.md): same weights, same calibration data.
 TensorFlow is not needed: the converter's models are the committed files.
 Not a test: a benchmark to read (about a minute per model and scheme on a
 loaded 2-core machine).
+
+Calibration zoo (issue 23, the default `--zoo calib`):
+
+    python bench/calibration.py [--zoo calib] [--models mobilenetv2_035,...] [--plot sqnr.png] [--samples N]
+
+For every model of `models/calib` (trained float Keras models, see its README),
+on the 128 samples of `NAME_eval.npz` (labelled, not used for calibration):
+output SQNR against the float model (LiteRT), top-1 agreement with the float
+model, accuracy on the labels, and calibration time, for
+
+- `ours`: `qd-quantize`'s defaults (the API the CLI calls) on `NAME_calib.npz`
+  (64 samples), printed, parsed back and run on the reference interpreter;
+- `TF`: `NAME_tf_int8.tflite`, TensorFlow's full-integer converter on the same 64
+  samples (committed; its conversion time is the generator's, from facts.txt),
+  run in LiteRT;
+- `ORT minmax / entropy / percentile`: onnxruntime's `quantize_static` on `NAME.onnx`
+  (QDQ, per-channel int8 weights, uint8 activations, its defaults otherwise) with
+  the same 64 samples, run in an onnxruntime default session.
+
+The files `tools/gen_calib_zoo.py --derived` rebuilds (large npz, .onnx) are
+made on the first run.  `--plot` writes a grouped bar chart of the output SQNR
+(one group per model; bars in the order ours, TF, ORT minmax, entropy,
+percentile).  The table is printed in README.md's format.
 """
 
 from __future__ import annotations
@@ -153,12 +176,266 @@ def top1(reference: list[np.ndarray], approx: list[np.ndarray]) -> int:
     return sum(int(np.argmax(r) == np.argmax(a)) for r, a in zip(reference, approx))
 
 
+# ---------------------------------------------------------------- the calibration zoo (issue 23)
+
+CALIB_ZOO = ROOT / "models" / "calib"
+CALIB_MODELS = ("mobilenetv2_035", "mobilenetv2_050", "resnet_small", "ds_cnn_kws", "mlp_tabular", "attn_kws")
+CALIB_METHODS = ("ours", "tf", "ort_minmax", "ort_entropy", "ort_percentile")
+METHOD_TITLES = {"ours": "ours", "tf": "TF", "ort_minmax": "ORT MinMax", "ort_entropy": "ORT Entropy",
+                 "ort_percentile": "ORT Percentile"}
+METHOD_COLOURS = {"ours": (40, 110, 200), "tf": (230, 150, 30), "ort_minmax": (120, 120, 120),
+                  "ort_entropy": (60, 160, 80), "ort_percentile": (170, 60, 160)}
+
+
+def _flow():
+    """The quantizer's flow module (transforms.quantizer.flow; transforms.quantize before the move)."""
+    try:
+        from transforms.quantizer import flow
+    except ImportError:  # pragma: no cover - older layout
+        from transforms import quantize as flow
+    return flow
+
+
+def _strategy_int8():
+    try:
+        from transforms.quantizer.strategy import load_strategy
+    except ImportError:  # pragma: no cover - older layout
+        from transforms.strategy import load_strategy
+    return load_strategy("int8")
+
+
+def litert_run(path: Path, xs: np.ndarray) -> np.ndarray:
+    """The first output of a .tflite model for each sample of xs (N, 1, ...), as real numbers (int8
+    input quantized and output dequantized with the model's own parameters); LiteRT's builtin kernels."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    it = Interpreter(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it.allocate_tensors()
+    inp, out = it.get_input_details()[0], it.get_output_details()[0]
+    ys = []
+    for x in xs:
+        x = np.asarray(x, np.float32).reshape(inp["shape"])
+        if inp["dtype"] != np.float32:
+            s, z = inp["quantization"]
+            info = np.iinfo(inp["dtype"])
+            x = np.clip(np.round(x / s) + z, info.min, info.max).astype(inp["dtype"])
+        it.set_tensor(inp["index"], x)
+        it.invoke()
+        y = np.asarray(it.get_tensor(out["index"]), np.float64)
+        if out["dtype"] != np.float32:
+            s, z = out["quantization"]
+            y = (y - z) * s
+        ys.append(y.reshape(-1))
+    return np.stack(ys)
+
+
+def ours_calib(zoo: Path, model: str, xc: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, float]:
+    """qd-quantize's defaults (int8, layerwise, MSE ranges, MSE weights, bias correction) on the
+    calibration stack xc; the module printed, parsed back and run on the reference interpreter on xs.
+    Returns (outputs, seconds of quantize_float_module)."""
+    from qdialect.diagnostics import parse_module
+    from qdialect.importer.cli import module_text
+    from qdialect.importer.tflite_float import import_tflite_float_file
+    from transforms.opt import QdOptMain
+
+    flow = _flow()
+    float_module = import_tflite_float_file(zoo / f"{model}_float.tflite")
+    shapes = [list(a.type.get_shape()) for a in float_module.ops.first.body.block.args]
+    calib = flow.samples_from_npz({"input_0": xc}, shapes)
+    start = time.perf_counter()
+    result = flow.quantize_float_module(float_module, calib, _strategy_int8())
+    seconds = time.perf_counter() - start
+    module = parse_module(QdOptMain(args=[]).ctx, module_text(result.module), f"{model}.mlir")
+    ret = module.ops.first.body.block.last_op
+    outs = []
+    for x in xs:
+        env = flow._trace(module, [np.asarray(x, np.float32)])
+        outs.append(np.asarray(env[ret.operands[0]], np.float64).reshape(-1))
+    return np.stack(outs), seconds
+
+
+def ort_calib(zoo: Path, model: str, method: str, xc: np.ndarray, xs: np.ndarray, workdir: Path) -> tuple[np.ndarray, float]:
+    """onnxruntime's quantize_static on NAME.onnx (QDQ, per-channel weights, `method` = MinMax, Entropy or
+    Percentile) with the calibration stack xc; the quantized model run in a default session on xs.
+    Returns (outputs, seconds of quantize_static)."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
+                                          quantize_static)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter({"input_0": np.asarray(x, np.float32)} for x in xc)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    out = workdir / f"{model}_{method}.onnx"
+    cm = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
+          "percentile": CalibrationMethod.Percentile}[method]
+    import contextlib
+    import io
+    import logging
+
+    logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" warning
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints its calibrator's settings
+        quantize_static(str(zoo / f"{model}.onnx"), str(out), Reader(), quant_format=QuantFormat.QDQ,
+                        per_channel=True, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        calibrate_method=cm)
+    seconds = time.perf_counter() - start
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    ys = np.stack([np.asarray(sess.run(None, {"input_0": np.asarray(x, np.float32)})[0], np.float64).reshape(-1)
+                   for x in xs])
+    return ys, seconds
+
+
+def tf_convert_seconds(zoo: Path, model: str) -> float | None:
+    """TensorFlow's conversion time for NAME_tf_int8.tflite as the generator recorded it (facts.txt)."""
+    import ast
+
+    facts = zoo / "facts.txt"
+    if not facts.exists():
+        return None
+    found = None
+    for line in facts.read_text().splitlines():
+        if line.strip():
+            d = ast.literal_eval(line)
+            if d.get("name") == model:
+                found = d.get("tf_int8_s")
+    return found
+
+
+def plot_groups(values: dict[str, dict[str, float]], methods: list[str], width: int = 760,
+                height: int = 340) -> np.ndarray:
+    """Grouped bar chart (RGB) of output SQNR: one group per model, one bar per method (METHOD_COLOURS);
+    grid every 5 dB, labelled on the left."""
+    flow = _flow()
+    img = np.full((height, width, 3), 255, np.uint8)
+    margin = 28
+    finite = [v for d in values.values() for v in d.values() if np.isfinite(v)]
+    top = 5.0 * np.ceil(max([10.0, *finite]) / 5.0)
+    plot_h = height - 2 * margin
+
+    def y_of(v: float) -> int:
+        return int(round(margin + (top - max(0.0, min(v, top))) / top * plot_h))
+
+    for gv in np.arange(0.0, top + 1e-9, 5.0):
+        img[y_of(gv), margin:width - margin] = (220, 220, 220)
+        if hasattr(flow, "_draw_text"):
+            flow._draw_text(img, f"{int(gv)}", 2, y_of(gv) - 2)
+    img[y_of(0.0), margin:width - margin] = (0, 0, 0)
+    models = list(values)
+    slot = (width - 2 * margin) / max(len(models), 1)
+    bar = slot * 0.8 / max(len(methods), 1)
+    for i, m in enumerate(models):
+        for j, meth in enumerate(methods):
+            v = values[m].get(meth, np.nan)
+            if not np.isfinite(v):
+                continue
+            x0 = int(margin + i * slot + slot * 0.1 + j * bar)
+            x1 = max(int(x0 + bar * 0.9), x0 + 1)
+            img[y_of(v):y_of(0.0), x0:x1] = METHOD_COLOURS[meth]
+        if hasattr(flow, "_draw_text"):
+            flow._draw_text(img, str(i + 1), int(margin + (i + 0.5) * slot) - 2, height - margin + 8)
+    img[margin:height - margin, margin] = (0, 0, 0)
+    return img
+
+
+def calib_main(p, args) -> int:
+    """The calibration-zoo benchmark (see the module docstring)."""
+    import platform
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import gen_calib_zoo
+
+    zoo = Path(args.dir) if args.dir else CALIB_ZOO
+    table = {**gen_calib_zoo.MODELS, **gen_calib_zoo.HELDOUT}
+    present = [m for m in table if (zoo / f"{m}_float.tflite").exists()]
+    models = [m for m in (args.models or ",".join(present)).split(",") if m]
+    methods = [m for m in args.methods.split(",") if m]
+    if not models:
+        p.error(f"{zoo}: no NAME_float.tflite of tools/gen_calib_zoo.py (run it with TensorFlow)")
+    for m in models:
+        if m not in table:
+            p.error(f"unknown model '{m}' (expected {', '.join(table)})")
+    for m in methods:
+        if m not in CALIB_METHODS:
+            p.error(f"unknown method '{m}' (expected {', '.join(CALIB_METHODS)})")
+    missing = [m for m in models if not (zoo / f"{m}_float.tflite").exists()]
+    if missing:
+        p.error(f"{zoo} has no {missing[0]}_float.tflite (run tools/gen_calib_zoo.py with TensorFlow)")
+    gen_calib_zoo.derived(zoo, {m: table[m] for m in models},
+                          log=lambda s: print(f"[derived] {s}", file=sys.stderr))
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cols = [METHOD_TITLES[m] for m in methods]
+    heads = " / ".join(cols)
+    print(f"| model | float accuracy | output SQNR (dB): {heads} | top-1 agreement with float: {heads} "
+          f"| accuracy: {heads} | calibration time (s): {heads} |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    sqnrs: dict[str, dict[str, float]] = {}
+    total = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in models:
+            xc = np.load(zoo / f"{model}_calib.npz")["input_0"]
+            ev = np.load(zoo / f"{model}_eval.npz")
+            xs, labels = ev["input_0"], ev["labels"]
+            if args.samples:
+                xs, labels = xs[:args.samples], labels[:args.samples]
+            ref = litert_run(zoo / f"{model}_float.tflite", xs)
+            row = {}
+            for meth in methods:
+                if meth == "ours":
+                    got, sec = ours_calib(zoo, model, xc, xs)
+                elif meth == "tf":
+                    got, sec = litert_run(zoo / f"{model}_tf_int8.tflite", xs), tf_convert_seconds(zoo, model)
+                else:
+                    got, sec = ort_calib(zoo, model, meth[4:], xc, xs, Path(tmp))
+                row[meth] = (sqnr_db(list(ref), list(got)), top1(list(ref), list(got)),
+                             float(np.mean(np.argmax(got, -1) == labels)), sec)
+            sqnrs[model] = {m: v[0] for m, v in row.items()}
+            acc_f = float(np.mean(np.argmax(ref, -1) == labels))
+            n = len(xs)
+
+            def cells(k, fmt):
+                return " / ".join(fmt(row[m][k]) for m in methods)
+
+            print(f"| `{model}` | {100 * acc_f:.1f} % | {cells(0, lambda v: f'{v:.2f}')} "
+                  f"| {cells(1, lambda v: f'{v}')} (of {n}) | {cells(2, lambda v: f'{100 * v:.1f}')} % "
+                  f"| {cells(3, lambda v: '-' if v is None else f'{v:.1f}')} |", flush=True)
+    print(f"\n{len(models)} models, {len(xs)} evaluation samples each, 64 calibration samples; CPU: {cpu}; "
+          f"bench wall time {time.perf_counter() - total:.0f} s.  TF's time is its converter's (recorded "
+          "when the zoo was generated).")
+    if args.plot:
+        _flow().write_png(Path(args.plot), plot_groups(sqnrs, methods))
+        legend = ", ".join(f"{METHOD_TITLES[m]} rgb{METHOD_COLOURS[m]}" for m in methods)
+        print(f"plot: {args.plot} (groups numbered 1.. = {', '.join(models)}; bars: {legend})")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default=",".join(MODELS))
-    p.add_argument("--schemes", default=",".join(SCHEMES))
+    p.add_argument("--zoo", choices=("calib", "transformers"), default="calib",
+                   help="models/calib against TF and ONNX Runtime (default), or the transformer encoders")
+    p.add_argument("--models", default=None)
+    p.add_argument("--schemes", default=",".join(SCHEMES), help="transformers only")
+    p.add_argument("--plot", metavar="PNG", help="calib only: write the SQNR bar chart here")
+    p.add_argument("--dir", metavar="DIR", help="calib only: another zoo directory (e.g. gen_calib_zoo.py "
+                   "--heldout DIR); default models/calib")
+    p.add_argument("--samples", type=int, default=None, help="calib only: evaluate on the first N eval samples")
+    p.add_argument("--methods", default=",".join(CALIB_METHODS), help="calib only: subset of "
+                   + ", ".join(CALIB_METHODS))
     args = p.parse_args(argv)
-    models = [m for m in args.models.split(",") if m]
+    if args.zoo == "calib":
+        return calib_main(p, args)
+    models = [m for m in (args.models or ",".join(MODELS)).split(",") if m]
     schemes = [s for s in args.schemes.split(",") if s]
     for m in models:
         if m not in MODELS:

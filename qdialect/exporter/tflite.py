@@ -522,7 +522,7 @@ class _Exporter:
 
     def uint8_island(self, op: Operation, ins: list[int], outs: list[int]) -> tuple[list[int], list[int]]:
         """Kernels that round stored values themselves (average pool, bilinear resize, a
-        concatenation that rescales) give other integers on int8 than on uint8: a uint8 op runs on
+        concatenation that rescales, MEAN / SUM) give other integers on int8 than on uint8: a uint8 op runs on
         uint8 tensors between exact QUANTIZE shifts (same scale, zero point + / - 128) of the int8
         tensors around it."""
         vals = list(op.operands[: len(ins)])
@@ -908,8 +908,9 @@ def _reduce(ex: _Exporter, op):
         raise _Refused("a fused clamp on a float reduction")
     axes = list(op.attr("axes"))
     out = ex.out(op)
-    ex.m.emit(_REDUCE[op.name], [ex.of(op.operands[0]), ex.m.int32_const(axes)], [out],
-              {"keep_dims": bool(op.attr("keep_dims", False))})
+    # TFLite's uint8 MEAN / SUM round their own way (not the int8 kernels shifted by 128)
+    ins, outs = ex.uint8_island(op, [ex.of(op.operands[0])], [out])
+    ex.m.emit(_REDUCE[op.name], [ins[0], ex.m.int32_const(axes)], outs, {"keep_dims": bool(op.attr("keep_dims", False))})
     ex.clamp_after(op, out, clamp)
 
 

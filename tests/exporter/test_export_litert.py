@@ -377,3 +377,16 @@ def test_clamp_without_fused_activation_becomes_maximum_minimum():
         for seed in range(2):
             sample = make_inputs(in_values, seed)
             assert not _mismatches(run_module(m, sample), run_tflite(data, sample, reference=True))
+
+
+@pytest.mark.slow
+def test_mutated_models_export_exactly_or_are_refused():
+    """tools/export_fuzz.py: 400 mutated zoo / one-operator models that qd-import accepts and LiteRT
+    runs either export to the same outputs (BUILTIN_REF) or are refused (found uint8 SUM)."""
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "export_fuzz.py"), "--cases", "400", "--seed", "1"],
+                         capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    summary = [ln for ln in out.stdout.splitlines() if ln.startswith("summary: ")]
+    assert summary, out.stdout + out.stderr
+    assert "mismatch" not in out.stdout and "export-error" not in out.stdout and "exported-fails" not in out.stdout, \
+        out.stdout
+    assert " exact " in summary[0]

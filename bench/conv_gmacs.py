@@ -15,8 +15,10 @@ per-channel int8 weights, int32 bias, requantized to int8 with ReLU6 (one
 - TVM's default `tvm.compile` pipeline on that same Relax module (no fusion,
   no schedule), as the issue measured it.
 
-Peak: the MACs of one instruction per cycle per core times the clock in
-/proc/cpuinfo: 64 for a 512-bit VPDPBUSD (the figure the issue quotes as "well
+Timed at each of `--threads` TVM thread counts (default 1 and 2), then the whole
+`--model` (default mobilenetv2_tiny) the same way, against LiteRT XNNPACK at the
+same thread count.  Peak: the MACs of one instruction per cycle per core times
+the cores times the clock (the highest `cpu MHz` in /proc/cpuinfo): 64 for a 512-bit VPDPBUSD (the figure the issue quotes as "well
 over 100 GMAC/s"), 64 for two 512-bit VPMADDWD, 32 for two 256-bit ones (Zen 3
 issues two per cycle: a C loop of independent vpmaddwd ran 6.22 G of them per
 second on the AMD EPYC host whose /proc/cpuinfo says 2.45 GHz, so that core also
@@ -52,12 +54,35 @@ def build(h, w, c, k, ksize):
     return g.build()
 
 
-def clock_ghz() -> float:
+def clock_ghz() -> tuple[float, str]:
+    """(GHz, how it was read): the highest `cpu MHz` in /proc/cpuinfo (the kernel's view of the
+    current clock: under load it is the boost clock), else cpufreq's cpuinfo_max_freq."""
     try:
         mhz = [float(line.split(":")[1]) for line in open("/proc/cpuinfo") if line.startswith("cpu MHz")]
-        return max(mhz) / 1000
+        if mhz:
+            return max(mhz) / 1000, "highest 'cpu MHz' in /proc/cpuinfo"
     except (OSError, ValueError):
-        return float("nan")
+        pass
+    try:
+        khz = int(open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read())
+        return khz / 1e6, "cpufreq cpuinfo_max_freq"
+    except (OSError, ValueError):
+        return float("nan"), "unknown"
+
+
+#: int8 multiply-accumulates per cycle per core of each kernel family's instruction at its
+#: throughput: 512-bit VPDPBUSD 64 (one per cycle; Zen 4 splits it into two 256-bit halves on
+#: two pipes, the same 64), two 512-bit VPMADDWD 64, two 256-bit VPMADDWD 32, and TVM's
+#: generic int8 path (vpmovsx + vpmulld / vpmaddwd on 256 bits) at most 32
+MACS_PER_CYCLE = {"vnni": 64, "pmaddwd512": 64, "pmaddwd": 32, None: 32}
+
+
+def peak_gmacs(flavor_name: str | None, cores: int) -> tuple[float, str]:
+    """(peak GMAC/s, how it was computed) of `cores` cores running `flavor_name`'s instruction."""
+    ghz, how = clock_ghz()
+    per_cycle = MACS_PER_CYCLE.get(flavor_name, 32)
+    return per_cycle * cores * ghz, (f"{per_cycle} MACs/cycle ({flavor_name or 'generic'}) x {cores} core"
+                                     f"{'s' if cores > 1 else ''} x {ghz:.2f} GHz ({how})")
 
 
 def main(argv=None) -> int:
@@ -65,8 +90,14 @@ def main(argv=None) -> int:
     p.add_argument("--shape", default="48,48,16,32", help="H,W,C_in,C_out")
     p.add_argument("--kernel", type=int, default=3)
     p.add_argument("--runs", type=int, default=200)
+    p.add_argument("--threads", default="1,2", help="TVM thread counts to time (comma-separated)")
+    p.add_argument("--cpu", default=None, help="compile for this LLVM cpu (e.g. haswell: the AVX2 kernels)")
+    p.add_argument("--model", default="mobilenetv2_tiny",
+                   help="also the whole zoo model's GMAC/s (its conv / depthwise / matmul MACs); '' for none")
     args = p.parse_args(argv)
     h, w, c, k = (int(v) for v in args.shape.split(","))
+    if args.cpu:
+        os.environ["QDIALECT_TARGET_CPU"] = args.cpu
 
     import tvm
     from tvm import relax
@@ -76,9 +107,13 @@ def main(argv=None) -> int:
     from qdialect.interpreter import Interpreter
     from transforms import pipelines
     from tvm_bridge import compile as qc
+    from tvm_bridge.cpu import describe
     from tvm_bridge.translate import translate
 
-    tvm.get_global_func("runtime.config_threadpool")(1, 1)
+    threads = [int(t) for t in args.threads.split(",")]
+    from tvm_bridge.cpu import set_threads as pool
+
+    pool(max(threads))
     module = build(h, w, c, k, args.kernel)
     x = np.random.default_rng(1).integers(-128, 128, (1, h, w, c)).astype(np.int8)
     expected = Interpreter(module).run([x])[0]
@@ -100,22 +135,74 @@ def main(argv=None) -> int:
         ex = make()
         vm = relax.VirtualMachine(ex, tvm.cpu())
         arg = tvm.runtime.tensor(x)
-        out = vm["main"](arg).numpy()
-        bad = int(np.count_nonzero(out != expected))
-        ms = median_ms(lambda: vm["main"](arg), args.runs, 10)
-        rows.append((name, ms, macs / ms / 1e6, bad))
-    ghz = clock_ghz()
-    per_cycle = {"vnni": 64, "pmaddwd512": 64}.get(flavor.name if flavor else "", 32)
-    peak = per_cycle * ghz
+        for n in threads:
+            pool(n)
+            out = vm["main"](arg).numpy()
+            bad = int(np.count_nonzero(out != expected))
+            ms = median_ms(lambda: vm["main"](arg), args.runs, 10)
+            rows.append((name, n, ms, macs / ms / 1e6, bad))
+    print(describe())
+    fname = flavor.name if flavor else None
     print(f"conv 1x{h}x{w}x{c} -> {k}, {args.kernel}x{args.kernel} SAME, int8 per-channel + requant + relu6: "
-          f"{macs / 1e6:.2f} M MACs; 1 thread; clock {ghz:.2f} GHz, peak {peak:.0f} GMAC/s "
-          f"({per_cycle} MACs per cycle: {flavor.name if flavor else 'no dot-product instruction'})")
-    for name, ms, gmacs, bad in rows:
-        print(f"  {name:<34} {ms:8.3f} ms {gmacs:8.1f} GMAC/s ({100 * gmacs / peak:4.1f}% of peak), "
+          f"{macs / 1e6:.2f} M MACs")
+    for n in threads:
+        peak, how = peak_gmacs(fname, n)
+        print(f"  peak at {n} thread{'s' if n > 1 else ''}: {peak:.0f} GMAC/s = {how}")
+    for name, n, ms, gmacs, bad in rows:
+        peak, _ = peak_gmacs(fname if name.startswith("ours (") else None, n)
+        print(f"  {name:<34} {n} thr {ms:8.3f} ms {gmacs:8.1f} GMAC/s ({100 * gmacs / peak:4.1f}% of peak), "
               f"{bad} mismatching elements vs the interpreter")
+    if args.model:
+        model_gmacs(args.model, threads, args.runs, fname)
     return 0
 
 
+def model_gmacs(name: str, threads: list[int], runs: int, fname: str | None) -> None:
+    """The zoo model's achieved GMAC/s (the MACs of its convolutions, depthwise convolutions and
+    matmuls, as the kernel registry records them, over its median latency) against the peak of
+    the family most of its MACs ran on, at each thread count; checked bit-exact vs LiteRT XNNPACK."""
+    import tvm
+
+    from latency import litert, median_ms, mismatches
+    from qdialect.dialects.qnn import set_rounding
+    from transforms import pipelines
+    from tvm_bridge.compile import compile_module, host_target
+    from tvm_bridge.run_cli import _entry_signature, load_module, make_inputs
+    from tvm_bridge.translate import translate
+    from tvm_bridge.vnni import target_flavor
+
+    path = ROOT / "models" / "zoo" / f"{name}.tflite"
+    module = load_module(path, 1)
+    _, in_values, _ = _entry_signature(module)
+    sample = make_inputs(in_values, 0)
+    set_rounding(module, "litert")
+    pipelines.lower_to_l3(module)
+    choices: list = []
+    translate(module, dot=target_flavor(host_target()), choices=choices)
+    total = sum(c[3] or 0 for c in choices)
+    by_family: dict[str, int] = {}
+    for c in choices:
+        by_family[c[2]] = by_family.get(c[2], 0) + (c[3] or 0)
+    largest = max(choices, key=lambda c: c[3] or 0)
+    model = compile_module(module)
+    expected = litert(path.read_bytes(), False, 1)(sample)
+    bad = mismatches(model(*sample), expected)
+    print(f"{name} (litert profile): {total / 1e6:.2f} M MACs in {len(choices)} conv / depthwise / matmul layers "
+          f"({', '.join(f'{f}: {m / 1e6:.2f} M' for f, m in by_family.items())}); largest layer "
+          f"{largest[1]} {largest[3] / 1e6:.3f} M MACs; {bad} mismatching elements vs LiteRT XNNPACK")
+    from tvm_bridge.cpu import set_threads
+
+    for n in threads:
+        set_threads(n)
+        ms = median_ms(lambda: model(*sample), runs, 10)
+        x_ms = median_ms(lambda r=litert(path.read_bytes(), False, n): r(sample), runs, 10)
+        peak, how = peak_gmacs(fname, n)
+        print(f"  {n} thr: ours {ms:.3f} ms = {total / ms / 1e6:.1f} GMAC/s ({100 * total / ms / 1e6 / peak:.1f}% "
+              f"of {peak:.0f} = {how}); XNNPACK {x_ms:.3f} ms = {total / x_ms / 1e6:.1f} GMAC/s")
+
+
 if __name__ == "__main__":
-    os.environ.setdefault("TVM_NUM_THREADS", "1")
+    from tvm_bridge.cpu import allow_threads
+
+    allow_threads()  # before TVM starts its pool: 2 threads possible on a 2-core machine
     sys.exit(main())

@@ -41,6 +41,12 @@ ROOT = Path(__file__).resolve().parent.parent
 ZOO = ROOT / "models" / "zoo"
 sys.path.insert(0, str(ROOT))
 
+# TVM's pool may grow to every usable CPU (it would stop at half of them, one here); each
+# timing sets its own thread count (set_tvm_threads)
+from tvm_bridge.cpu import allow_threads  # noqa: E402 - before TVM starts its pool
+
+allow_threads()
+
 
 def median_ms(fn, runs: int, warmup: int) -> float:
     for _ in range(warmup):
@@ -70,11 +76,12 @@ def interleaved_medians(fns: dict, runs: int, warmup: int, rounds: int) -> dict:
 
 
 def set_tvm_threads(n: int) -> None:
-    """TVM's CPU thread pool size (our kernels parallelize only above
-    tvm_bridge.schedule.PARALLEL_MIN_WORK multiply-accumulates)."""
-    import tvm
+    """TVM's CPU thread pool size (tvm_bridge.cpu.set_threads; our kernels parallelize only
+    above tvm_bridge.vnni.DOT_PARALLEL_MIN_MACS / tvm_bridge.schedule.PARALLEL_MIN_WORK
+    multiply-accumulates)."""
+    from tvm_bridge.cpu import set_threads
 
-    tvm.get_global_func("runtime.config_threadpool")(1, n)
+    set_threads(n)
 
 
 def litert(model: bytes, reference: bool, threads: int):

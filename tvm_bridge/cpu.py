@@ -110,3 +110,29 @@ def describe() -> str:
     shown = " ".join(f for f in KERNEL_FLAGS if f in flags) or "-"
     where = f"{name} (QDIALECT_TARGET_CPU; this machine is {machine})" if name != machine else name
     return f"cpu {where}, {vendor or 'unknown vendor'}, flags: {shown}"
+
+
+def allow_threads() -> int:
+    """Let TVM's pool grow to every CPU this process may use (TVM_NUM_THREADS, unless set):
+    call before TVM starts its pool (before the first build); returns that number."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    os.environ.setdefault("TVM_NUM_THREADS", str(usable))
+    return int(os.environ["TVM_NUM_THREADS"])
+
+
+def set_threads(n: int) -> None:
+    """Run TVM's CPU kernels on `n` threads from now on (the parallel loops of the kernels:
+    tvm_bridge/vnni.py's `parallel_rows`, tvm_bridge/schedule.py's PARALLEL_MIN_WORK).
+
+    TVM 0.27 caps its pool at `TVM_NUM_THREADS` (default: half the logical CPUs, one on
+    a 2-core machine without SMT), read when the pool starts, so the variable is raised
+    to the CPUs this process may use (and at least `n`) first; that takes effect only
+    before TVM starts its pool (its first build does), so a process that wants more than
+    TVM's default calls `allow_threads()` before it builds anything (bench/latency.py does);
+    the pool is then configured with affinity mode 0 (no pinning: mode 1, "big cores",
+    put both threads of a 2-thread pool on one core here, no faster than one thread)."""
+    import tvm
+
+    if int(os.environ.get("TVM_NUM_THREADS", "0") or 0) < n:
+        os.environ["TVM_NUM_THREADS"] = str(n)
+    tvm.get_global_func("runtime.config_threadpool")(0, n)

@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import TensorType
 
 from tvm_bridge.common import call_tir, dtype_of, tensor_constant
 from tvm_bridge.vnni import (_HALF_RANGE, Flavor, NotApplicable, _buffer, _dot, _loops, _pad_border,
-                              _prim_func, _seq, _tiles)
+                              _prim_func, _seq, _tiles, parallel_rows)
 
 #: register tiles (output columns TT, 8-channel vectors NV), first fit first
 BLOCKS = ((4, 2), (3, 2), (2, 2), (4, 1), (3, 1), (2, 1), (1, 2), (1, 1))
@@ -113,13 +113,14 @@ def _kernel(g: dict, f: Flavor, eparams, acc_buf, loop_vars, temps, value):
     from tvm.tirx.script.builder import ir as T
 
     H, W, C, KH, KW = g["H"], g["W"], g["C"], g["KH"], g["KW"]
+    g = dict(g, PARALLEL=parallel_rows(g["OH"] * g["OW"] * C * KH * KW, g["OH"]))
     TT, NV, SH, SW, DH, DW = g["TT"], g["NV"], g["SH"], g["SW"], g["DH"], g["DW"]
     L, KB = 8, 8 * g["NV"]
     X = _buffer((1, H, W, C), "int8", "X")
     WP = _buffer((KH, KW, C), "int32", "WP")
     INIT = _buffer((C,), "int32", "INIT")
     Y = _buffer((1, g["YH"], g["YW"], C), g["ODT"], "Y")
-    body = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for b, _ in temps]
+    body = []
     border = _pad_border(Y, g, C)
     if border is not None:
         body.append(border)

@@ -49,6 +49,7 @@ there by compiling for a CPU that has it and finding the instruction.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -171,7 +172,7 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
             return T.Cast(f.xdtype, T.Cast("int32", X[0, h, w, c]) + f.bias)
         return T.Cast(f.xdtype, X[0, h, w, c])
 
-    body = [tirx.AllocBuffer(XU), tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for b, _ in temps]
+    body = [tirx.AllocBuffer(XU)]
     if fold:
         body.append(_loops("serial", (H0, W0), ("h", "w"), lambda h, w: _loops(
             kind, (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [at(h, pt), at(w, pl) * C + c]))))
@@ -255,12 +256,17 @@ def _pad_border(Y, g: dict, channels: int):
 def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, value, reduction):
     """The output loops (y, column tile xo, channel block ko): TT x KB accumulators started
     from INIT, the `reduction` loops accumulating into them, then the epilogue `value` (with
-    its `temps`) of each written to Y inside its pad."""
+    its `temps`) of each written to Y inside its pad.  With `g["PARALLEL"]` the output rows
+    are shared among TVM's threads (`parallel_rows`)."""
     from tvm import tirx
     from tvm.tirx.script.builder import ir as T
 
     yv, xov, tv, kov, lv = loop_vars
     TT, PT, PL = g["TT"], g["PT"], g["PL"]
+    # the accumulators and the epilogue's temporaries: one set per thread when the output
+    # rows run in parallel (allocated inside the parallel loop), else one for the kernel
+    allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for b, _ in temps]
+    parallel = bool(g.get("PARALLEL")) and g["OH"] > 1
 
     def epilogue(lane):
         stores = [tirx.BufferStore(b, e, [lane]) for b, e in temps]
@@ -274,9 +280,13 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
         tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED,
                  tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED,
                           epilogue(lv)))])
-    for v, e in zip((kov, xov, yv), (k_blocks, g["OW"] // TT, g["OH"])):
+    for v, e in zip((kov, xov), (k_blocks, g["OW"] // TT)):
         main = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, main)
-    return main
+    if parallel:
+        return tirx.For(yv, tirx.IntImm("int32", 0), tirx.IntImm("int32", g["OH"]), tirx.ForKind.PARALLEL,
+                        _seq(allocs + [main]))
+    main = tirx.For(yv, tirx.IntImm("int32", 0), tirx.IntImm("int32", g["OH"]), tirx.ForKind.SERIAL, main)
+    return _seq(allocs + [main])
 
 
 def _prim_func(params, body):
@@ -311,6 +321,21 @@ def target_flavor(target) -> Flavor | None:
     if _has(target, "avx2"):
         return PMADDWD
     return None
+
+
+#: multiply-accumulates of one dot-product kernel (convolution, depthwise) from which its
+#: output rows run on TVM's thread pool (`parallel_rows`); below it one thread does the
+#: whole kernel.  Measured (bench/conv_gmacs.py shapes, 3x3 VNNI, 2 threads against 1, on
+#: the shared 2-core Zen 4 under load ~10): 48x48x16->32 (10.6 M MACs) 1.78x faster,
+#: 32x32x32->32 (9.4 M) 1.6x; 28x28x32->32 (7.2 M) and 24x24x32->32 (5.3 M) 0.9x, 1.3 M
+#: and below 0.6-0.8x (waking the second thread, busy with other processes, costs more
+#: than half the work).  Re-tune on an idle machine with QDIALECT_DOT_PARALLEL_MIN_MACS.
+DOT_PARALLEL_MIN_MACS = int(os.environ.get("QDIALECT_DOT_PARALLEL_MIN_MACS", 1 << 23))
+
+
+def parallel_rows(macs: int, rows: int) -> bool:
+    """Whether a kernel of `macs` multiply-accumulates over `rows` output rows goes parallel."""
+    return rows > 1 and macs >= DOT_PARALLEL_MIN_MACS
 
 
 #: the most an accumulator may start from and the most its products may add, so that no
@@ -360,7 +385,7 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
     fold = dw == 1 and kw > 1 and c % G != 0 and -(-kw * c // G) < kw * (cp // G)
     cf = -(-kw * c // G) * G
     kwe, c4 = (1, cf // G) if fold else (kw, cp // G)
-    return dict(F=f, H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
+    return dict(F=f, PARALLEL=parallel_rows(oh * ow * k * kh * kw * c, oh), H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
                 L=lanes, NV=nv, OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
                 KIND="unroll" if c < 16 else "vectorized",
                 XU=(h, w * c + G) if fold else (h, w, cp))

@@ -392,3 +392,31 @@ def test_input_pad_also_returned_is_materialized(tmp_path):
         x = rng.integers(-128, 128, (1, 6, 6, 8)).astype(np.int8)
         for got, want in zip(built(x), run_tflite(model, [x], reference=True)):
             assert int(np.count_nonzero(got != want)) == 0
+
+
+@pytest.mark.parametrize("name", FLAVORS)
+def test_dot_kernel_rows_in_parallel(name, monkeypatch):
+    """Above DOT_PARALLEL_MIN_MACS the output rows are a parallel loop (accumulators per
+    thread); on TVM's pool at 2 threads (as many as it allows here) the sums are exact."""
+    from tvm_bridge import vnni
+    from tvm_bridge.cpu import set_threads
+
+    monkeypatch.setattr(vnni, "DOT_PARALLEL_MIN_MACS", 1)
+    vnni.clear_caches()
+    h, w, c, k, kh, kw = 14, 12, 8, 32, 3, 3
+    prim = vnni._bare_kernel(flavor(name), h, w, c, k, kh, kw, (1, 1), (1, 1))
+    assert "T.parallel" in prim.script()
+    rng = np.random.default_rng(5)
+    x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
+    wt = rng.integers(-128, 128, (k, kh, kw, c)).astype(np.int8)
+    before = int(tvm.get_global_func("runtime.NumThreads")())
+    try:
+        set_threads(2)
+        got = run_kernel(x, wt, (1, 1), (1, 1), name)
+    finally:
+        set_threads(before)
+        vnni.clear_caches()
+    np.testing.assert_array_equal(got, reference(x, wt, (1, 1), (1, 1)))
+    monkeypatch.setattr(vnni, "DOT_PARALLEL_MIN_MACS", 1 << 40)
+    assert "T.parallel" not in vnni._bare_kernel(flavor(name), h, w, c, k, kh, kw, (1, 1), (1, 1)).script()
+    vnni.clear_caches()

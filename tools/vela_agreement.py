@@ -101,6 +101,7 @@ def read_ops(data: bytes) -> list[TFLiteOp]:
 class VelaPlacement:
     cpu: set[int]  # indices of the input's operators Vela leaves to the CPU
     regions: int  # ethos-u custom operators in Vela's output
+    reasons: dict[str, str] = field(default_factory=dict)  # output tensor name -> Vela's reason
 
 
 class VelaError(RuntimeError):
@@ -109,21 +110,58 @@ class VelaError(RuntimeError):
 
 def _run_vela(argv: list[str]) -> tuple[int, str]:
     """Vela's command line, run in this process (`ethosu.vela.vela.main`, what the `vela`
-    script calls: 100x faster than a subprocess per model); its exit status and output."""
+    script calls: 100x faster than a subprocess per model); its exit status and output.
+
+    The compiler core writes to the process's file descriptors 1 and 2 directly, so both are
+    redirected to a temporary file for the call."""
     import io
+    import os
     from contextlib import redirect_stderr, redirect_stdout
 
     from ethosu.vela import vela
 
-    out = io.StringIO()
-    try:
-        with redirect_stdout(out), redirect_stderr(out):
-            status = vela.main(argv)
-    except SystemExit as e:  # argparse errors
-        status = e.code if isinstance(e.code, int) else 2
-    except Exception as e:  # noqa: BLE001 - Vela's own failure, reported as one line
-        status, out = 1, io.StringIO(f"{type(e).__name__}: {e}")
-    return int(status or 0), out.getvalue()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    status: int | None | str = 0
+    with tempfile.TemporaryFile(mode="w+") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        text = io.StringIO()
+        try:
+            with redirect_stdout(text), redirect_stderr(text):
+                status = vela.main(argv)
+        except SystemExit as e:  # argparse errors
+            status = e.code if isinstance(e.code, int) else 2
+        except Exception as e:  # noqa: BLE001 - Vela's own failure, reported as one line
+            status = 1
+            text.write(f"{type(e).__name__}: {e}\n")
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        log.seek(0)
+        return int(status or 0), log.read() + text.getvalue()
+
+
+def vela_reasons(text: str) -> dict[str, str]:
+    """Vela's "Warning (supported operators) operator: OP, ofm: 'NAME' / Reason: ..." lines:
+    first output tensor name -> the reason (and the constraint it quotes), one line."""
+    reasons: dict[str, str] = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Warning (supported operators) operator:") and "ofm: '" in line:
+            name = line.split("ofm: '", 1)[1].rsplit("'", 1)[0]
+            why = []
+            for follow in lines[i + 1 : i + 3]:
+                if not follow.strip() or follow.startswith("Warning"):
+                    break
+                why.append(follow.strip().removeprefix("Reason: "))
+            reasons.setdefault(name, " / ".join(why))
+    return reasons
 
 
 def vela_placement(path: Path, config: str) -> VelaPlacement:
@@ -144,7 +182,7 @@ def vela_placement(path: Path, config: str) -> VelaPlacement:
             left[key] -= 1
             cpu.add(op.index)
     regions = sum(1 for op in result if op.name == "CUSTOM:ethos-u")
-    return VelaPlacement(cpu, regions)
+    return VelaPlacement(cpu, regions, vela_reasons(text))
 
 
 # ----- ours ----------------------------------------------------------------------------------
@@ -233,6 +271,7 @@ class Agreement:
     our_regions: int = 0
     vela_regions: int = 0
     disagreements: list[str] = field(default_factory=list)
+    both_refuse: list[str] = field(default_factory=list)  # host ops: our remark next to Vela's reason
     error: str = ""
 
     @property
@@ -264,9 +303,15 @@ def compare(path: Path, config: str) -> Agreement:
             a.disagreements.append(f"{label}: split between regions and host; Vela {'NPU' if vela_npu else 'CPU'}")
         elif (state == "offloaded") == vela_npu:
             a.agreed += 1
+            if not vela_npu:
+                ours_why = "; ".join(ours.remarks.get(op.index, [])) or "(no remark)"
+                a.both_refuse.append(
+                    f"{op.name}: ours: {ours_why} | Vela: {vela.reasons.get(op.output, 'no reason printed')}"
+                )
         elif state == "offloaded":
             a.we_offload_vela_refuses += 1
-            a.disagreements.append(f"{label}: we offload, Vela keeps it on the CPU")
+            why = vela.reasons.get(op.output, "no reason printed")
+            a.disagreements.append(f"{label}: we offload, Vela keeps it on the CPU ({why})")
         else:
             a.we_keep_vela_runs += 1
             why = "; ".join(ours.remarks.get(op.index, [])) or "(no remark)"
@@ -292,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", action="append", choices=CONFIGS, help="Vela accelerator configuration(s)")
     ap.add_argument("--json", type=Path, help="write every result as JSON")
     ap.add_argument("-q", "--quiet", action="store_true", help="only the table, not each disagreement")
+    ap.add_argument("--reasons", action="store_true",
+                    help="after the table, each kind of op both keep on the host: our remark and Vela's reason")
+    ap.add_argument("--probes", action="store_true", help="also the single-op probes of tools/vela_probes.py")
     args = ap.parse_args(argv)
     paths: list[Path] = []
     for p in args.models or default_models():
@@ -302,6 +350,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"vela_agreement: {p}: no such file or directory", file=sys.stderr)
             return 2
+    if args.probes:
+        from tools.vela_probes import write_probes
+
+        probe_dir = Path(tempfile.mkdtemp(prefix="vela_probes_"))
+        paths += write_probes(probe_dir)
     configs = args.config or list(CONFIGS)
     results = []
     print(HEADER)
@@ -319,6 +372,15 @@ def main(argv: list[str] | None = None) -> int:
                 setattr(total, k, getattr(total, k) + getattr(a, k))
         print(row(total))
         print()
+    if args.reasons:
+        seen: dict[str, int] = {}
+        for a in results:
+            for line in a.both_refuse:
+                key = f"{a.config.split('-')[1][:3]}  {line}"
+                seen[key] = seen.get(key, 0) + 1
+        print("Kept on the host by both (count, config, TFLite op: our remark | Vela's reason):")
+        for key, n in sorted(seen.items()):
+            print(f"  {n:3} x {key}")
     if args.json:
         args.json.write_text(json.dumps([asdict(a) for a in results], indent=1))
     return 0

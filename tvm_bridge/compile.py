@@ -141,6 +141,7 @@ class CompiledModel:
         self._vm = self._main = None  # made on the first use: a target this machine cannot run
         self._inputs: dict[int, tuple] = {}  # the staged inputs of `_call_v1`
         self._slots: list[tuple | None] = []  # per input: (shape, dtype, buffer in that dtype, TVM tensor)
+        self._one_in_one_out = None  # `_one_in_one_out_call`'s closure, once a call has made the slot
 
     @property
     def vm(self):
@@ -171,6 +172,9 @@ class CompiledModel:
         dtype of the previous call's goes straight in (about 0.3 us), anything else makes
         a new buffer.  Outputs are the VM's result buffers seen through DLPack and copied
         once into arrays the caller owns (a result can be an input's buffer or a constant)."""
+        one = self._one_in_one_out
+        if one is not None and self.fast_call:
+            return one(*inputs)
         main = self._main
         if main is None:
             self.vm  # noqa: B018 - made (or refused) here
@@ -192,7 +196,26 @@ class CompiledModel:
         else:  # the FFI's element getter itself: the tuple's Python iterator costs ~1 us an element
             item = _array_item()
             outs = [np.from_dlpack(item(out, k)).copy() for k in range(self.n_outputs)]
+        if len(inputs) == 1 and slots and slots[0] is not None and self.n_outputs == 1 and self.out_dtypes is None:
+            self._one_in_one_out = self._one_in_one_out_call(main, slots[0])
         return outs if self.out_dtypes is None else as_declared(outs, self.out_dtypes)
+
+    def _one_in_one_out_call(self, main, slot):
+        """The call of a model with one input and one output (no dtype to declare), its
+        checks and copies in one closure: about half a microsecond less a call."""
+        shape, dtype, buffer, tensor = slot
+        ndarray, from_dlpack = np.ndarray, np.from_dlpack
+
+        def call(*inputs):
+            if len(inputs) == 1:
+                x = inputs[0]
+                if x.__class__ is ndarray and x.shape == shape and x.dtype == dtype:
+                    buffer[...] = x
+                    return [from_dlpack(main(tensor)).copy()]
+            self._one_in_one_out = None  # something else: the general path, which makes it again
+            return self(*inputs)
+
+        return call
 
     def _slot(self, i: int, x) -> object:
         """Input `i`'s TVM tensor holding `x`, through a new buffer kept for the next calls."""

@@ -88,3 +88,15 @@ def test_previous_call_path_gives_the_same_arrays(tmp_path):
     for s, ref in zip(samples, theirs):
         fast, slow = model(*s), before(*s)
         assert _same(fast, ref) and _same(slow, ref)
+
+
+def test_one_input_one_output_shortcut_falls_back(tmp_path):
+    model, samples, theirs = _compiled(_reshape_model(), tmp_path)
+    assert _same(model(*samples[0]), theirs[0]) and model._one_in_one_out is not None
+    (x,) = samples[1]
+    strided = np.asfortranarray(np.concatenate([x, x]))[:1]
+    assert _same(model(strided), theirs[1])  # another layout: copied into the same buffer
+    assert _same(model(memoryview(x)), theirs[1])  # not an ndarray: the general path
+    with pytest.raises(Exception, match="expects 1 arguments"):  # noqa: PT011 - TVM's InternalError
+        model(x, x)
+    assert _same(model(*samples[2]), theirs[2]) and model._one_in_one_out is not None

@@ -390,6 +390,7 @@ class _Exporter:
         self.m = _Model()
         self.values: dict[SSAValue, int] = {}
         self.refused: list[tuple[str, str, str]] = []  # (op name, where, why)
+        self.uint8_views: dict[SSAValue, int] = {}  # uint8 values' uint8 tensors
         self.index = 0
 
     # -- values --
@@ -424,7 +425,7 @@ class _Exporter:
                     edge = self.m.tensor(_shape(a), _TT.UINT8, name=n, q=_qtype(a), keep_uint8=True)
                     self.m.tensors[i].name = ""
                     self.m.emit("QUANTIZE", [edge], [i])
-                    i = edge
+                    i = self.uint8_views[a] = edge
                 inputs.append(i)
             except _Refused as e:
                 self.refused.append(("argument", f"@{self.f.sym_name.data} argument {n}", str(e)))
@@ -539,6 +540,16 @@ class _Exporter:
             new_outs.append(u)
         self.pending = list(zip(new_outs, outs))
         return new_ins, new_outs
+
+    def uint8_view(self, v: SSAValue) -> int:
+        """A uint8 tensor of the uint8 value `v` (written as int8): the graph input's own, else a
+        QUANTIZE shift of it (same scale, zero point + 128)."""
+        if v not in self.uint8_views:
+            i = self.of(v)
+            u = self.m.tensor(self.m.tensors[i].shape, _TT.UINT8, q=_qtype(v), keep_uint8=True)
+            self.m.emit("QUANTIZE", [i], [u])
+            self.uint8_views[v] = u
+        return self.uint8_views[v]
 
     def flush(self) -> None:
         """The QUANTIZE back to int8 after a uint8 island's op."""
@@ -850,8 +861,17 @@ def _unary(ex: _Exporter, op):
     if isinstance(op, qnn.QnnOp) and "act_min" in op.ATTRS:
         _, clamp = ex.fused(op, allowed=False)
     out = ex.out(op)
-    ex.m.emit(name, [ex.of(op.operands[0])], [out], opts)
-    ex.clamp_after(op, out, clamp)
+    xi = ex.of(op.operands[0])
+    if op.name == "qnn.requantize" and (_is_uint8(_qtype(op.operands[0])) or _is_uint8(_qtype(op.results[0]))):
+        # a uint8 side stays uint8: XNNPACK's uint8 <-> int8 conversion is not its int8 requantization
+        if _is_uint8(_qtype(op.operands[0])):
+            xi = ex.uint8_view(op.operands[0])
+        if _is_uint8(_qtype(op.results[0])):
+            ou = ex.m.tensor(ex.m.tensors[out].shape, _TT.UINT8, q=_qtype(op.results[0]), keep_uint8=True)
+            ex.pending = [(ou, out)]
+            out = ou
+    ex.m.emit(name, [xi], [out], opts)
+    ex.clamp_after(op, ex.values[op.results[0]], clamp)
 
 
 @_handles("qnn.clamp")

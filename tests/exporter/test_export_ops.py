@@ -67,6 +67,8 @@ CASES = {
                    {"keep_dims": False}),
     "avg_pool_uint8": ("AVERAGE_POOL_2D", [q((1, 6, 6, 3), "uint8", 0.05, 128)], [q((1, 3, 3, 3), "uint8", 0.05, 128)],
                        {"padding": "VALID", "stride_h": 2, "stride_w": 2, "filter_height": 2, "filter_width": 2}),
+    "quantize_uint8_to_int8": ("QUANTIZE", [q((2, 8), "uint8", 0.05, 120)], [q((2, 8), "int8", 0.04, 3)], None),
+    "quantize_int8_to_uint8": ("QUANTIZE", [q((2, 8), "int8", 0.05, 12)], [q((2, 8), "uint8", 0.04, 130)], None),
     "padv2": ("PADV2", [q((1, 3, 3, 2)), const([[0, 0], [1, 1], [2, 0], [0, 0]]),
                         TensorSpec((), "int8", 0.05, 3, data=np.array(-20))], [q((1, 5, 5, 2))], None),
     "max_pool_same": ("MAX_POOL_2D", [q((1, 7, 7, 3))], [q((1, 4, 4, 3))],

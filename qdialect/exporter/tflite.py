@@ -523,9 +523,9 @@ class _Exporter:
 
     def uint8_island(self, op: Operation, ins: list[int], outs: list[int]) -> tuple[list[int], list[int]]:
         """Kernels that round stored values themselves (average pool, bilinear resize, a
-        concatenation that rescales, MEAN / SUM) give other integers on int8 than on uint8: a uint8 op runs on
-        uint8 tensors between exact QUANTIZE shifts (same scale, zero point + / - 128) of the int8
-        tensors around it."""
+        concatenation that rescales, MEAN / SUM) give other integers on int8 than on uint8: a
+        uint8 op runs on uint8 tensors between exact QUANTIZE shifts (same scale, zero point
+        + / - 128) of the int8 tensors around it."""
         vals = list(op.operands[: len(ins)])
         if not all(_is_uint8(_qtype(v)) for v in [*vals, *op.results[: len(outs)]]):
             return ins, outs  # (mixed int8 / uint8: the int8 kernel, or its refusal)

@@ -930,7 +930,8 @@ def _reduce(ex: _Exporter, op):
     out = ex.out(op)
     # TFLite's uint8 MEAN / SUM round their own way (not the int8 kernels shifted by 128)
     ins, outs = ex.uint8_island(op, [ex.of(op.operands[0])], [out])
-    ex.m.emit(_REDUCE[op.name], [ins[0], ex.m.int32_const(axes)], outs, {"keep_dims": bool(op.attr("keep_dims", False))})
+    ex.m.emit(_REDUCE[op.name], [ins[0], ex.m.int32_const(axes)], outs,
+              {"keep_dims": bool(op.attr("keep_dims", False))})
     ex.clamp_after(op, out, clamp)
 
 
@@ -1153,7 +1154,8 @@ def _nn_select(ex: _Exporter, op):
 @_handles("nn.relu", "nn.clip")
 def _nn_relu(ex: _Exporter, op):
     lo, hi = (0.0, None) if op.name == "nn.relu" else (op.attr("min"), op.attr("max"))
-    name = {(0.0, None): "RELU", (0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1", (0.0, 1.0): "RELU_0_TO_1"}.get((lo, hi))
+    relus = {(0.0, None): "RELU", (0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1", (0.0, 1.0): "RELU_0_TO_1"}
+    name = relus.get((lo, hi))
     if name is None:
         raise _Refused(f"clip to [{lo}, {hi}] is no TFLite activation")
     ex.m.emit(name, [ex.of(op.operands[0])], [ex.out(op)])

@@ -361,7 +361,8 @@ def test_cli_malformed_tflite_and_missing_file(tmp_path, capsys):
 
 
 def test_clamp_without_fused_activation_becomes_maximum_minimum():
-    """act_min / act_max that no fused activation gives (here [-100, 90] on a conv and a mean) are written as MAXIMUM / MINIMUM against constants of the result's type."""
+    """act_min / act_max that no fused activation gives (here [-100, 90] on a conv and a mean) are
+    written as MAXIMUM / MINIMUM against constants of the result's type."""
     from xdsl.dialects.builtin import IntegerAttr, i64
 
     module = import_tflite_file(MODELS / "zoo" / "elementwise_movement.tflite")

@@ -120,6 +120,10 @@ def test_uint8_l3_file_runs_uint8(name, uint8_onnx, tmp_path):
     file.write_text(text)
     parsed = load_module(file, 1)
     _check([run_module(parsed, s) for s in samples], theirs, f"{name} L3 on the interpreter")
+    # qd-run's random inputs for the L3 file are the model's own (dtype and values)
+    l3_sample = make_inputs(_entry_signature(parsed)[1], SEEDS[0])
+    assert [a.dtype for a in l3_sample] == [a.dtype for a in samples[0]]
+    assert all(np.array_equal(a, b) for a, b in zip(l3_sample, samples[0]))
     np.savez(tmp_path / "in.npz", input_0=np.stack([s[0] for s in samples]))  # a stack: one run per sample
     assert qd_run([str(file), "--backend", "interp", "--input", str(tmp_path / "in.npz"), "--output",
                    str(tmp_path / "out.npz")]) == 0

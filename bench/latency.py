@@ -1,6 +1,6 @@
 """Latency of every zoo model: our TVM build vs LiteRT / ONNX Runtime and vs TVM's own importers.
 
-    python bench/latency.py [--models a,b] [--runs 50] [--warmup 5] [--target "llvm -mcpu=..."]
+    python bench/latency.py [--models a,b] [--runs 50] [--warmup 5] [--target "llvm -mcpu=..."] [--cpu haswell]
     python bench/latency.py --onnx-only [--onnx-models cnn_qdq_u8,...]
 
 Measured in the same run, with warm-up, median of `--runs`.  The one-thread
@@ -8,14 +8,17 @@ candidates of a model (LiteRT default, ours in both profiles, TVM's importer) ar
 timed interleaved: `--rounds` rounds, each running every candidate runs/rounds
 times, so a change in machine load during the run hits all of them alike:
 - ours: import -> qnn-decompose -> qnn-lower-to-linalg -> Relax -> tvm.compile
-  with our scheduled CPU pipeline (host CPU, one TVM thread; `ours_tflite_2`
-  is the same build on two), `tflite` rounding (bit-exact with BUILTIN_REF) and
-  `litert` rounding (bit-exact with LiteRT's default path);
-- LiteRT default interpreter (XNNPACK) and BUILTIN_REF, at 1 and 2 threads;
+  with our scheduled CPU pipeline (host CPU as tvm_bridge/cpu.py names it, or
+  `--cpu`; one TVM thread, and `_2` the same build on two), `tflite` rounding
+  (bit-exact with BUILTIN_REF) and `litert` rounding (bit-exact with LiteRT's
+  default path);
+- LiteRT default interpreter (XNNPACK) at 1 and 2 threads (the 2-thread
+  candidates are timed interleaved too, against XNNPACK at 2), BUILTIN_REF at 1;
 - TVM's own Relax TFLite frontend (`tvm.relax.frontend.tflite`, which
   dequantizes to float) where it imports the model.
-Prints latencies, ratios to LiteRT default (1 thread), mismatching elements
-against the matching LiteRT path, and compile times.
+Prints the CPU name and flags it saw, latencies, ratios to LiteRT default at the
+same thread count, the kernel family of each convolution / matmul layer,
+mismatching elements against the matching LiteRT path, and compile times.
 
 ONNX models (`models/onnx/`, `--onnx-models`): ours (`onnxruntime` profile,
 bit-exact with ORT's default session; 1 and 2 TVM threads) against ONNX
@@ -120,12 +123,40 @@ def ours(path: Path, rounding: str | None, target):
         set_rounding(module, rounding)
     pipelines.lower_to_l3(module)
     model = compile_module(module, target=target)
+    seconds = time.perf_counter() - t0
 
     def run(sample):  # u8 storage leaves L3 as i8 bits
         return [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
                 for o, d in zip(model(*sample), out_dtypes)]
 
-    return run, time.perf_counter() - t0
+    run.choices = kernel_choices(module, model.target)
+    return run, seconds
+
+
+def kernel_choices(module, target) -> list[tuple]:
+    """(op kind, kernel, instruction family, MACs) of each convolution / matmul / registered
+    kernel of the L3 `module` translated for `target` (tvm_bridge/kernels.py records them)."""
+    from tvm_bridge.translate import translate
+    from tvm_bridge.vnni import target_flavor
+
+    choices: list[tuple] = []
+    try:
+        translate(module, dot=target_flavor(target), choices=choices)
+    except Exception:  # noqa: BLE001 - the build above translated it; report nothing more
+        pass
+    return choices
+
+
+def kernel_summary(choices: list[tuple]) -> str:
+    """'conv2d: avx512-vnni (vpdpbusd) x15 (1.99 M MACs), generic x1 (0.00 M); ...'"""
+    groups: dict[tuple, list] = {}
+    for kind, _, family, macs in choices:
+        g = groups.setdefault((kind, family), [0, 0])
+        g[0] += 1
+        g[1] += macs or 0
+    if not groups:
+        return "no convolution or matmul"
+    return "; ".join(f"{kind} {family} x{n} ({m / 1e6:.2f} M MACs)" for (kind, family), (n, m) in groups.items())
 
 
 def _relax_vm(mod, target):
@@ -256,16 +287,19 @@ def onnx_rows(names: list[str], args) -> list[dict]:
     return rows
 
 
-def print_table(rows: list[dict], header: list[str], width: int) -> None:
-    """One line per model: the peer's latency (header[1]), then each candidate with its ratio to it."""
+def print_table(rows: list[dict], header: list[str], width: int, bases: dict | None = None) -> None:
+    """One line per model: the peer's latency (header[1]), then each candidate with its ratio to
+    it (or to the column `bases` names for it: a 2-thread candidate against the 2-thread peer)."""
     base = header[1]
+    bases = bases or {}
     print(" | ".join(f"{h:>20}" if i == 0 else f"{h:>{width}}" for i, h in enumerate(header)))
     for row in rows:
         cells = [f"{row['model']:>20}"]
         for h in header[1:]:
             v = row.get(h, "n/a")
-            if isinstance(v, float) and h != base:
-                cells.append(f"{v:7.3f} x{v / row[base]:.2f}".rjust(width))
+            b = bases.get(h, base)
+            if isinstance(v, float) and h != b and isinstance(row.get(b), float):
+                cells.append(f"{v:7.3f} x{v / row[b]:.2f}".rjust(width))
             elif isinstance(v, float):
                 cells.append(f"{v:{width}.3f}")
             else:
@@ -303,6 +337,8 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rounds", type=int, default=10, help="interleaved rounds of the one-thread candidates")
     p.add_argument("--target", default=None, help="TVM target (default: host CPU)")
+    p.add_argument("--cpu", default=None, help="compile for this LLVM cpu name (QDIALECT_TARGET_CPU), e.g. "
+                                               "haswell: the AVX2 kernels on an AVX-512 machine")
     p.add_argument("--onnx-models", default=ONNX_DEFAULT, help="comma-separated names of models/onnx or models/transformers/onnx ('' for none)")
     p.add_argument("--onnx-only", action="store_true", help="only the ONNX rows")
     p.add_argument("--attention", action="store_true",
@@ -311,6 +347,10 @@ def main(argv=None) -> int:
                         "of models/transformers (TFLite against LiteRT, ONNX against ONNX Runtime)")
     p.add_argument("--attention-only", action="store_true", help="only the attention / encoder rows")
     args = p.parse_args(argv)
+    if args.cpu:
+        import os
+
+        os.environ["QDIALECT_TARGET_CPU"] = args.cpu
     if args.onnx_only:
         set_tvm_threads(1)
         onnx_rows([n for n in args.onnx_models.split(",") if n], args)
@@ -336,21 +376,18 @@ def main(argv=None) -> int:
         ref1 = litert(buf, True, 1)
         dflt1 = litert(buf, False, 1)
         expected_ref, expected_default = ref1(sample), dflt1(sample)
-        row["litert_2"] = median_ms(lambda r=litert(buf, False, 2): r(sample), args.runs, args.warmup)
         row["ref_1"] = median_ms(lambda: ref1(sample), max(3, args.runs // 5), 1)
-        row["ref_2"] = median_ms(lambda r=litert(buf, True, 2): r(sample), max(3, args.runs // 5), 1)
         one_thread = {"litert_1": lambda: dflt1(sample)}
+        two_threads = {"litert_2": lambda r=litert(buf, False, 2): r(sample)}
         if have_ours:
             for rounding, expected in (("tflite", expected_ref), ("litert", expected_default)):
                 try:
                     run, compile_s = ours(path, rounding, args.target)
                     row[f"ours_{rounding}_mismatch"] = mismatches(run(sample), expected)
                     row[f"ours_{rounding}_compile_s"] = compile_s
+                    row["kernels"] = kernel_summary(run.choices)
                     one_thread[f"ours_{rounding}"] = lambda run=run: run(sample)
-                    if rounding == "tflite":
-                        set_tvm_threads(2)
-                        row["ours_tflite_2"] = median_ms(lambda: run(sample), args.runs, args.warmup)
-                        set_tvm_threads(1)
+                    two_threads[f"ours_{rounding}_2"] = lambda run=run: run(sample)
                 except Exception as e:  # noqa: BLE001 - report and go on to the next model
                     row[f"ours_{rounding}"] = f"failed: {type(e).__name__}: {str(e)[:80]}"
         try:
@@ -361,15 +398,27 @@ def main(argv=None) -> int:
         except Exception as e:  # noqa: BLE001
             row["tvm_frontend"] = f"does not import: {type(e).__name__}"
         row.update(interleaved_medians(one_thread, args.runs, args.warmup, args.rounds))
+        set_tvm_threads(2)  # (LiteRT's 2 threads are its own)
+        row.update(interleaved_medians(two_threads, args.runs, args.warmup, args.rounds))
+        set_tvm_threads(1)
         rows.append(row)
         print(f"  .. {name} done", file=sys.stderr, flush=True)
 
     def fmt(v):
         return f"{v:8.3f}" if isinstance(v, float) else f"{str(v):>8}"
 
-    print("latency, ms (median); ratio = x / LiteRT default 1 thread; mismatches vs the matching LiteRT path")
-    print_table(rows, ["model", "litert_1", "litert_2", "ref_1", "ref_2", "ours_tflite", "ours_tflite_2",
-                       "ours_litert", "tvm_frontend"], 12)
+    from tvm_bridge.cpu import describe
+
+    print(describe())
+    print("latency, ms (median); ratio = x / LiteRT default (XNNPACK) at the same thread count "
+          "(_2: 2 threads, TVM's pool and LiteRT num_threads=2); mismatches vs the matching LiteRT path")
+    print_table(rows, ["model", "litert_1", "ours_tflite", "ours_litert", "litert_2", "ours_tflite_2",
+                       "ours_litert_2", "ref_1", "tvm_frontend"], 13,
+                bases={"ours_tflite_2": "litert_2", "ours_litert_2": "litert_2", "litert_2": "litert_1"})
+    print()
+    print("kernel family of each convolution / matmul layer (tvm_bridge/kernels.py)")
+    for row in rows:
+        print(f"  {row['model']}: {row.get('kernels', 'n/a')}")
     print()
     print("mismatching elements / compile seconds")
     for row in rows:

@@ -68,10 +68,11 @@ def _try_batch_matmul(tr, op, flavor: Flavor) -> bool:
 
 
 def _try_depthwise(tr, op, flavor: Flavor) -> bool:
-    if flavor.name == "vnni":  # VNNI machines: TVM's own schedule is faster (schedule.py)
-        return False
     geometry = depthwise.match(tr, op)
     if geometry is None:
+        return False
+    if flavor.name == "vnni":  # VNNI machines: TVM's own schedule is faster (schedule.py)
+        record(tr, "depthwise", "generic", None, op)
         return False
     try:
         depthwise.emit(tr, op, geometry, flavor)

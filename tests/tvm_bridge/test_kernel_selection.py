@@ -118,7 +118,11 @@ def test_family_follows_the_cpu(cpu, family):
     # schedule) takes the family's kernel; the depthwise ones on vpmaddwd machines too
     convs = [c for c in choices if c[0] == "conv2d" and c[1] != "generic"]
     assert len(convs) >= 15 and all(c[2].startswith(family) for c in convs), choices
-    assert len([c for c in choices if c[1] == "generic"]) == 1
+    assert len([c for c in choices if c[0] == "conv2d" and c[1] == "generic"]) == 1
+    # the 7 depthwise layers: the vpmaddwd kernel, or TVM's own schedule on VNNI machines
+    depthwise = [c for c in choices if c[0] == "depthwise"]
+    assert len(depthwise) == 7 and all(c[2].startswith(family if family != "avx512-vnni" else "generic")
+                                       for c in depthwise), choices
     assert not any("amx" in c[2] for c in choices)
 
 

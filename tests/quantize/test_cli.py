@@ -188,4 +188,5 @@ def test_evaluate_on_held_out(tmp_path, capsys):
     md = (rep / "report.md").read_text()
     assert "| SQNR (dB) | SQNR eval (dB) |" in md
     rows = [line for line in md.splitlines() if line.startswith("| ") and "`" in line]
-    assert len(rows) == 10 and all(line.count("|") == 8 for line in rows)
+    assert len(rows) == 10 and all(line.count("|") == 9 for line in rows)  # with the choice column
+    assert "| choice |" in md and any(" minmax |" in line or " mse |" in line for line in rows)

@@ -93,8 +93,9 @@ FIT_STRIDE = 4
 """The ranges scored in the cross-validation are fitted on every FIT_STRIDE-th kept value (the final
 range on all of them)."""
 
-SWITCH_MARGIN = 0.0
-"""A later candidate replaces the best so far only when its error is lower by this fraction."""
+SWITCH_Z = 2.0
+"""A candidate replaces the first (default) one only when its mean per-sample error is lower by more
+than SWITCH_Z standard errors of the paired differences (a few dozen samples are noisy evidence)."""
 
 MIN_SELECT_SAMPLES = 8
 """Fewer calibration samples than this: no cross-validation (the first candidate, mse ranges)."""
@@ -123,6 +124,10 @@ class LayerReport:
     range: tuple[float, float] | None = None
     eval_sqnr_db: float | None = None
     """SQNR on evaluation data (`evaluate`), None until evaluated."""
+    choice: str = ""
+    """What cross-validation chose for the layer (`auto` decisions): the range source (`seen`: the values
+    the quantized graph computes, `float`: the float reference), `+bc` (bias corrected) and the range
+    method; empty when nothing was chosen."""
 
 
 @dataclass
@@ -658,14 +663,14 @@ class _Quantizer:
         step = max(1, size // SCORE_ELEMENTS)  # own error: every step-th element is scored
         folds = [fold[:WEIGHTED_SCORE_SAMPLES] for fold in self.folds] if weighted else self.folds
 
-        def seen_by(values: list[np.ndarray]) -> list[np.ndarray]:
+        def seen_by(values: list[np.ndarray], grid: tuple | None = None) -> list[np.ndarray]:
             """What the error is measured on: per view, the values after it (flattened, concatenated)."""
             out = [[] for _ in values]
             for kind, what in views:
                 if kind == "own":
                     got = [np.asarray(v).reshape(-1)[::step] for v in values]
                 elif kind == "chain":
-                    got = self.through(what, values)
+                    got = self.through(what, values, grid)
                 else:
                     got = self.float_eval(what, [[v, *(self.fenv_of(o, 0) for o in what.operands[1:])]
                                                  for v in values])
@@ -676,7 +681,7 @@ class _Quantizer:
         reference = [seen_by([self.fenv[op.results[0]][s] for s in fold]) for fold in folds]
         per_sample: dict[int, list[TensorStats]] = {}
         fitted: dict[tuple, tuple[float, float]] = {}
-        best = None
+        scores: list[tuple[np.ndarray, str, str, list]] = []
         for label, stat, actual in options:
             if id(stat) not in per_sample:
                 parts = []
@@ -687,7 +692,7 @@ class _Quantizer:
                 per_sample[id(stat)] = parts
             parts = per_sample[id(stat)]
             for m in methods:
-                err = 0.0
+                err: list[float] = []  # per scored sample
                 for f, fold in enumerate(folds):
                     key = (id(stat), f, m)
                     if key not in fitted:
@@ -695,11 +700,11 @@ class _Quantizer:
                                                     stride=FIT_STRIDE)
                         fitted[key] = choose_range(others, m, qmin=qmin, qmax=qmax, symmetric=symmetric)
                     scale, zp = affine_params(*fitted[key], qmin, qmax, symmetric)
-                    fq = [((np.clip(np.round(actual[s] / scale) + zp, qmin, qmax) - zp) * scale).astype(np.float32)
-                          for s in fold]
-                    err += sum(float(np.sum((g - r) ** 2)) for g, r in zip(seen_by(fq), reference[f]))
-                if best is None or err < best[0] * (1 - SWITCH_MARGIN):
-                    best = (err, label, m, stat)
+                    fq = [_fake_quant(actual[s], scale, zp, qmin, qmax) for s in fold]
+                    got = seen_by(fq, (scale, zp, qmin, qmax))
+                    err += [float(np.sum((g - r) ** 2)) for g, r in zip(got, reference[f])]
+                scores.append((np.array(err), label, m, stat))
+        best = _significantly_better(scores)
         self.choices[layer.name] = f"{best[1]} {best[2]}"
         return best[1], best[2], TensorStats.merged(per_sample[id(best[3])])
 
@@ -742,11 +747,23 @@ class _Quantizer:
             value = user.results[0]
         return chain
 
-    def through(self, chain, values: list[np.ndarray]) -> list[np.ndarray]:
-        """`values` (one array per sample) through the float ops of `chain`."""
+    def through(self, chain, values: list[np.ndarray], grid: tuple | None = None) -> list[np.ndarray]:
+        """`values` (one array per sample) through the float ops of `chain`; with `grid` (scale, zero
+        point, qmin, qmax of the values), as the quantized ops would give them: an op that keeps its
+        input's parameters (pooling, data movement) rounds onto `grid` again, a fixed-output op (softmax,
+        logistic, ...) onto its fixed parameters."""
         for user, value in chain:
             values = self.float_eval(user, [[v if o is value else self.fenv_of(o, 0) for o in user.operands]
                                             for v in values])
+            if grid is None:
+                continue
+            if isinstance(user, INHERIT):
+                values = [_fake_quant(v, *grid) for v in values]
+            elif isinstance(user, FIXED_OUTPUT):
+                storage = _storage(grid_bits(grid))
+                fixed = NN_TO_QNN[type(user)].FIXED.get(storage)
+                if fixed is not None:
+                    values = [_fake_quant(v, fixed[0], fixed[1], grid[2], grid[3]) for v in values]
         return values
 
     @staticmethod
@@ -804,7 +821,8 @@ class _Quantizer:
         qp = qt.qparams()
         approx = np.concatenate([np.asarray(dequantize(a, x_q=qp), np.float64).reshape(-1) for a in self.qenv[qvalue]])
         ref = np.concatenate([np.asarray(r, np.float64).reshape(-1) for r in reference])
-        self.layers.append(LayerReport(layer.index, layer.name, layer.kind, str(qt), sqnr_db(ref, approx), weights, rng))
+        self.layers.append(LayerReport(layer.index, layer.name, layer.kind, str(qt), sqnr_db(ref, approx), weights, rng,
+                                       choice=self.choices.get(layer.name, "")))
 
     def float_value_of(self, qvalue: SSAValue) -> SSAValue:
         for f, q in self.qmap.items():
@@ -882,6 +900,31 @@ class _Quantizer:
             else:
                 owner.parent.insert_op_after(sim, owner)
         return copy
+
+
+def _fake_quant(values: np.ndarray, scale: float, zp: int, qmin: int, qmax: int) -> np.ndarray:
+    """`values` rounded onto the grid (scale, zero point) and clamped to [qmin, qmax], as real numbers."""
+    return ((np.clip(np.round(values / scale) + zp, qmin, qmax) - zp) * scale).astype(np.float32)
+
+
+def grid_bits(grid: tuple) -> int:
+    """Storage width of a (scale, zero point, qmin, qmax) grid."""
+    return int(grid[3] - grid[2] + 1).bit_length() - 1
+
+
+def _significantly_better(scores: list[tuple]) -> tuple:
+    """Of `scores` ((per-sample errors, ...) per candidate, the first the default), the candidate whose
+    mean error is lowest among those better than the default by more than SWITCH_Z standard errors of
+    the per-sample differences; the default when none is."""
+    base = scores[0][0]
+    best, gain = scores[0], 0.0
+    for cand in scores[1:]:
+        d = base - cand[0]
+        mean = float(np.mean(d))
+        se = float(np.std(d, ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.inf
+        if mean > SWITCH_Z * se and mean > gain:
+            best, gain = cand, mean
+    return best
 
 
 def _build(op: nn.NnOp, operands: list[SSAValue], result_type, extra: list, rounding: str):
@@ -1054,17 +1097,23 @@ def _fmt_db(v: float) -> str:
 
 def report_markdown(result: QuantizeResult, title: str = "") -> str:
     evaluated = result.eval_outputs_sqnr_db is not None
+    chosen = any(r.choice for r in result.layers)
     lines = [f"# qd-quantize report{': ' + title if title else ''}", "",
              f"Scheme `{result.strategy}`, calibration `{result.mode}`. SQNR of each layer's dequantized "
              "integer output against the float graph on the calibration samples "
              "(10 log10 signal / noise power; higher is better)" + (
-                 "; `SQNR eval`: the same on the evaluation data." if evaluated else "."), "",
-             "| # | layer | op | type | weights | SQNR (dB) |" + (" SQNR eval (dB) |" if evaluated else ""),
-             "| --- | --- | --- | --- | --- | --- |" + (" --- |" if evaluated else "")]
+                 "; `SQNR eval`: the same on the evaluation data" if evaluated else "") + (
+                 "; `choice`: what cross-validation on the calibration samples chose (range from the quantized "
+                 "graph's values `seen` or the float reference `float`, `+bc` bias corrected, range method)"
+                 if chosen else "") + ".", "",
+             "| # | layer | op | type | weights |" + (" choice |" if chosen else "") + " SQNR (dB) |"
+             + (" SQNR eval (dB) |" if evaluated else ""),
+             "| --- | --- | --- | --- | --- |" + (" --- |" if chosen else "") + " --- |" + (" --- |" if evaluated else "")]
     for r in result.layers:
         t = r.type.replace("|", "\\|")
         extra = f" {_fmt_db(r.eval_sqnr_db)} |" if evaluated else ""
-        lines.append(f"| {r.index} | `{r.name}` | {r.kind} | `{t}` | {r.weights} | {_fmt_db(r.sqnr_db)} |{extra}")
+        choice = f" {r.choice} |" if chosen else ""
+        lines.append(f"| {r.index} | `{r.name}` | {r.kind} | `{t}` | {r.weights} |{choice} {_fmt_db(r.sqnr_db)} |{extra}")
     lines += ["", "| output | SQNR (dB) |" + (" SQNR eval (dB) |" if evaluated else ""),
               "| --- | --- |" + (" --- |" if evaluated else "")]
     for k, v in enumerate(result.outputs_sqnr_db):

@@ -189,7 +189,8 @@ def load(k: str, count: bool = True):
 
 def store(k: str, executable, meta: dict) -> Path | None:
     """Export `executable` as entry `k` with `meta` (JSON-able); returns the library's path,
-    or None when the cache directory cannot be written (the build is still usable)."""
+    or None when the entry cannot be made (the directory cannot be written, the export
+    fails): the build is still usable, the VM then makes its machine code itself."""
     from tvm_bridge.compile import _stderr_filtered
 
     lib_path, meta_path = _paths(k)
@@ -203,7 +204,7 @@ def store(k: str, executable, meta: dict) -> Path | None:
         tmp_meta.write_text(json.dumps(meta))
         os.replace(tmp_lib, lib_path)
         os.replace(tmp_meta, meta_path)  # the entry exists from here on
-    except OSError:
+    except Exception:  # noqa: BLE001 - an unwritable directory, no C compiler to link with: no entry
         _discard(tmp_lib, tmp_meta)
         return None
     stats["stores"] += 1

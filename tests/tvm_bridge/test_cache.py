@@ -167,3 +167,13 @@ def test_unlowered_module_found_without_lowering(cache_dir):
     assert len(lowered) == 1 and again.executable is None and cache.stats["hits"] == 1
     for model in (first, again):
         _assert_matches_litert(_outputs(model, samples), theirs)
+
+
+def test_unwritable_cache_still_compiles(lowered, tmp_path, monkeypatch):
+    module, samples, theirs = lowered
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("QDIALECT_CACHE_DIR", str(blocker / "cache"))
+    model = compile_module(module)
+    assert model.executable is not None and model.library is None  # built, run by the VM, not stored
+    _assert_matches_litert(_outputs(model, samples), theirs)

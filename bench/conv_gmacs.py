@@ -93,7 +93,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", default="1,2", help="TVM thread counts to time (comma-separated)")
     p.add_argument("--cpu", default=None, help="compile for this LLVM cpu (e.g. haswell: the AVX2 kernels)")
     p.add_argument("--model", default="mobilenetv2_tiny",
-                   help="also the whole zoo model's GMAC/s (its conv / depthwise / matmul MACs); '' for none")
+                   help="also the whole zoo model's (or .tflite file's) GMAC/s (its conv / depthwise / matmul "
+                        "MACs); '' for none")
     args = p.parse_args(argv)
     h, w, c, k = (int(v) for v in args.shape.split(","))
     if args.cpu:
@@ -160,9 +161,7 @@ def main(argv=None) -> int:
 def model_gmacs(name: str, threads: list[int], runs: int, fname: str | None) -> None:
     """The zoo model's achieved GMAC/s (the MACs of its convolutions, depthwise convolutions and
     matmuls, as the kernel registry records them, over its median latency) against the peak of
-    the family most of its MACs ran on, at each thread count; checked bit-exact vs LiteRT XNNPACK."""
-    import tvm
-
+    the target's kernel family (`fname`) at each thread count; checked bit-exact vs LiteRT XNNPACK."""
     from latency import litert, median_ms, mismatches
     from qdialect.dialects.qnn import set_rounding
     from transforms import pipelines
@@ -171,7 +170,8 @@ def model_gmacs(name: str, threads: list[int], runs: int, fname: str | None) -> 
     from tvm_bridge.translate import translate
     from tvm_bridge.vnni import target_flavor
 
-    path = ROOT / "models" / "zoo" / f"{name}.tflite"
+    path = Path(name) if name.endswith(".tflite") else ROOT / "models" / "zoo" / f"{name}.tflite"
+    name = path.stem
     module = load_module(path, 1)
     _, in_values, _ = _entry_signature(module)
     sample = make_inputs(in_values, 0)

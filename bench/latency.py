@@ -332,7 +332,8 @@ def attention_models() -> dict[str, Path]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default=None, help="comma-separated zoo names (default: all quantized)")
+    p.add_argument("--models", default=None,
+                   help="comma-separated zoo names or .tflite paths (default: all quantized zoo models)")
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rounds", type=int, default=10, help="interleaved rounds of the one-thread candidates")
@@ -361,7 +362,9 @@ def main(argv=None) -> int:
     names = args.models.split(",") if args.models else sorted(
         q.stem for q in ZOO.glob("*.tflite") if not q.stem.endswith("_float")
     )
-    paths = {} if args.attention_only else {name: ZOO / f"{name}.tflite" for name in names}
+    paths = {} if args.attention_only else {
+        Path(name).stem if name.endswith(".tflite") else name: Path(name) if name.endswith(".tflite")
+        else ZOO / f"{name}.tflite" for name in names}
     if args.attention or args.attention_only:
         paths.update(attention_models())
     have_ours = importlib.util.find_spec("transforms.pipelines") is not None

@@ -5,6 +5,9 @@
   integers) in place: `qnn-canonicalize`, `qnn-decompose`,
   `qnn-lower-to-linalg`, each run only when the module still holds ops of the
   layer it consumes.  A fake-quant (L0) module is raised first with `qnn-raise`.
+  The model's unsigned edges stay marked `qnn.element_type = uiN` on the entry's
+  arguments and results (qdialect/io_types.py), so L3 runs take and return the
+  model's own dtypes.
 - `qnn-to-l3` is the same pipeline as one pass for `qd-opt -p qnn-to-l3`.
 
 Every step verifies the module; a step that cannot lower an op raises

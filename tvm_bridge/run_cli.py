@@ -170,9 +170,12 @@ def read_inputs(path: Path, args_values) -> tuple[list[np.ndarray], bool]:
             a = data[key]
         except Exception as e:  # noqa: BLE001 - object (pickled) arrays, damaged members
             raise BadInput(f"{path}: cannot read '{key}': {' '.join(str(e).split())}") from None
-        problem = _not_representable(a, _declared_dtype(v))
+        want = _declared_dtype(v)
+        problem = _not_representable(a, want)
         if problem is not None:
             raise BadInput(f"{path}: '{key}' {problem}")
+        if a.dtype != want:  # the same values in the model's dtype (what every backend is given)
+            a = a.astype(want)
         shape = tuple(v.type.get_shape())
         this_stacked = a.ndim == len(shape) + 1 and tuple(a.shape[1:]) == shape
         if not this_stacked and tuple(a.shape) != shape:

@@ -216,3 +216,18 @@ def test_a_mark_that_cannot_describe_its_value_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"qd-run: error: @main argument 0: qnn.element_type ui16 cannot describe its type "
                           f"tensor<1x32x32x3xi8>"), err
+
+
+def test_integral_values_of_another_dtype_are_given_in_the_declared_one(tmp_path):
+    """`--input` arrays of another dtype whose values fit (float 0..255 for a uint8 file) run as
+    uint8: the same outputs as the uint8 arrays, on the interpreter and on TVM."""
+    file = _uint8_l3_file(tmp_path)
+    x = np.random.default_rng(7).integers(0, 256, (1, 32, 32, 3)).astype(np.uint8)
+    outs = {}
+    for label, a in (("u8", x), ("f32", x.astype(np.float32)), ("i64", x.astype(np.int64))):
+        np.savez(tmp_path / f"in_{label}.npz", input_0=a)
+        assert qd_run([str(file), "--backend", "interp", "--input", str(tmp_path / f"in_{label}.npz"), "--output",
+                       str(tmp_path / f"out_{label}.npz")]) == 0
+        outs[label] = np.load(tmp_path / f"out_{label}.npz")["output_0"]
+    assert all(o.dtype == np.uint8 for o in outs.values())
+    assert np.array_equal(outs["f32"], outs["u8"]) and np.array_equal(outs["i64"], outs["u8"])

@@ -184,10 +184,10 @@ def task_kws(rng, n: int, frames=49, bins=20):
         k = labels[i]
         length = rng.uniform(26, 44)
         start = rng.uniform(0, frames - length)
-        fshift = rng.normal(0, 0.8)
-        loud = rng.uniform(0.4, 1.5)
-        width = rng.uniform(0.8, 1.6)
-        e = np.full((frames, bins), 1.0) * rng.uniform(0.05, 0.6) * np.exp(rng.normal(0, 0.3, (1, bins)))
+        fshift = rng.normal(0, 2.0)
+        loud = rng.uniform(0.2, 1.0)
+        width = rng.uniform(1.0, 2.6)
+        e = np.full((frames, bins), 1.0) * rng.uniform(0.3, 1.5) * np.exp(rng.normal(0, 0.5, (1, bins)))
         tt = np.arange(frames)
         pos = (tt - start) / length
         on = (pos >= 0) & (pos < 1)
@@ -197,10 +197,10 @@ def task_kws(rng, n: int, frames=49, bins=20):
             centre = tpl[k, seg, f, 0] + (tpl[k, seg, f, 1] - tpl[k, seg, f, 0]) * frac + fshift
             amp = loud * (1.0 if f == 0 else 0.6) * on * (0.6 + 0.4 * np.sin(np.pi * np.clip(pos, 0, 1)))
             e += amp[:, None] * 4 * np.exp(-((b[None] - centre[:, None]) ** 2) / (2 * width ** 2))
-        if rng.uniform() < 0.4:  # a noise burst
+        if rng.uniform() < 0.6:  # a noise burst
             s = int(rng.integers(0, frames - 6))
             e[s:s + int(rng.integers(2, 6))] += rng.uniform(0.5, 3)
-        e *= np.exp(rng.normal(0, 0.35, e.shape))
+        e *= np.exp(rng.normal(0, 0.7, e.shape))
         out[i] = np.log(e + 0.05)
     return out, labels
 
@@ -700,12 +700,48 @@ def derived(out: Path, models, log=print) -> None:
             log(f"{name}.onnx written (|onnx - tflite| {err:.1e})")
 
 
+DESCRIPTIONS = {
+    "mobilenetv2": lambda c: f"keras.applications.MobileNetV2, width {c['alpha']}, {c['size']}x{c['size']}x3",
+    "resnet": lambda c: f"ResNet-style: 3 stages x 2 basic blocks (widths {'/'.join(map(str, c['widths']))}), "
+                        f"residual adds, {c['size']}x{c['size']}x3",
+    "ds_cnn": lambda c: f"DS-CNN: conv 10x4 + 4 depthwise-separable blocks (width {c['width']}), 49x20x1",
+    "mlp": lambda c: f"MLP {'-'.join(map(str, (32, *c['units'])))}-8, relu",
+    "attention": lambda c: f"dense embedding + positions, 1 pre-LN block: MultiHeadAttention "
+                           f"({c['heads']} heads, dim {c['dim']}), LayerNorm, FFN; mean over time; [49, 20]",
+}
+
+
+def models_table(out: Path, table=None) -> str:
+    """The markdown table of the models in out (the last facts.txt entry per model)."""
+    import ast
+
+    table = table or {**MODELS, **HELDOUT}
+    facts = {}
+    for line in (out / "facts.txt").read_text().splitlines():
+        if line.strip():
+            d = ast.literal_eval(line)
+            facts[d["name"]] = d
+    rows = ["| model | task | architecture | parameters | float accuracy: test (1000) / eval (128) | "
+            "training (s) | TF conversion (s) | float .tflite | |ONNX - tflite| |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, cfg in table.items():
+        if name not in facts:
+            continue
+        f = facts[name]
+        rows.append(f"| `{name}` | {cfg['task']} | {DESCRIPTIONS[cfg['arch']](cfg)} | {f['params']:,} "
+                    f"| {100 * f['acc_test']:.1f} % / {100 * f['acc_eval']:.1f} % | {f['train_s']:.0f} "
+                    f"| {f.get('tf_int8_s', float('nan')):.1f} | {f['sizes'].get(name + '_float.tflite', 0):,} B "
+                    f"| {f['onnx_err']:.1e} |")
+    return "\n".join(rows)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=str(ROOT / "models" / "calib"))
     p.add_argument("--models", default="", help="comma-separated subset (default: all)")
     p.add_argument("--heldout", metavar="DIR", help="write the held-out zoo (other seeds / sizes) to DIR")
     p.add_argument("--derived", action="store_true", help="rebuild uncommitted npz / .onnx files (no TF)")
+    p.add_argument("--table", action="store_true", help="print the models table of DIR/facts.txt (no TF)")
     args = p.parse_args(argv)
     table = HELDOUT if args.heldout else MODELS
     out = Path(args.heldout or args.out)
@@ -715,6 +751,9 @@ def main(argv=None) -> int:
     for m in names:
         if m not in table:
             p.error(f"unknown model '{m}' (expected {', '.join(table)})")
+    if args.table:
+        print(models_table(out, {m: table[m] for m in names}))
+        return 0
     if args.derived:
         derived(out, {m: table[m] for m in names})
         return 0

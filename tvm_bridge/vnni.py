@@ -113,6 +113,13 @@ def _loops(kind: str, extents, names, body_of):
     return stmt
 
 
+def _parallel(loop):
+    """The `For` `loop` with its iterations run on TVM's thread pool."""
+    from tvm import tirx
+
+    return tirx.For(loop.loop_var, loop.min, loop.extent, tirx.ForKind.PARALLEL, loop.body)
+
+
 def _seq(stmts):
     from tvm import tirx
 
@@ -185,6 +192,9 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
         body.append(_loops("serial", (H0, W0), ("h", "w"), lambda h, w: _seq([
             _loops(kind, (C,), ("c",), lambda c: tirx.BufferStore(XU, widened(h, w, c), [at(h, pt), at(w, pl), c])),
             _loops("unroll", (CP - C,), ("c",), lambda c: tirx.BufferStore(XU, zero, [at(h, pt), at(w, pl), C + c]))])))
+    if g.get("PARALLEL") and H0 > 1:  # the staging's rows shared among the threads too
+        staging = -2 if fold else -1  # (fold: then the zero overhang of each row)
+        body[staging] = _parallel(body[staging])
     if pt or pl or pb or pr:
         # the input pad: the pad value, widened as the activations are, in the border rows
         # and columns (and in the padding channels there: they meet zero weights)

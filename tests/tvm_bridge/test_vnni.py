@@ -394,18 +394,20 @@ def test_input_pad_also_returned_is_materialized(tmp_path):
             assert int(np.count_nonzero(got != want)) == 0
 
 
+@pytest.mark.parametrize("c", [8, 3])  # (C = 3: the folded staging of few channels)
 @pytest.mark.parametrize("name", FLAVORS)
-def test_dot_kernel_rows_in_parallel(name, monkeypatch):
-    """Above DOT_PARALLEL_MIN_MACS the output rows are a parallel loop (accumulators per
-    thread); on TVM's pool at 2 threads (as many as it allows here) the sums are exact."""
+def test_dot_kernel_rows_in_parallel(name, c, monkeypatch):
+    """Above DOT_PARALLEL_MIN_MACS the output rows (and the staging's input rows) are
+    parallel loops (accumulators per thread); on TVM's pool at 2 threads (as many as it
+    allows here) the sums are exact."""
     from tvm_bridge import vnni
     from tvm_bridge.cpu import set_threads
 
     monkeypatch.setattr(vnni, "DOT_PARALLEL_MIN_MACS", 1)
     vnni.clear_caches()
-    h, w, c, k, kh, kw = 14, 12, 8, 32, 3, 3
+    h, w, k, kh, kw = 14, 12, 32, 3, 3
     prim = vnni._bare_kernel(flavor(name), h, w, c, k, kh, kw, (1, 1), (1, 1))
-    assert "T.parallel" in prim.script()
+    assert prim.script().count("T.parallel") == 2
     rng = np.random.default_rng(5)
     x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
     wt = rng.integers(-128, 128, (k, kh, kw, c)).astype(np.int8)

@@ -46,7 +46,11 @@ model, accuracy on the labels, and calibration time, for
   run in LiteRT;
 - `ORT minmax / entropy / percentile`: onnxruntime's `quantize_static` on `NAME.onnx`
   (QDQ, per-channel int8 weights, uint8 activations, its defaults otherwise) with
-  the same 64 samples, run in an onnxruntime default session.
+  the same 64 samples, run in an onnxruntime default session.  Through
+  quantize_static the Entropy calibrator keeps its defaults, 128 histogram bins
+  and 128 quantized bins: its threshold search has one candidate, the full
+  range, so it gives exactly MinMax's ranges (onnxruntime 1.32,
+  calibrate.py get_entropy_threshold; the QDQ scales were compared).
 
 The files `tools/gen_calib_zoo.py --derived` rebuilds (large npz, .onnx) are
 made on the first run.  `--plot` writes a grouped bar chart of the output SQNR

@@ -22,19 +22,16 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerType, Signedness
 
+from qdialect.dialects.quant import quantized_element_type
+from qdialect.qparams import storage_dtype
+
 #: the argument / result attribute naming the element type the model declares there
 ELEMENT_TYPE = "qnn.element_type"
 
 
-def _quantized(t):
-    from qdialect.dialects.quant import quantized_element_type
-
-    return quantized_element_type(t)
-
-
 def _unsigned_edge(t) -> IntegerType | None:
     """`uiN` for a (tensor of) unsigned quantized type of N-bit storage, else None."""
-    q = _quantized(t)
+    q = quantized_element_type(t)
     if q is None or q.signed:
         return None
     return IntegerType(q.storage_width.data, Signedness.UNSIGNED)
@@ -96,8 +93,6 @@ def element_dtype(t) -> np.dtype | None:
     `ui4` -> uint8, `i16` -> int16); None for anything else."""
     if not isinstance(t, IntegerType):
         return None
-    from qdialect.qparams import storage_dtype
-
     width = t.width.data
     if not 1 <= width <= 64:
         return None

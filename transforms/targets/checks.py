@@ -1063,7 +1063,7 @@ def gather_axis_is_batch_dims() -> Check:
     return Check("attribute", "axis == batch_dims", test)
 
 
-def scales_below(limit: float) -> Check:
+def scales_below(limit: float, spelled: str | None = None) -> Check:
     """Every quantized operand's and result's scale (as float32) is below `limit`: Vela 5.2
     leaves ops with a tensor scale of 2^32 or more to the CPU (found by probing; undocumented)."""
 
@@ -1079,7 +1079,7 @@ def scales_below(limit: float) -> Check:
                 return f"{label} scale {s:.6g} is not below {limit:.6g}"
         return None
 
-    return Check("quantization", f"tensor scales < {limit:g}", test)
+    return Check("quantization", f"tensor scales < {spelled or f'{limit:g}'}", test)
 
 
 def plain_storage(*allowed: str) -> Check:

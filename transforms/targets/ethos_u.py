@@ -73,7 +73,7 @@ def _generic(core: str, op: str, fm: tuple[str, ...] | None) -> list[Check]:
     """Vela's generic constraints for `core` (u55 or u85), then TFLite's arithmetic."""
     if fm is None:
         fm = FM8_16 if core == "u55" else FM_U85
-    checks = [storage(*fm), per_axis_only_on(op in WEIGHTED_OPS, PER_AXIS_NOTE), scales_below(2.0**32)]
+    checks = [storage(*fm), per_axis_only_on(op in WEIGHTED_OPS, PER_AXIS_NOTE), scales_below(2.0**32, "2^32")]
     checks.append(unsigned_zero_points() if core == "u55" else u85_zero_points())
     checks += [rounding("tflite"), tflite_accumulator()]
     return checks

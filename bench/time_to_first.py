@@ -16,7 +16,9 @@ For each model (default: models/zoo/mobilenetv2_tiny.tflite) it prints
     and codegen (and the lowering) are replaced by the cache look-up (as qd-run's
     `compile_unlowered`: printing the module before lowering, hashing it, loading the library).
 
-Timings on a shared machine are noisy: compare the rows of one run with each other.
+Timings on a shared machine are noisy: compare the rows of one run with each other; the
+processes' CPU time (user + system) is printed beside their wall time, as it depends less
+on what else the machine runs.
 Not a test: a benchmark to read.  (bench/compile_time.py measures how the Python stages
 scale with model size; this one measures one model's whole path.)
 """
@@ -84,13 +86,18 @@ print(json.dumps(stages))
 """
 
 
-def _wall(cmd, env) -> float:
+def _wall(cmd, env) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one process running `cmd`."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.strip().splitlines()[-1:]}")
-    return took
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _breakdown(model: str, env) -> dict:
@@ -117,8 +124,9 @@ def main(argv=None) -> int:
                 env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / f"run{i}")
                 cold.append(_wall(cmd, env))
             cached = [_wall(cmd, env) for _ in range(max(1, args.runs))]
-            print(f"  whole qd-run process: cold {min(cold):6.2f} s   cached {min(cached):6.2f} s   "
-                  f"(fastest of {len(cold)}; slowest {max(cold):.2f} / {max(cached):.2f} s)")
+            print(f"  whole qd-run process: cold {min(cold)[0]:6.2f} s   cached {min(cached)[0]:6.2f} s wall "
+                  f"(fastest of {len(cold)}; slowest {max(cold)[0]:.2f} / {max(cached)[0]:.2f} s); "
+                  f"CPU time {min(c for _, c in cold):.2f} / {min(c for _, c in cached):.2f} s")
             env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / "breakdown")
             rows = [("cold", _breakdown(model, env)), ("cached", _breakdown(model, env))]
         names = list(dict.fromkeys(n for _, r in rows for n in r))

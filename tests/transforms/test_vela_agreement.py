@@ -105,3 +105,26 @@ def test_single_op_probes_match_vela(probes, config):
         if a.vela_regions == 0:
             refused.add(path.stem)
     assert refused == REFUSED[config]
+
+
+TF_PYTHON = Path("/work/tfvenv/bin/python")
+
+
+@pytest.mark.slow
+def test_heldout_encoders_placement_matches_vela(tmp_path):
+    """Encoders of other sizes than the zoo's, written outside the repository by
+    `tools/gen_transformer_zoo.py --heldout` (TensorFlow venv; about 12 minutes here)."""
+    import subprocess
+
+    if not TF_PYTHON.exists():
+        pytest.skip(f"no TensorFlow venv at {TF_PYTHON}")
+    out = tmp_path / "heldout"
+    subprocess.run(
+        [str(TF_PYTHON), str(ROOT / "tools" / "gen_transformer_zoo.py"), "--heldout", str(out)],
+        check=True, capture_output=True, timeout=3600, cwd=ROOT,
+    )
+    models = sorted(p for p in out.glob("*.tflite") if not p.stem.endswith("_float"))
+    assert len(models) >= 10
+    for path in models:
+        for config in CONFIGS:
+            _assert_agrees(path, config)

@@ -56,7 +56,10 @@ class Target:
         if row is None:
             return "op", f"{self.name} has no row for {op.name}"
         for check in row.checks:
-            message = check(op)
+            try:
+                message = check(op)
+            except (ArithmeticError, IndexError, KeyError, TypeError, ValueError, AttributeError) as e:
+                message = f"cannot check '{check.text}' on this op ({type(e).__name__}: {e})"
             if message is not None:
                 return check.kind, message
         return None

@@ -110,7 +110,7 @@ def test_views_follow_consumers():
     rng = np.random.default_rng(2)
     module, fc = fc_module(rng.normal(0, 0.3, (8, 16)), np.zeros(8), then=lambda v: nn.SoftmaxOp([v], t(1, 8), {"beta": 1.0}))
     q = flow._Quantizer(module, Int8(), "auto", False, None, None)
-    (kind, chain), = q.views(fc)
+    (kind, chain), = q.views(fc.results[0])
     assert kind == "chain" and isinstance(chain[0][0], nn.SoftmaxOp)
 
     block = Block(arg_types=[t(1, 16)])
@@ -123,8 +123,8 @@ def test_views_follow_consumers():
         block.add_op(op)
     module = module_of(block, [second.results[0], add.results[0]])
     q = flow._Quantizer(module, Int8(), "auto", False, None, None)
-    assert q.views(first) == [("weighted", second), ("own", None)]
-    assert q.views(second) == [("own", None)]
+    assert q.views(first.results[0]) == [("weighted", second), ("own", None)]
+    assert q.views(second.results[0]) == [("own", None)]
 
 
 # ----- decisions that must come out right -------------------------------------------------------------

@@ -87,7 +87,10 @@ SCORE_ELEMENTS = 8192
 """At most about this many elements per sample are scored (every k-th; all of them before a consumer)."""
 
 WEIGHTED_SCORE_SAMPLES = 2
-"""Samples per fold scored after a weighted consumer (each costs a float conv per candidate)."""
+"""Samples per fold scored at least after a weighted consumer (each costs a float conv per candidate)."""
+
+SCORE_MACS = 8_000_000
+"""Multiply-accumulates of the weighted consumers per fold and candidate: more samples where they are cheap."""
 
 FIT_STRIDE = 4
 """The ranges scored in the cross-validation are fitted on every FIT_STRIDE-th kept value (the final
@@ -102,6 +105,10 @@ MIN_SELECT_SAMPLES = 8
 
 AUTO_METHODS = ("mse", "minmax")
 """The range methods the `auto` calibration method chooses between, per layer."""
+
+INPUT_METHODS = ("minmax", "minmax*1.25", "minmax*1.5", "minmax*2")
+"""The ranges `auto` chooses between for graph inputs: min / max, or widened (`*F`: [lo, hi] * F) for
+inputs whose later samples reach past what the calibration samples show (heavy-tailed features)."""
 
 FIXED_OUTPUT = (nn.LogisticOp, nn.TanhOp, nn.SoftmaxOp, nn.LogSoftmaxOp)
 WEIGHTED = (nn.Conv2DOp, nn.DepthwiseConv2DOp, nn.FullyConnectedOp)
@@ -237,7 +244,7 @@ class _Quantizer:
         symmetric = self.strategy.activation_symmetric(layer)
         qmin, qmax = _bounds(bits)
         method = self.strategy.calibration(layer) if method is None else method
-        lo, hi = choose_range(stats, method, qmin=qmin, qmax=qmax, symmetric=symmetric)
+        lo, hi = fitted_range(stats, method, qmin, qmax, symmetric)
         if reference is not None and self.mode != "float":
             bound = TensorStats(keep=1)
             for r in reference:
@@ -313,10 +320,13 @@ class _Quantizer:
         for k, arg in enumerate(args):
             layer = Layer(self.name_of(arg, f"input_{k}"), "input", -1 - k)
             self.check(layer)
-            stats = TensorStats()
-            for a in self.fenv[arg]:
-                stats.observe(a)
-            qt, rng = self.activation_type(layer, stats)
+            values = self.fenv[arg]
+            _, method, stats = self.select(arg, layer, [("float", values, values)], self.strategy.activation_bits(layer))
+            if stats is None:
+                stats = TensorStats()
+                for a in values:
+                    stats.observe(a)
+            qt, rng = self.activation_type(layer, stats, method=method)
             qtype = TensorType(qt, list(arg.type.get_shape()))
             if self.int_io:
                 new_arg = self.block.insert_arg(qtype, k)
@@ -441,7 +451,8 @@ class _Quantizer:
 
         method, stats = None, None
         if options and not isinstance(op, (INHERIT, FIXED_OUTPUT, ILL_CONDITIONED)):
-            label, method, stats = self.select(op, layer, options)
+            bits = 8 if isinstance(op, EIGHT_BIT_ONLY) else self.strategy.activation_bits(layer)
+            label, method, stats = self.select(result, layer, options, bits)
             seen = next(stat for lab, stat, _ in options if lab == label)
             if isinstance(op, WEIGHTED):
                 bias_real = bias_options["on" if label.endswith("+bc") else "off"]
@@ -640,28 +651,36 @@ class _Quantizer:
         float reference ("float"); both in auto mode, where held-back data decide."""
         return ["seen", "float"] if self.mode == "auto" else ["seen"]
 
-    def select(self, op, layer: Layer, options: list[tuple[str, list, list]]) -> tuple[str, str, TensorStats | None]:
+    def select(self, value: SSAValue, layer: Layer, options: list[tuple[str, list, list]],
+               bits: int) -> tuple[str, str, TensorStats | None]:
         """The (option label, range method) whose output quantization has the least squared error
         against the float reference on held-back samples, by HOLD-fold cross-validation: each fold's
         samples are scored with the range (and corrected bias) fitted on the other folds.  The error is
         measured after the op's sole consumer when that is a cheap op of the output alone (softmax,
         mean, pooling, reshape, ...): the error that matters is what reaches it.  Range methods: the
-        strategy's, or for `auto` mse and minmax.  Without folds (or with one candidate): the first
-        option and mse.  Also returns the chosen values' statistics over all samples (None when
+        strategy's, or for `auto` AUTO_METHODS (graph inputs: INPUT_METHODS).  Without folds (or with
+        one candidate): the first option and method.  Also returns the chosen values' statistics over all samples (None when
         nothing was scored)."""
         method = self.strategy.calibration(layer)
-        methods = list(AUTO_METHODS) if method == "auto" else [method]
+        auto = INPUT_METHODS if layer.kind == "input" else AUTO_METHODS
+        methods = list(auto) if method == "auto" else [method]
         if not self.folds or len(options) * len(methods) == 1:
             return options[0][0], methods[0], None
-        bits = 8 if isinstance(op, EIGHT_BIT_ONLY) else self.strategy.activation_bits(layer)
         symmetric = self.strategy.activation_symmetric(layer)
         qmin, qmax = _bounds(bits)
         n = self.n
-        views = self.views(op)
+        views = self.views(value)
         weighted = any(kind == "weighted" for kind, _ in views)
-        size = int(np.prod(np.shape(self.fenv[op.results[0]][0])))
+        size = int(np.prod(np.shape(self.fenv[value][0])))
         step = max(1, size // SCORE_ELEMENTS)  # own error: every step-th element is scored
-        folds = [fold[:WEIGHTED_SCORE_SAMPLES] for fold in self.folds] if weighted else self.folds
+        if weighted:  # a float conv per candidate and sample: as many samples as SCORE_MACS allow
+            macs = sum(int(np.prod(what.results[0].type.get_shape())) * int(np.prod(what.operands[1].type.get_shape()))
+                       // max(1, int(what.operands[1].type.get_shape()[3 if isinstance(what, nn.DepthwiseConv2DOp) else 0]))
+                       for kind, what in views if kind == "weighted")
+            per_fold = max(WEIGHTED_SCORE_SAMPLES, SCORE_MACS // max(macs, 1))
+            folds = [fold[:per_fold] for fold in self.folds]
+        else:
+            folds = self.folds
 
         def seen_by(values: list[np.ndarray], grid: tuple | None = None) -> list[np.ndarray]:
             """What the error is measured on: per view, the values after it (flattened, concatenated)."""
@@ -678,7 +697,7 @@ class _Quantizer:
                     out[k].append(np.asarray(g, np.float64).reshape(-1))
             return [np.concatenate(o) for o in out]
 
-        reference = [seen_by([self.fenv[op.results[0]][s] for s in fold]) for fold in folds]
+        reference = [seen_by([self.fenv[value][s] for s in fold]) for fold in folds]
         per_sample: dict[int, list[TensorStats]] = {}
         fitted: dict[tuple, tuple[float, float]] = {}
         scores: list[tuple[np.ndarray, str, str, list]] = []
@@ -698,7 +717,7 @@ class _Quantizer:
                     if key not in fitted:
                         others = TensorStats.merged([p for s, p in enumerate(parts) if s % len(self.folds) != f],
                                                     stride=FIT_STRIDE)
-                        fitted[key] = choose_range(others, m, qmin=qmin, qmax=qmax, symmetric=symmetric)
+                        fitted[key] = fitted_range(others, m, qmin, qmax, symmetric)
                     scale, zp = affine_params(*fitted[key], qmin, qmax, symmetric)
                     fq = [_fake_quant(actual[s], scale, zp, qmin, qmax) for s in fold]
                     got = seen_by(fq, (scale, zp, qmin, qmax))
@@ -708,12 +727,11 @@ class _Quantizer:
         self.choices[layer.name] = f"{best[1]} {best[2]}"
         return best[1], best[2], TensorStats.merged(per_sample[id(best[3])])
 
-    def views(self, op) -> list[tuple[str, object]]:
-        """Where `select` measures the error of `op`'s output: after each weighted consumer that reads
+    def views(self, value: SSAValue) -> list[tuple[str, object]]:
+        """Where `select` measures the error of `value`: after each weighted consumer that reads
         it as its input (a conv's output error, float weights: clipping errors add up there, rounding
         noise averages out); after a single cheap consumer chain (`downstream`); else on the output
         itself ("own"), also when some consumer is neither."""
-        value = op.results[0]
         users = list({id(use.operation): use.operation for use in value.uses}.values())
         views: list[tuple[str, object]] = []
         own = False
@@ -724,15 +742,14 @@ class _Quantizer:
             else:
                 own = True
         if not views:
-            chain = self.downstream(op)
+            chain = self.downstream(value)
             return [("chain", chain)] if chain else [("own", None)]
         return views + ([("own", None)] if own else [])
 
-    def downstream(self, op) -> list[tuple[nn.NnOp, SSAValue]]:
+    def downstream(self, value: SSAValue) -> list[tuple[nn.NnOp, SSAValue]]:
         """The ops after `op` whose float output `select` scores: while a value has one consumer, a
         cheap op (not weighted; its other operands constants), followed through data movement."""
         chain = []
-        value = op.results[0]
         for _ in range(3):
             users = {id(use.operation): use.operation for use in value.uses}
             if len(users) != 1:
@@ -900,6 +917,15 @@ class _Quantizer:
             else:
                 owner.parent.insert_op_after(sim, owner)
         return copy
+
+
+def fitted_range(stats: TensorStats, method: str, qmin: int, qmax: int, symmetric: bool) -> tuple[float, float]:
+    """`choose_range`, and `METHOD*F` (the METHOD range times F) for the widened candidates."""
+    base, _, factor = method.partition("*")
+    lo, hi = choose_range(stats, base, qmin=qmin, qmax=qmax, symmetric=symmetric)
+    if factor:
+        lo, hi = lo * float(factor), hi * float(factor)
+    return lo, hi
 
 
 def _fake_quant(values: np.ndarray, scale: float, zp: int, qmin: int, qmax: int) -> np.ndarray:

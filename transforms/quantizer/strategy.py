@@ -11,7 +11,7 @@ the float graph, named after its output tensor), how to quantize it:
 | `weight_per_channel(layer)` | one scale per output channel, or one per tensor | True |
 | `rounding(layer)` | integer rounding profile of the op (`tflite`, `single`, `half_up`) | tflite |
 | `multiplier(layer)` | `integer` (fixed-point multiplier with `rounding`) or `float` (float scale, ties to even: the `half_even` profile) | integer |
-| `calibration(layer)` | how the output range is chosen from statistics (`auto`, `minmax`, `moving_average`, `percentile`, `mse`; `auto`: mse or minmax by held-back error) | auto (graph inputs: minmax) |
+| `calibration(layer)` | how the output range is chosen from statistics (`auto`, `minmax`, `moving_average`, `percentile`, `mse`; `auto`: mse or minmax by held-back error, graph inputs min/max or widened) | auto |
 | `weight_calibration(layer)` | weight range per channel: `minmax` (max abs, TFLite) or `mse` (the clipping with least squared error) | mse |
 | `accumulator(layer)` | None, or (`i16`/`i32`/`i64`, `wrap`/`saturate`) to simulate another accumulator | None |
 
@@ -83,7 +83,7 @@ class Strategy:
         return "integer"
 
     def calibration(self, layer: Layer) -> str:
-        return "minmax" if layer.kind == "input" else "auto"
+        return "auto"
 
     def weight_calibration(self, layer: Layer) -> str:
         return "mse"

@@ -60,7 +60,9 @@ def main(argv=None) -> int:
     print(f"compile: {time.perf_counter() - t0:.1f} s")
     dev = tvm.cpu()
     if args.threads:
-        tvm.get_global_func("runtime.config_threadpool")(1, args.threads)
+        from tvm_bridge.cpu import set_threads
+
+        set_threads(args.threads)  # (mode 1 of config_threadpool put 2 threads on one core here)
     vm = relax.VirtualMachine(ex, dev)
     arrays = [x.view(f"int{x.dtype.itemsize * 8}") if x.dtype.kind == "u" else x for x in sample]
     args_t = [tvm.runtime.tensor(a, dev) for a in arrays]
@@ -132,4 +134,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from tvm_bridge.cpu import allow_threads
+
+    allow_threads()  # before TVM starts its pool: --threads 2 possible on a 2-core machine
     sys.exit(main())

@@ -8,10 +8,11 @@ report (`vela --supported-ops-report`), generic constraints first:
 
 - U55/U65: feature maps i8, u8 or i16 (32-bit only where Vela lists no
   "32-bit feature-maps are not supported": add, sub, mul, reshape, fully
-  connected, batch matmul, neg, sum, mirror pad); per-axis quantization only
-  on conv2d, depthwise, transpose conv and fully connected; unsigned zero
-  points >= 0; tensor scales below 2^32 (probed, not in the report).  No rank, batch, dimension, broadcast or fused-activation
-  limits (Vela 5.2 lowers those itself).
+  connected, batch matmul, neg, sum, mirror pad, transpose); per-axis
+  quantization only on conv2d, depthwise, transpose conv and fully connected;
+  unsigned zero points >= 0; tensor scales below 2^32 (probed, not in the
+  report).  No rank, batch, dimension, broadcast or fused-activation limits
+  (Vela 5.2 lowers those itself).
 - U85: feature maps also i32 (and i64, bool); result zero points in the
   8-bit range, input zero points 0 for i16 / i32; no stride limits; larger
   16-bit weight sums and int64 bias; a wider op set (div, gather, ...).

@@ -383,7 +383,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {n:3} x {key}")
     if args.json:
         args.json.write_text(json.dumps([asdict(a) for a in results], indent=1))
-    return 0
+    failed = [a for a in results if a.error]
+    for a in failed:
+        print(f"vela_agreement: {a.model} ({a.config}): {a.error}", file=sys.stderr)
+    return 2 if failed else 0
 
 
 if __name__ == "__main__":

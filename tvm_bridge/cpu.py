@@ -130,7 +130,13 @@ def set_threads(n: int) -> None:
     before TVM starts its pool (its first build does), so a process that wants more than
     TVM's default calls `allow_threads()` before it builds anything (bench/latency.py does);
     the pool is then configured with affinity mode 0 (no pinning: mode 1, "big cores",
-    put both threads of a 2-thread pool on one core here, no faster than one thread)."""
+    put both threads of a 2-thread pool on one core here, no faster than one thread).
+
+    Use more than one thread only where the cores are free: TVM's pool splits a parallel
+    loop statically and waits for every thread, so a worker the OS has descheduled holds
+    the whole kernel up (full MobileNetV2 on the shared 2-core machine under load ~11:
+    3.5 ms best at 1 thread, 11.9 ms at 2; XNNPACK's pool, whose caller takes over the
+    work of a late thread, 3.4 and 3.6 ms)."""
     import tvm
 
     if int(os.environ.get("TVM_NUM_THREADS", "0") or 0) < n:

@@ -74,7 +74,7 @@ N_TEST = 1000
 MODELS = {
     "mobilenetv2_035": dict(task="shapes", size=96, arch="mobilenetv2", alpha=0.35, seed=1, train=3000, epochs=22,
                             batch=32, lr=3e-3),
-    "mobilenetv2_050": dict(task="shapes", size=96, arch="mobilenetv2", alpha=0.5, seed=2, train=3000, epochs=18,
+    "mobilenetv2_050": dict(task="shapes", size=96, arch="mobilenetv2", alpha=0.5, seed=2, train=3000, epochs=16,
                             batch=32, lr=3e-3),
     "resnet_small": dict(task="shapes", size=64, arch="resnet", widths=(16, 32, 64), seed=3, train=4000, epochs=8),
     "ds_cnn_kws": dict(task="kws", arch="ds_cnn", width=64, seed=4, train=6000, epochs=12),

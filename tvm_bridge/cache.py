@@ -21,15 +21,22 @@ library is not the one its JSON names, is removed and rebuilt, never a crash.
 the source of everything under qdialect/, transforms/ and tvm_bridge/), so qd-run
 (`compile.compile_unlowered`) skips the lowering as well when it finds one.
 
+`<run key>.run` names an entry by qd-run's model file and options, with what qd-run prints
+and needs besides the library (tvm_bridge/fast_run.py): a run of the same model again
+loads it without importing xDSL, qdialect or TVM's compiler.
+
 `stats` counts hits, misses, stores and rebuilt (corrupt) entries in this process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 #: this process's cache traffic: {"hits", "misses", "stores", "corrupt"}
@@ -174,9 +181,7 @@ def load(k: str, count: bool = True):
             raise ValueError("damaged entry")
         import tvm
 
-        from tvm_bridge.compile import _stderr_filtered
-
-        with _stderr_filtered("Warning: Scope Loaded:"):
+        with stderr_filtered("Warning: Scope Loaded:"):
             library = tvm.runtime.load_module(str(lib_path))
     except Exception:  # noqa: BLE001 - any damage (missing .so, wrong hash, dlopen refusal): rebuild
         stats["corrupt"] += 1
@@ -191,14 +196,12 @@ def store(k: str, executable, meta: dict) -> Path | None:
     """Export `executable` as entry `k` with `meta` (JSON-able); returns the library's path,
     or None when the entry cannot be made (the directory cannot be written, the export
     fails): the build is still usable, the VM then makes its machine code itself."""
-    from tvm_bridge.compile import _stderr_filtered
-
     lib_path, meta_path = _paths(k)
     tmp_lib = lib_path.with_name(f"{k}.{os.getpid()}.tmp.so")
     tmp_meta = meta_path.with_name(f"{k}.{os.getpid()}.tmp.json")
     try:
         lib_path.parent.mkdir(parents=True, exist_ok=True)
-        with _stderr_filtered("Warning: Scope Saving:"):
+        with stderr_filtered("Warning: Scope Saving:"):
             executable.export_library(str(tmp_lib))
         meta = dict(meta, format=_FORMAT, sha256=_file_sha256(tmp_lib))
         tmp_meta.write_text(json.dumps(meta))
@@ -216,10 +219,28 @@ def clear() -> None:
     d = cache_dir()
     if d.is_dir():
         for p in d.iterdir():
-            if p.suffix in (".so", ".json", ".alias"):
+            if p.suffix in (".so", ".json", ".alias", ".run"):
                 _discard(p)
 
 
 def copy_library(src: Path, dst: str) -> None:
     """Copy a cached library to `dst` (CompiledModel.export_library of a model loaded from the cache)."""
     shutil.copyfile(src, dst)
+
+
+@contextlib.contextmanager
+def stderr_filtered(noise: str):
+    """Drop lines containing `noise` from what C++ code writes to file descriptor 2."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            kept = [ln for ln in tmp.read().decode(errors="replace").splitlines(keepends=True) if noise not in ln]
+            if kept:
+                sys.stderr.write("".join(kept))

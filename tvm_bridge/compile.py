@@ -8,10 +8,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-import tempfile
 from collections.abc import Sequence
 
 import numpy as np
@@ -302,22 +299,8 @@ def _array_item():
     return _ARRAY_ITEM
 
 
-@contextlib.contextmanager
-def _stderr_filtered(noise: str):
-    """Drop lines containing `noise` from what C++ code writes to file descriptor 2."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            kept = [ln for ln in tmp.read().decode(errors="replace").splitlines(keepends=True) if noise not in ln]
-            if kept:
-                sys.stderr.write("".join(kept))
+# drops TVM's "Scope Loaded/Saving" debug lines (kept here under its old name)
+from tvm_bridge.cache import stderr_filtered as _stderr_filtered  # noqa: E402
 
 
 def build(mod, target):

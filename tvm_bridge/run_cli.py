@@ -92,27 +92,47 @@ def _entry_signature(module):
     return f, list(f.body.block.args), list(f.function_type.outputs.data)
 
 
-def make_inputs(args_values, seed: int) -> list[np.ndarray]:
-    """Seeded random inputs covering each input's whole storage range."""
+def input_specs(args_values) -> list[dict]:
+    """Per entry argument what qd-run needs to make or check its inputs without the module:
+    {"shape", "dtype" (the declared one, `_declared_dtype`), "range": [lo, hi] of random
+    integers, or None for standard-normal float32}.  JSON-able (tvm_bridge/fast_run.py keeps it)."""
     from qdialect.interpreter import Interpreter, _qp
 
-    rng = np.random.default_rng(seed)
-    out = []
+    specs = []
     for v in args_values:
-        shape = tuple(v.type.get_shape())
         q = _qp(v)
         dtype = _declared_dtype(v)
         if q is not None:
-            out.append(rng.integers(q.storage_min, q.storage_max + 1, size=shape).astype(dtype))
+            span = [int(q.storage_min), int(q.storage_max)]
         elif dtype != Interpreter._dtype(v):  # an unsigned edge (qnn.element_type): its whole storage range
             info = np.iinfo(dtype)
-            out.append(rng.integers(info.min, info.max + 1, size=shape).astype(dtype))
+            span = [int(info.min), int(info.max)]
         elif np.issubdtype(dtype, np.integer):
             info = np.iinfo(dtype)
-            out.append(rng.integers(max(info.min, -128), min(info.max, 127) + 1, size=shape).astype(dtype))
+            span = [int(max(info.min, -128)), int(min(info.max, 127))]
+        else:
+            span = None
+        specs.append({"shape": [int(d) for d in v.type.get_shape()], "dtype": np.dtype(dtype).str, "range": span})
+    return specs
+
+
+def inputs_from_specs(specs: list[dict], seed: int) -> list[np.ndarray]:
+    """Seeded random inputs for `input_specs`: each integer input covers its range."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for spec in specs:
+        shape = tuple(spec["shape"])
+        if spec["range"] is not None:
+            lo, hi = spec["range"]
+            out.append(rng.integers(lo, hi + 1, size=shape).astype(np.dtype(spec["dtype"])))
         else:
             out.append(rng.standard_normal(shape).astype(np.float32))
     return out
+
+
+def make_inputs(args_values, seed: int) -> list[np.ndarray]:
+    """Seeded random inputs covering each input's whole storage range."""
+    return inputs_from_specs(input_specs(args_values), seed)
 
 
 def _declared_dtype(value) -> np.dtype:
@@ -157,12 +177,17 @@ def _not_representable(a: np.ndarray, want: np.dtype) -> str | None:
 
 def read_inputs(path: Path, args_values) -> tuple[list[np.ndarray], bool]:
     """input_0.. from an .npz; returns (arrays, stacked) — stacked if one extra leading dim."""
+    return _read_inputs(path, input_specs(args_values))
+
+
+def _read_inputs(path: Path, specs: list[dict]) -> tuple[list[np.ndarray], bool]:
+    """`read_inputs` for `input_specs`."""
     try:
         data = np.load(path)
     except Exception as e:  # noqa: BLE001 - any unreadable file is bad input
         raise BadInput(f"cannot read inputs {path}: {e}") from None
     arrays, stacked = [], None
-    for i, v in enumerate(args_values):
+    for i, spec in enumerate(specs):
         key = f"input_{i}"
         if key not in data:
             raise BadInput(f"{path}: missing array '{key}' (have: {', '.join(data.files) or 'none'})")
@@ -170,13 +195,13 @@ def read_inputs(path: Path, args_values) -> tuple[list[np.ndarray], bool]:
             a = data[key]
         except Exception as e:  # noqa: BLE001 - object (pickled) arrays, damaged members
             raise BadInput(f"{path}: cannot read '{key}': {' '.join(str(e).split())}") from None
-        want = _declared_dtype(v)
+        want = np.dtype(spec["dtype"])
         problem = _not_representable(a, want)
         if problem is not None:
             raise BadInput(f"{path}: '{key}' {problem}")
         if a.dtype != want:  # the same values in the model's dtype (what every backend is given)
             a = a.astype(want)
-        shape = tuple(v.type.get_shape())
+        shape = tuple(spec["shape"])
         this_stacked = a.ndim == len(shape) + 1 and tuple(a.shape[1:]) == shape
         if not this_stacked and tuple(a.shape) != shape:
             raise BadInput(f"{path}: '{key}' has shape {list(a.shape)}, the model expects {list(shape)}")
@@ -348,6 +373,9 @@ def _tvm_runner(module, args, stages):
                 for o, d in zip(outs, out_dtypes)]
 
     runner.target = str(model.target)
+    # the cache entry it runs (tvm_bridge/fast_run.py names it for the next run), if any
+    runner.entry = Path(str(model.library_path)).name.removesuffix(".so") if model.library_path else None
+    runner.out_dtypes = out_dtypes
     return runner
 
 
@@ -404,7 +432,9 @@ def main(argv=None) -> int:
         # integer wrap-around is the semantics, and float overflow in extreme
         # scales is diagnosed where it matters: no numpy warnings on stderr
         with np.errstate(all="ignore"):
-            return _run(args)
+            _check_options(args)
+            code = _run_cached(args)
+            return _run(args) if code is None else code
     except BadInput as e:
         print(f"qd-run: error: {' '.join(str(e).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -415,6 +445,68 @@ def main(argv=None) -> int:
         return EXIT_INTERNAL_ERROR
 
 
+def _check_options(args) -> None:
+    """BadInput for an option value no run accepts (checked before either path)."""
+    for flag, value, least in (("--seed", args.seed, 0), ("--samples", args.samples, 1), ("--bench", args.bench, 0)):
+        if value < least:
+            raise BadInput(f"{flag} {value}: must be >= {least}")
+
+
+def _run_key(args, path: Path, model_bytes: bytes) -> str | None:
+    """The cached path's key for this model file and these options (tvm_bridge/fast_run.py),
+    None where there is no cached path (another backend, the cache off)."""
+    from tvm_bridge import cache as build_cache
+    from tvm_bridge import fast_run
+
+    if args.backend not in (None, "tvm") or not build_cache.enabled():
+        return None
+    return fast_run.run_key(model_bytes, suffix=path.suffix, batch=args.batch, rounding=args.rounding,
+                            target=args.target)
+
+
+def _run_cached(args) -> int | None:
+    """qd-run of a model run before with the same options, from the compiled-model cache
+    without xDSL, qdialect's importers or TVM's compiler (tvm_bridge/fast_run.py); None
+    when there is no such run (the cold path, `_run`, then does everything)."""
+    from tvm_bridge import fast_run
+
+    path = Path(args.model) if args.model else example_model()
+    t0 = time.perf_counter()
+    try:
+        model_bytes = path.read_bytes()
+    except OSError:
+        return None  # the cold path says what is wrong
+    rk = _run_key(args, path, model_bytes)
+    meta = fast_run.recall(rk) if rk is not None else None
+    found = fast_run.load(meta["entry"]) if meta is not None else None
+    if found is None:
+        return None
+    model = found[0]
+    try:
+        specs, out_dtypes = meta["inputs"], [np.dtype(d) for d in meta["out_dtypes"]]
+        n_ops, entry_name, target = int(meta["n_ops"]), str(meta["entry_name"]), str(meta["target"])
+        if len(out_dtypes) != model.n_outputs:
+            return None
+    except (KeyError, TypeError, ValueError):
+        return None
+    _progress("loaded the compiled model from the cache (tvm_bridge/cache.py, tvm_bridge/fast_run.py)")
+    stages: list[tuple[str, float]] = [("TVM (cached)", time.perf_counter() - t0)]
+    args.backend = "tvm"
+    if args.input is not None:
+        arrays, stacked = _read_inputs(args.input, specs)
+        samples = [list(s) for s in zip(*arrays)] if stacked else [arrays]
+    else:
+        samples = [inputs_from_specs(specs, args.seed + i) for i in range(max(1, args.samples))]
+        stacked = args.samples > 1
+
+    def runner(sample):
+        outs = model(*sample)
+        return [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
+                for o, d in zip(outs, out_dtypes)]
+
+    return _finish(args, path, samples, stacked, runner, f"tvm ({target})", stages, n_ops, entry_name, len(specs))
+
+
 def _run(args) -> int:
     from xdsl.dialects.builtin import TensorType
 
@@ -423,9 +515,6 @@ def _run(args) -> int:
 
     if args.rounding is not None and args.rounding not in ROUNDING_PROFILES:
         raise BadInput(f"--rounding {args.rounding!r}: expected one of {', '.join(ROUNDING_PROFILES)}")
-    for flag, value, least in (("--seed", args.seed, 0), ("--samples", args.samples, 1), ("--bench", args.bench, 0)):
-        if value < least:
-            raise BadInput(f"{flag} {value}: must be >= {least}")
     tvm_ready = importlib.util.find_spec("transforms.pipelines") is not None
     if args.backend is None:
         args.backend = "tvm" if tvm_ready else "interp"
@@ -438,6 +527,10 @@ def _run(args) -> int:
         )
     path = Path(args.model) if args.model else example_model()
     stages: list[tuple[str, float]] = []
+    try:
+        model_bytes = path.read_bytes()  # the cached path's key is made of the bytes imported here
+    except OSError:
+        model_bytes = None
 
     t0 = time.perf_counter()
     _progress(f"importing {path.name}")
@@ -456,12 +549,13 @@ def _run(args) -> int:
     except InterpreterError as e:
         raise BadInput(f"{path}: {e}") from None
     n_ops = sum(1 for op in f.body.block.ops if op.name not in ("qnn.constant", "arith.constant", "func.return"))
+    specs = input_specs(in_values)
 
     if args.input is not None:
-        arrays, stacked = read_inputs(args.input, in_values)
+        arrays, stacked = _read_inputs(args.input, specs)
         samples = [list(s) for s in zip(*arrays)] if stacked else [arrays]
     else:
-        samples = [make_inputs(in_values, args.seed + i) for i in range(max(1, args.samples))]
+        samples = [inputs_from_specs(specs, args.seed + i) for i in range(max(1, args.samples))]
         stacked = args.samples > 1
 
     explicit_backend = args.backend == "tvm" and "--backend" in (sys.argv if args.argv is None else args.argv)
@@ -475,18 +569,30 @@ def _run(args) -> int:
             _progress(f"TVM backend unavailable for this model ({e}); falling back to --backend interp")
             args.backend = "interp"
     if args.backend == "tvm":
-        pass
+        if runner.entry is not None and model_bytes is not None:
+            # the next run of this model with these options takes the cached path
+            from tvm_bridge import fast_run
+
+            rk = _run_key(args, path, model_bytes)
+            if rk is not None:
+                fast_run.remember(rk, {"entry": runner.entry, "n_ops": n_ops, "entry_name": f.sym_name.data,
+                                       "inputs": specs, "out_dtypes": [d.str for d in runner.out_dtypes],
+                                       "target": runner.target})
     else:
         def runner(sample):
-            return run_module(module, sample, rounding=None if args.onnx_profile else args.rounding)
+            try:
+                return run_module(module, sample, rounding=None if args.onnx_profile else args.rounding)
+            except InterpreterError as e:
+                raise BadInput(f"{path}: {e}") from None
         backend_text = "interp (numpy reference)"
+    return _finish(args, path, samples, stacked, runner, backend_text, stages, n_ops, f.sym_name.data, len(in_values))
 
+
+def _finish(args, path, samples, stacked, runner, backend_text, stages, n_ops, entry_name, n_inputs) -> int:
+    """Run the samples, compare, write and print the report: the same for the cold and the cached path."""
     _progress(f"running {len(samples)} sample(s) on {args.backend}")
     t0 = time.perf_counter()
-    try:
-        ours = [runner(s) for s in samples]
-    except InterpreterError as e:
-        raise BadInput(f"{path}: {e}") from None
+    ours = [runner(s) for s in samples]
     run_time = time.perf_counter() - t0
     stages.append((f"run ({args.backend})", run_time))
 
@@ -543,7 +649,7 @@ def _run(args) -> int:
         latency = float(np.median(times))
 
     print(f"model      {path}")
-    print(f"ops        {n_ops} compute ops in @{f.sym_name.data}; inputs {len(in_values)}; samples {len(samples)}")
+    print(f"ops        {n_ops} compute ops in @{entry_name}; inputs {n_inputs}; samples {len(samples)}")
     default_rounding = "per op (ONNX Runtime's choice)" if path.suffix == ".onnx" else "per op (default tflite)"
     print(f"backend    {backend_text}, rounding {args.rounding or default_rounding}")
     for name, secs in stages:

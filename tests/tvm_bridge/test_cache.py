@@ -2,6 +2,9 @@
 loads the stored library instead of building (counted in `cache.stats` and checked by
 making `build` fail, never by timing), runs the same and still matches LiteRT's reference
 kernels; a damaged entry is rebuilt; QDIALECT_CACHE=0 builds every time and writes nothing.
+qd-run's cached path (tvm_bridge/fast_run.py), in a child process: no xDSL, qdialect or `tvm`
+imported, the same report and outputs as the cold run (uint8 edges), a miss on other model
+bytes or options, a damaged entry or `.run` file taking the cold path (rebuilt, same outputs).
 
 Each test points QDIALECT_CACHE_DIR at its own directory (tests/conftest.py already keeps
 the whole session away from the user's cache)."""
@@ -177,3 +180,126 @@ def test_unwritable_cache_still_compiles(lowered, tmp_path, monkeypatch):
     model = compile_module(module)
     assert model.executable is not None and model.library is None  # built, run by the VM, not stored
     _assert_matches_litert(_outputs(model, samples), theirs)
+
+
+# ---- qd-run's cached path (tvm_bridge/fast_run.py): no xDSL, no qdialect, no `import tvm` ----
+
+ZOO = MODEL.parent
+UINT8 = ZOO / "cnn_small_uint8.tflite"  # uint8 input and output: the declared dtypes must survive
+
+# run in a child process: the exit status, then the top-level packages the process imported
+_CHILD = """
+import json, sys
+sys.argv = ["qd-run", *sys.argv[1:]]
+from tvm_bridge.run_cli import main
+rc = main()
+print("IMPORTED " + json.dumps(sorted({m.split(".")[0] for m, v in sys.modules.items() if v is not None})))
+sys.exit(rc)
+"""
+
+
+def _qd_run_child(*argv):
+    """(exit status, stdout without the IMPORTED line, stderr, top-level modules imported)."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _CHILD, *map(str, argv)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2], timeout=600)
+    lines = proc.stdout.splitlines()
+    imported = [json.loads(ln.split(" ", 1)[1]) for ln in lines if ln.startswith("IMPORTED ")]
+    out = "\n".join(ln for ln in lines if not ln.startswith("IMPORTED "))
+    return proc.returncode, out, proc.stderr, set(imported[0]) if imported else set()
+
+
+def _report(out: str) -> tuple[list[str], list[str]]:
+    """(the report's lines but the stage timings, the stage names)."""
+    lines = out.strip().splitlines()
+    return ([ln for ln in lines if not ln.startswith("stage ")],
+            [ln.split()[1] + (" " + ln.split()[2] if not ln.split()[2][0].isdigit() else "")
+             for ln in lines if ln.startswith("stage ")])
+
+
+def test_cached_run_imports_no_compiler_and_matches_the_cold_run(cache_dir, tmp_path, capsys):
+    cold_npz, fast_npz = tmp_path / "cold.npz", tmp_path / "fast.npz"
+    argv = [UINT8, "--samples", "3", "--seed", "5", "--compare", "litert-ref"]
+    assert qd_run([*map(str, argv), "--output", str(cold_npz)]) == 0  # cold: imports, lowers, builds
+    cold_lines, cold_stages = _report(capsys.readouterr().out)
+    assert "import" in cold_stages and "BIT-EXACT" in cold_lines[-1] and len(list(cache_dir.glob("*.run"))) == 1
+
+    rc, out, err, imported = _qd_run_child(*argv, "--output", fast_npz)
+    assert rc == 0, err
+    fast_lines, fast_stages = _report(out)
+    assert fast_stages == ["TVM (cached)", "run (tvm)", "LiteRT litert-ref"] and "fast_run.py" in err
+    assert fast_lines == cold_lines  # model, ops, backend (target), outputs' counts, verdict vs BUILTIN_REF
+    assert not imported & {"xdsl", "qdialect", "transforms", "tvm", "torch"}, imported & {"xdsl", "qdialect", "tvm"}
+    cold, fast = np.load(cold_npz), np.load(fast_npz)
+    assert cold.files == fast.files == ["output_0"]
+    assert fast["output_0"].dtype == np.uint8 and fast["output_0"].shape[0] == 3  # the declared dtype
+    assert np.count_nonzero(cold["output_0"] != fast["output_0"]) == 0
+
+    # --input checked and fed from the entry's signature alone (shape, uint8), still BIT-EXACT
+    import json
+
+    (spec,) = json.loads(next(cache_dir.glob("*.run")).read_text())["inputs"]
+    assert spec["dtype"] == "|u1"
+    x = np.random.default_rng(9).integers(0, 256, size=(2, *spec["shape"])).astype(np.uint8)
+    np.savez(tmp_path / "x.npz", input_0=x)
+    rc, out, err, imported = _qd_run_child(UINT8, "--input", tmp_path / "x.npz", "--compare", "litert-ref")
+    assert rc == 0 and "samples 2" in out and "BIT-EXACT vs LiteRT litert-ref" in out and "xdsl" not in imported, err
+    np.savez(tmp_path / "bad.npz", input_0=x.astype(np.int16) - 1)  # -1: not a uint8 value
+    rc, out, err, _ = _qd_run_child(UINT8, "--input", tmp_path / "bad.npz")
+    assert rc == 2 and "outside uint8 [0, 255]" in err.strip().splitlines()[-1]
+
+
+def test_cached_run_misses_on_other_bytes_or_options(cache_dir, tmp_path, capsys):
+    from tvm_bridge import fast_run
+
+    data = MODEL.read_bytes()
+    base = fast_run.run_key(data, suffix=".tflite", batch=1, rounding=None, target=None)
+    assert base == fast_run.run_key(data, suffix=".tflite", batch=1, rounding=None, target=None)
+    assert base != fast_run.run_key(data + b"\0", suffix=".tflite", batch=1, rounding=None, target=None)
+    for change in ({"batch": 2}, {"rounding": "litert"}, {"target": "llvm -mcpu=haswell"}, {"suffix": ".onnx"}):
+        assert base != fast_run.run_key(data, **{**dict(suffix=".tflite", batch=1, rounding=None, target=None),
+                                                 **change}), change
+
+    model = tmp_path / "model.tflite"  # one file name, two models: the bytes decide
+    model.write_bytes(MODEL.read_bytes())
+    assert qd_run([str(model), "--compare", "none"]) == 0
+    capsys.readouterr()
+    model.write_bytes((ZOO / "cnn_small.tflite").read_bytes())
+    assert qd_run([str(model), "--compare", "litert-ref"]) == 0
+    out = capsys.readouterr().out
+    assert "stage      import" in out and "BIT-EXACT vs LiteRT litert-ref" in out
+    assert qd_run([str(model), "--compare", "litert", "--rounding", "litert"]) == 0  # another option: a miss
+    out = capsys.readouterr().out
+    assert "stage      import" in out and "BIT-EXACT vs LiteRT litert" in out
+    assert qd_run([str(model), "--compare", "litert", "--rounding", "litert"]) == 0  # now cached
+    out = capsys.readouterr().out
+    assert "stage      import" not in out and "stage      TVM (cached)" in out and "BIT-EXACT" in out
+
+
+@pytest.mark.parametrize("damage", ["truncated library", "garbage run file", "run file naming no entry"])
+def test_cached_run_with_a_damaged_entry_rebuilds(cache_dir, tmp_path, capsys, damage):
+    argv = [str(MODEL), "--samples", "2", "--compare", "litert-ref"]
+    assert qd_run([*argv, "--output", str(tmp_path / "cold.npz")]) == 0
+    cold_lines, _ = _report(capsys.readouterr().out)
+    (run,) = cache_dir.glob("*.run")
+    if damage == "truncated library":
+        for lib in cache_dir.glob("*.so"):  # a new file, as another process would leave it
+            (cache_dir / "damaged").write_bytes(lib.read_bytes()[:1000])
+            (cache_dir / "damaged").replace(lib)
+    elif damage == "garbage run file":
+        run.write_text("{not json")
+    else:
+        run.write_text('{"run_format": 1, "entry": "' + "0" * 40 + '"}')
+    assert qd_run([*argv, "--output", str(tmp_path / "again.npz")]) == 0  # the cold path, never a crash
+    lines, stages = _report(capsys.readouterr().out)
+    assert "import" in stages and lines == cold_lines
+    if damage == "truncated library":
+        assert "TVM compile" in stages  # rebuilt
+    a, b = np.load(tmp_path / "cold.npz"), np.load(tmp_path / "again.npz")
+    assert np.count_nonzero(a["output_0"] != b["output_0"]) == 0
+    assert qd_run(argv) == 0  # and the next run is the cached one again
+    _, stages = _report(capsys.readouterr().out)
+    assert stages == ["TVM (cached)", "run (tvm)", "LiteRT litert-ref"]

@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(auto, default), always, or never (not in --calibrate float)")
     p.add_argument("--no-bias-correction", action="store_true",
                    help="do not correct biases for the mean error of quantized layers (layerwise mode)")
-    p.add_argument("-o", "--output", help="write the module here instead of stdout")
+    p.add_argument("-o", "--output", help="write the module here instead of stdout (OUT.tflite: as a TFLite model)")
     p.add_argument("--report", metavar="DIR", help="write DIR/report.md and DIR/sqnr.png")
     p.add_argument("--evaluate", metavar="EVAL.npz",
                    help="also measure per-layer SQNR against float on these samples (e.g. held out): report column")
@@ -228,7 +228,18 @@ def _run(args) -> int:
             Path(args.simulate).write_text(module_text(result.simulation), encoding="utf-8")
         except OSError as e:
             raise UsageError(f"cannot write {args.simulate}: {e.strerror or e}") from None
-    if args.output and args.output != "-":
+    if args.output and args.output.endswith(".tflite"):  # qd-export's API: a .tflite LiteRT runs
+        from qdialect.exporter import TFLiteExportError, export_tflite
+
+        try:
+            data = export_tflite(result.module)
+        except TFLiteExportError as e:
+            raise UsageError(f"{model}: {e}") from None
+        try:
+            Path(args.output).write_bytes(data)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
+    elif args.output and args.output != "-":
         try:
             Path(args.output).write_text(text, encoding="utf-8")
         except OSError as e:

@@ -23,10 +23,13 @@ SAMPLES = 4
 # zoo models with float islands: HardSwish as nn.mul / add / clip and a float max pool
 # (torch_cnn), Tanh with transpose / reshape / concatenation / slice islands and a float
 # ReduceMean island (elementwise; nn.mean is transforms/float_reductions.py's)
-MODELS = ["torch_cnn_qdq_u8", "torch_cnn_qdq_s8", "elementwise_qdq_u8", "elementwise_qdq_s8",
-          "elementwise_qop_u8", "elementwise_qop_s8"]
-# 16-bit QDQ models (nothing fuses: qnn add / sub / mul in float, both profiles alike)
-SIXTEEN_BIT = ["elementwise_qdq_s16"]
+# (the s8 torch_cnn and QOperator s8 builds take minutes and repeat their u8 twins' islands: they
+# run with `pytest -m slow`)
+MODELS = ["torch_cnn_qdq_u8", pytest.param("torch_cnn_qdq_s8", marks=pytest.mark.slow), "elementwise_qdq_u8",
+          "elementwise_qdq_s8", "elementwise_qop_u8", pytest.param("elementwise_qop_s8", marks=pytest.mark.slow)]
+# 16-bit QDQ models (nothing fuses: qnn add / sub / mul in float, both profiles alike; a build of
+# minutes, so `pytest -m slow`)
+SIXTEEN_BIT = [pytest.param("elementwise_qdq_s16", marks=pytest.mark.slow)]
 
 
 def _tvm_vs_ort(path: Path) -> list[int]:

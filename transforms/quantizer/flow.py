@@ -400,7 +400,8 @@ class _Quantizer:
                 k = index_of[id(producer)]
                 p_layer = Layer(self.name_of(producer.results[0], f"#{k}"), _kind(producer), k)
                 p_bits = 8 if isinstance(producer, EIGHT_BIT_ONLY) else self.strategy.activation_bits(p_layer)
-                if p_bits != bits or (isinstance(producer, nn.SquaredDifferenceOp) and p_bits > 8):
+                if (p_bits != bits or (isinstance(producer, nn.SquaredDifferenceOp) and p_bits > 8)
+                        or self.strategy.activation_symmetric(p_layer) != self.strategy.activation_symmetric(layer)):
                     continue
                 self.ties[producer.results[0]] = target
                 tied = True
@@ -431,11 +432,11 @@ class _Quantizer:
             owner = value.owner
             if not isinstance(owner, nn.NnOp) or isinstance(owner, (nn.ConstantOp, FIXED_OUTPUT, nn.HardSwishOp)):
                 return None
+            if len(owner.results) != 1:
+                return None
             if not isinstance(owner, INHERIT):
                 return owner
-            if owner.operands[0] is not value and value not in owner.results:
-                return None
-            reader, value = owner, owner.operands[0]
+            reader, value = owner, owner.operands[0]  # its output carries its first operand's type
         return None
 
     def float_trace(self, ops: list, wanted: set, n: int) -> dict[SSAValue, list[np.ndarray]]:

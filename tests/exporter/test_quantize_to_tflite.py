@@ -44,9 +44,9 @@ def test_qd_quantize_writes_tflite(tmp_path, capsys):
 
 def test_qd_quantize_tflite_refused(tmp_path, capsys):
     out = tmp_path / "e.tflite"
-    code, err = _qd_quantize(capsys, ZOO / "elementwise_movement_float.tflite", "--calibration",
-                             ZOO / "elementwise_movement_calib.npz", "-o", out)
+    code, err = _qd_quantize(capsys, ZOO / "mlp_act_float.tflite", "--calibration", ZOO / "mlp_act_calib.npz",
+                             "--scheme", "int16x8", "-o", out)
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("qd-quantize: error: ")
-    assert 'qnn.requantize at @main op' in err and 'rounding = "single"' in err
+    assert "qnn.fully_connected at @main op" in err and "i8 input and i16 result" in err
     assert not out.exists()

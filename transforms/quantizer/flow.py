@@ -207,6 +207,8 @@ class _Quantizer:
         self.biases: dict = {}  # weighted float op -> the real bias its quantized op adds
         self.pairs: list = []
         self.choices: dict[str, str] = {}  # layer name -> the per-layer decision held-back data made
+        self.ties: dict[SSAValue, SSAValue] = {}  # float value -> the concatenation whose output type it takes
+        self.tied_types: dict[SSAValue, UniformQuantizedType] = {}  # tied concatenation result -> its type
 
     # ----- helpers --------------------------------------------------------------------------
 
@@ -348,6 +350,7 @@ class _Quantizer:
             self.record(layer, self.qmap[arg], self.fenv[arg], rng)
 
         ops = list(f.body.block.ops)
+        self.tie_concatenations(ops, n)
         total = sum(1 for op in ops if isinstance(op, nn.NnOp))
         last_use = {v: i for i, op in enumerate(ops) for v in op.operands}
         done = 0
@@ -368,6 +371,94 @@ class _Quantizer:
                     if v in self.qmap:
                         self.qenv.pop(self.qmap[v], None)
         raise QuantizeError(f"@{f.sym_name.data} has no func.return")
+
+    def tie_concatenations(self, ops: list, n: int) -> None:
+        """Tie the producers of each concatenation's inputs to its output type, as TFLite's converter
+        does: TFLite's int8 CONCATENATION needs every input to carry the output's scale and zero point,
+        and a requantize in front of it is either a second rounding (`tflite`: elementwise_movement's
+        mean output loses 3.7 dB) or one no TFLite kernel computes (`single`).  A tied producer (an op
+        whose result only the concatenation reads, possibly through data movement that keeps its
+        parameters) is given the concatenation's output type directly, chosen from the float values of
+        the concatenation (a float pre-pass over the calibration samples).  Graph inputs, producers
+        with other consumers, fixed-output ops (softmax, logistic, ...) and ops of another width are
+        not tied: their values meet the concatenation through a `tflite` qnn.requantize (a QUANTIZE
+        op).  Fills `ties` and `tied_types`."""
+        index_of = {id(op): i for i, op in enumerate(ops)}
+        concats = [op for op in ops if isinstance(op, nn.ConcatenationOp)
+                   and "act_min" not in op.attributes and "act_max" not in op.attributes]
+        typed: dict[SSAValue, tuple[Layer, int]] = {}  # concatenation result -> (layer, bits) to type
+        for op in reversed(concats):
+            result = op.results[0]
+            target = self.ties.get(result, result)  # a concatenation feeding a concatenation takes its type
+            layer = Layer(self.name_of(result, f"#{index_of[id(op)]}"), _kind(op), index_of[id(op)])
+            bits = self.strategy.activation_bits(layer) if target is result else typed[target][1]
+            tied = False
+            for v in set(op.operands):
+                producer = self.tie_producer(v, op)
+                if producer is None or id(producer) not in index_of:
+                    continue
+                k = index_of[id(producer)]
+                p_layer = Layer(self.name_of(producer.results[0], f"#{k}"), _kind(producer), k)
+                p_bits = 8 if isinstance(producer, EIGHT_BIT_ONLY) else self.strategy.activation_bits(p_layer)
+                if (p_bits != bits or (isinstance(producer, nn.SquaredDifferenceOp) and p_bits > 8)
+                        or self.strategy.activation_symmetric(p_layer) != self.strategy.activation_symmetric(layer)):
+                    continue
+                self.ties[producer.results[0]] = target
+                tied = True
+            if tied and target is result:
+                typed[result] = (layer, bits)
+        if not typed:
+            return
+        values = self.float_trace(ops, set(typed), n)
+        for result, (layer, bits) in typed.items():
+            self.fenv[result] = values[result]  # what `select` scores against; set again when it is reached
+            _, method, stats = self.select(result, layer, [("float", values[result], values[result])], bits)
+            del self.fenv[result]
+            if stats is None:
+                stats = TensorStats()
+                for a in values[result]:
+                    stats.observe(a)
+            self.tied_types[result], _ = self.activation_type(layer, stats, bits, method=method)
+
+    @staticmethod
+    def tie_producer(value: SSAValue, concat) -> nn.NnOp | None:
+        """The op whose output type `value` (an input of `concat`) carries, when it can take the
+        concatenation's: `concat` its only reader, directly or through ops that keep their input's
+        parameters (reshape, transpose, ...), none of it a graph input, constant or fixed-output op."""
+        reader = concat
+        for _ in range(8):
+            if {id(use.operation) for use in value.uses} != {id(reader)}:
+                return None
+            owner = value.owner
+            if not isinstance(owner, nn.NnOp) or isinstance(owner, (nn.ConstantOp, FIXED_OUTPUT, nn.HardSwishOp)):
+                return None
+            if len(owner.results) != 1:
+                return None
+            if not isinstance(owner, INHERIT):
+                return owner
+            reader, value = owner, owner.operands[0]  # its output carries its first operand's type
+        return None
+
+    def float_trace(self, ops: list, wanted: set, n: int) -> dict[SSAValue, list[np.ndarray]]:
+        """The float values of `wanted` (results of `ops`), per calibration sample: the float graph
+        run up to the last of them, one sample at a time."""
+        last = max(i for i, op in enumerate(ops) if any(r in wanted for r in op.results))
+        out: dict[SSAValue, list[np.ndarray]] = {w: [] for w in wanted}
+        for s in range(n):
+            env = {arg: self.fenv[arg][s] for arg in self.func.body.block.args}
+            for op in ops[:last + 1]:
+                if isinstance(op, nn.ConstantOp) or not isinstance(op, nn.NnOp):
+                    continue
+                args = [env[v] if v in env else self.fenv_of(v, s) for v in op.operands]
+                try:
+                    got = self.it.eval(op, args)
+                except (InterpreterError, ValueError, ArithmeticError) as e:
+                    raise QuantizeError(f"{op.name}: the float op does not run: {e}") from None
+                for r, g in zip(op.results, got):
+                    env[r] = g
+                    if r in wanted:
+                        out[r].append(np.asarray(g, np.float32))
+        return out
 
     def check(self, layer: Layer) -> None:
         try:
@@ -450,7 +541,7 @@ class _Quantizer:
                 seen = self.fenv[result]
 
         method, stats = None, None
-        if options and not isinstance(op, (INHERIT, FIXED_OUTPUT, ILL_CONDITIONED)):
+        if options and not isinstance(op, (INHERIT, FIXED_OUTPUT, ILL_CONDITIONED)) and result not in self.tied_types:
             bits = 8 if isinstance(op, EIGHT_BIT_ONLY) else self.strategy.activation_bits(layer)
             label, method, stats = self.select(result, layer, options, bits)
             seen = next(stat for lab, stat, _ in options if lab == label)
@@ -469,12 +560,16 @@ class _Quantizer:
         reference = self.fenv[result] if isinstance(op, ILL_CONDITIONED) else None
         out_qt, rng = self.output_type(op, layer, q_operands, seen, reference, method, stats)
         rounding = "half_even" if self.strategy.multiplier(layer) == "float" else self.strategy.rounding(layer)
+        tie = self.ties.get(result, result if result in self.tied_types else None)
+        if tie is not None:  # see `tie_concatenations`
+            out_qt = self.tied_types[tie]
+            rng = tuple(float(v) for v in out_qt.qparams().dequantize(np.array(out_qt.storage_range())))
         if isinstance(op, nn.ConcatenationOp):
             # inputs take the output's parameters, so the concatenation only moves integers (TFLite's
-            # converter ties them too); one rounding: the double rounding of `tflite` is biased here
-            # (elementwise_movement's mean output loses 3.7 dB with it)
-            q_operands = [self.requantized(v, out_qt, n, "single" if rounding == "tflite" else rounding)
-                          for v in q_operands]
+            # int8 kernel needs it): tied producers give them already (`tie_concatenations`), constants
+            # are quantized to them, anything else is requantized (a QUANTIZE op in TFLite)
+            q_operands = [self.tied_constant(v, q, out_qt) if isinstance(v.owner, nn.ConstantOp)
+                          else self.requantized(q, out_qt, n, rounding) for v, q in zip(operands, q_operands)]
         built = _build(op, q_operands, TensorType(out_qt, list(result.type.get_shape())), extra, rounding)
         if isinstance(built, str):
             raise QuantizeError(f"{layer.name}: cannot quantize {op.name}: {built}")
@@ -562,6 +657,20 @@ class _Quantizer:
             self.run_new(q.owner, self.n)
             return q
         raise QuantizeError(f"{layer.name}: operand {value} has no quantized counterpart")
+
+    def tied_constant(self, value: SSAValue, q: SSAValue, qt: UniformQuantizedType) -> SSAValue:
+        """Float constant `value` (quantized as `q` so far) quantized to `qt`: a concatenation's constant
+        input needs no requantize.  `q` is dropped when nothing else reads `value`."""
+        if quantized_element_type(q.type) == qt:
+            return q
+        if len({id(use.operation) for use in value.uses}) == 1 and not q.uses:
+            self.block.detach_op(q.owner).erase()
+            self.qmap.pop(value, None)
+            self.qenv.pop(q, None)
+        new = qnn.ConstantOp.from_array(quantize(value.owner.array().astype(np.float32), out_q=qt.qparams()), qt)
+        self.block.add_op(new)
+        self.run_new(new, self.n)
+        return new.results[0]
 
     def requantized(self, value: SSAValue, qt: UniformQuantizedType, n: int, rounding: str = "tflite") -> SSAValue:
         """`value` with element type `qt` (a qnn.requantize unless it has it already)."""

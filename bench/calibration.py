@@ -192,19 +192,13 @@ METHOD_COLOURS = {"ours": (40, 110, 200), "tf": (230, 150, 30), "ort_minmax": (1
 
 
 def _flow():
-    """The quantizer's flow module (transforms.quantizer.flow; transforms.quantize before the move)."""
-    try:
-        from transforms.quantizer import flow
-    except ImportError:  # pragma: no cover - older layout
-        from transforms import quantize as flow
+    """The quantizer's flow module (`transforms.quantizer.flow`)."""
+    from transforms.quantizer import flow
     return flow
 
 
 def _strategy_int8():
-    try:
-        from transforms.quantizer.strategy import load_strategy
-    except ImportError:  # pragma: no cover - older layout
-        from transforms.strategy import load_strategy
+    from transforms.quantizer.strategy import load_strategy
     return load_strategy("int8")
 
 

@@ -81,6 +81,17 @@ SCHEMES = {
 """name -> (--scheme, --override list, suffix of the converter's peer model)."""
 
 
+def model_input(detail: dict, x) -> np.ndarray:
+    """A real-valued sample as LiteRT input `detail` takes it: quantized with the model's own
+    (scale, zero point) and clamped to the storage type when the input is integer."""
+    x = np.asarray(x, np.float32).reshape(detail["shape"])
+    if detail["dtype"] == np.float32:
+        return x
+    s, z = detail["quantization"]
+    info = np.iinfo(detail["dtype"])
+    return np.clip(np.round(x / s) + z, info.min, info.max).astype(detail["dtype"])
+
+
 def litert(path: Path, samples) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Per sample, a .tflite model's first output and the input of its last SOFTMAX (the logits), as
     real numbers, from LiteRT's builtin kernels without the XNNPACK delegate (which would hide the
@@ -103,12 +114,7 @@ def litert(path: Path, samples) -> tuple[list[np.ndarray], list[np.ndarray]]:
 
     outputs, pre = [], []
     for sample in samples:
-        x = np.asarray(sample[0], np.float32).reshape(inp["shape"])
-        if inp["dtype"] != np.float32:
-            s, z = inp["quantization"]
-            info = np.iinfo(inp["dtype"])
-            x = np.clip(np.round(x / s) + z, info.min, info.max).astype(inp["dtype"])
-        it.set_tensor(inp["index"], x)
+        it.set_tensor(inp["index"], model_input(inp, sample[0]))
         it.invoke()
         outputs.append(real(out, it.get_tensor(out["index"])))
         pre.append(real(logits, it.get_tensor(logits["index"])))
@@ -212,12 +218,7 @@ def litert_run(path: Path, xs: np.ndarray) -> np.ndarray:
     inp, out = it.get_input_details()[0], it.get_output_details()[0]
     ys = []
     for x in xs:
-        x = np.asarray(x, np.float32).reshape(inp["shape"])
-        if inp["dtype"] != np.float32:
-            s, z = inp["quantization"]
-            info = np.iinfo(inp["dtype"])
-            x = np.clip(np.round(x / s) + z, info.min, info.max).astype(inp["dtype"])
-        it.set_tensor(inp["index"], x)
+        it.set_tensor(inp["index"], model_input(inp, x))
         it.invoke()
         y = np.asarray(it.get_tensor(out["index"]), np.float64)
         if out["dtype"] != np.float32:

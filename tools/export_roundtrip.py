@@ -146,8 +146,9 @@ def main(argv=None) -> int:
             result = f"refused: {' '.join(str(e).split())}"
         except ValueError as e:  # the importer or qd-quantize cannot take the model: not qd-export's
             if type(e).__name__ not in ("TFLiteImportError", "OnnxImportError", "QuantizeError"):
-                raise
-            result = f"skipped: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+                result = f"error: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+            else:
+                result = f"skipped: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
         except Exception as e:  # noqa: BLE001 - reported, counted, the sweep goes on
             result = f"error: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
         status = result.split(":", 1)[0]

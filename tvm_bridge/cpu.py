@@ -2,8 +2,8 @@
 
 TVM 0.27 takes `{"kind": "llvm", "mcpu": "native"}` without complaint and then
 compiles for LLVM's generic x86-64 (it logs one line and drops every AVX feature),
-so the target names a real CPU instead: the newest one whose instruction sets
-the flags include (`cpu_name`).  `QDIALECT_TARGET_CPU=<name>` overrides it
+so the target names a real CPU instead: the oldest named CPU with every instruction set
+the kernels use that the flags show (`cpu_name`).  `QDIALECT_TARGET_CPU=<name>` overrides it
 (`host_cpu`), e.g. `haswell` to build and run the AVX2 kernels on an AVX-512 machine;
 `machine_cpu` ignores the override (what this machine can run).
 

@@ -79,7 +79,8 @@ def remember(rk: str, meta: dict) -> None:
     tmp = path.with_name(f"{rk}.{os.getpid()}.tmp.run")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(dict(meta, run_format=_RUN_FORMAT)))
+        body = dict(meta, run_format=_RUN_FORMAT)
+        tmp.write_text(json.dumps(dict(body, digest=_digest(body))))
         os.replace(tmp, path)
     except OSError:
         cache._discard(tmp)
@@ -93,7 +94,15 @@ def recall(rk: str) -> dict | None:
         return None
     if not isinstance(meta, dict) or meta.get("run_format") != _RUN_FORMAT or not isinstance(meta.get("entry"), str):
         return None
+    digest = meta.pop("digest", None)
+    if digest != _digest(meta):  # edited or damaged in a way JSON still parses: the cold path rebuilds
+        return None
     return meta
+
+
+def _digest(body: dict) -> str:
+    """sha256 of a `.run` file's fields (canonical JSON), kept in the file itself."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 _runtime_loaded = False

@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     IntegerType,
     ModuleOp,
+    Signedness,
     StringAttr,
     TensorType,
 )
@@ -368,8 +369,10 @@ def _element_tflite_type(el) -> int:
         return _TT.FLOAT16
     if isinstance(el, IntegerType):
         width = el.width.data
-        signed = el.signedness.data.name != "UNSIGNED" if hasattr(el.signedness.data, "name") else True
-        table = {1: _TT.BOOL, 8: _TT.INT8 if signed else _TT.UINT8, 16: _TT.INT16, 32: _TT.INT32, 64: _TT.INT64}
+        signed = el.signedness.data != Signedness.UNSIGNED
+        table = {1: _TT.BOOL, 8: _TT.INT8 if signed else _TT.UINT8}
+        if signed:
+            table.update({16: _TT.INT16, 32: _TT.INT32, 64: _TT.INT64})
         if width in table:
             return table[width]
     raise _Refused(f"element type {el} has no TFLite tensor type")
@@ -398,6 +401,8 @@ class _Exporter:
         t = v.type
         if not isinstance(t, TensorType):
             raise _Refused(f"value of type {t} is not a ranked tensor")
+        if not t.has_static_shape():
+            raise _Refused(f"value of type {t} has a dynamic shape (TFLite tensors here need static shapes)")
         i = self.m.tensor(_shape(v), _element_tflite_type(t.element_type), name=name or (v.name_hint or ""),
                           q=_qtype(v))
         self.values[v] = i
@@ -1209,6 +1214,9 @@ def _prepare_check(data: bytes, model: _Model) -> None:
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
     except ImportError:
+        import sys
+        print("qd-export: note: ai-edge-litert is not installed, so LiteRT's own kernel constraints "
+              "(fixed output scales, one scale across a CONCATENATION) were not checked", file=sys.stderr)
         return
     try:
         try:

@@ -279,7 +279,8 @@ def test_cached_run_misses_on_other_bytes_or_options(cache_dir, tmp_path, capsys
     assert "stage      import" not in out and "stage      TVM (cached)" in out and "BIT-EXACT" in out
 
 
-@pytest.mark.parametrize("damage", ["truncated library", "garbage run file", "run file naming no entry"])
+@pytest.mark.parametrize("damage", ["truncated library", "garbage run file", "run file naming no entry",
+                                    "run file with edited inputs"])
 def test_cached_run_with_a_damaged_entry_rebuilds(cache_dir, tmp_path, capsys, damage):
     argv = [str(MODEL), "--samples", "2", "--compare", "litert-ref"]
     assert qd_run([*argv, "--output", str(tmp_path / "cold.npz")]) == 0
@@ -291,6 +292,11 @@ def test_cached_run_with_a_damaged_entry_rebuilds(cache_dir, tmp_path, capsys, d
             (cache_dir / "damaged").replace(lib)
     elif damage == "garbage run file":
         run.write_text("{not json")
+    elif damage == "run file with edited inputs":  # valid JSON, wrong signature: caught by its digest
+        import json as _json
+        meta = _json.loads(run.read_text())
+        meta["inputs"] = [{"shape": [2, 2]}]
+        run.write_text(_json.dumps(meta))
     else:
         run.write_text('{"run_format": 1, "entry": "' + "0" * 40 + '"}')
     assert qd_run([*argv, "--output", str(tmp_path / "again.npz")]) == 0  # the cold path, never a crash

@@ -63,3 +63,21 @@ def test_concatenation_inputs_carry_its_output_type():
     got = np.asarray(owners[5].array(), np.float64) - int(out.zero_point_array())
     assert np.max(np.abs(got * step - CONST)) <= step / 2 + 1e-7
     assert result.outputs_sqnr_db[0] > 30, result.outputs_sqnr_db
+
+
+def test_tied_module_runs_in_litert_as_in_the_interpreter():
+    """TFLite's int8 CONCATENATION takes only inputs with its output's parameters: the tied module
+    exports, and LiteRT's reference kernels compute exactly what our interpreter computes."""
+    from qdialect.exporter import export_tflite
+    from qdialect.interpreter import Interpreter
+    from tests.tflite_writer import run_tflite
+
+    _, samples, result = _quantized()
+    model = export_tflite(result.module)
+    interp = Interpreter(result.module)
+    for xs in samples[:4]:  # float inputs: the module and the .tflite both quantize them
+        want = interp.run(xs)
+        got = run_tflite(model, xs, reference=True)
+        assert len(got) == len(want)
+        for w, g in zip(want, got):
+            assert np.count_nonzero(np.asarray(w) != np.asarray(g)) == 0

@@ -198,6 +198,16 @@ def test_cli_bias_correction_flags_conflict(tmp_path, capsys):
     assert "--no-bias-correction contradicts --bias-correction on" in err
 
 
+def test_cli_bias_correction_with_float_calibration_refused(tmp_path, capsys):
+    from transforms.quantizer.cli import main
+
+    rc = main([str(ZOO / "mlp_act_float.tflite"), "--calibration", str(ZOO / "mlp_act_calib.npz"),
+               "--calibrate", "float", "--bias-correction", "on", "-o", str(tmp_path / "q.mlir"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "--bias-correction on has no effect with --calibrate float" in err
+
+
 # ----- against TensorFlow's converter and ONNX Runtime on models/calib, fresh samples ------------------
 
 CALIB = ZOO.parent / "calib"

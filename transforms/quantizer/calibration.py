@@ -122,12 +122,6 @@ def affine_params(lo: float, hi: float, qmin: int, qmax: int, symmetric: bool) -
     return scale, int(min(max(zp, qmin), qmax))
 
 
-def _fake_quant_error(counts, centers, scale, zp, qmin, qmax) -> float:
-    q = np.clip(np.round(centers / scale) + zp, qmin, qmax)
-    d = (q - zp) * scale - centers
-    return float(np.sum(counts * d * d))
-
-
 def mse_range(stats: TensorStats, qmin: int, qmax: int, symmetric: bool, grid: int = 40,
               keep: float | None = 99.99) -> tuple[float, float]:
     """The [lo, hi] (shrunk from min / max) with the least quantization MSE over the histogram,
@@ -171,7 +165,7 @@ def _mse_search(stats: TensorStats, qmin: int, qmax: int, symmetric: bool, grid:
 
 
 def _fake_quant_errors(counts, centers, los, his, qmin, qmax, symmetric) -> np.ndarray:
-    """`_fake_quant_error` of every candidate range [los[k], his[k]] at once (`affine_params`' nudging)."""
+    """The histogram's squared fake-quantization error for every candidate range [los[k], his[k]] at once (`affine_params`' nudging)."""
     if symmetric:
         scale = (np.maximum(np.abs(los), np.abs(his)) / qmax).astype(np.float32).astype(np.float64)
         zp = np.zeros_like(scale)

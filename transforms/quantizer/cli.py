@@ -199,6 +199,9 @@ def _run(args) -> int:
         if args.bias_correction == "on":
             raise UsageError("--no-bias-correction contradicts --bias-correction on")
         bias_correction = False
+    if args.calibrate == "float" and bias_correction:
+        raise UsageError("--bias-correction on has no effect with --calibrate float (it corrects the error "
+                         "the quantized layers before it leave, which float calibration does not see)")
     try:
         samples = samples_from_npz(arrays, shapes)
         progress = None if args.quiet else (lambda m: progress_to_stderr(f"qd-quantize: {m}"))

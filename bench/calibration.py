@@ -84,12 +84,9 @@ SCHEMES = {
 def model_input(detail: dict, x) -> np.ndarray:
     """A real-valued sample as LiteRT input `detail` takes it: quantized with the model's own
     (scale, zero point) and clamped to the storage type when the input is integer."""
-    x = np.asarray(x, np.float32).reshape(detail["shape"])
-    if detail["dtype"] == np.float32:
-        return x
-    s, z = detail["quantization"]
-    info = np.iinfo(detail["dtype"])
-    return np.clip(np.round(x / s) + z, info.min, info.max).astype(detail["dtype"])
+    from qdialect.reference.elementwise import quantize_like_litert_input
+
+    return quantize_like_litert_input(x, detail)
 
 
 def litert(path: Path, samples) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -135,19 +135,12 @@ class Interpreter:
         self._depth = _depth
 
     def entry(self, name: str | None = None) -> func.FuncOp:
-        funcs = [op for op in self.module.ops if isinstance(op, func.FuncOp)]
-        if name is not None:
-            for f in funcs:
-                if f.sym_name.data == name:
-                    return _runnable(f)
-            raise InterpreterError(f"no function @{name} in the module")
-        for f in funcs:
-            if f.sym_name.data == "main":
-                return _runnable(f)
-        public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data == "public"]
-        if len(public) == 1:
-            return _runnable(public[0])
-        raise InterpreterError("no @main and not exactly one public function to run")
+        from qdialect.entry import EntryError, entry_function
+
+        try:
+            return _runnable(entry_function(self.module, name))
+        except EntryError as e:
+            raise InterpreterError(str(e)) from None
 
     def run(self, inputs: Sequence[np.ndarray], entry: str | None = None) -> list[np.ndarray]:
         f = self.entry(entry)

@@ -51,6 +51,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 
 from transforms.targets import Target, load_target
+from transforms.targets.checks import is_constant_op as is_constant
 
 TARGET_ATTR = "qd.target"
 """Attribute on an outlined function naming the target that runs it."""
@@ -103,10 +104,6 @@ class PartitionResult:
     @property
     def host_remarks(self) -> list[Remark]:
         return [r for r in self.remarks if r.kind != "convexity"]
-
-
-def is_constant(op: Operation) -> bool:
-    return op.name in ("qnn.constant", "arith.constant", "nn.constant")
 
 
 def _value_names(fn: func.FuncOp) -> dict[SSAValue, str]:

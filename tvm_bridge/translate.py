@@ -218,18 +218,12 @@ class Translator:
         return tuple(key)
 
     def entry(self, name: str | None) -> func.FuncOp:
-        funcs = _functions(self.module)
-        if name is not None:
-            match = [f for f in funcs if f.sym_name.data == name]
-            if not match:
-                raise TranslationError(f"no function @{name}")
-            return match[0]
-        for f in funcs:
-            if f.sym_name.data == "main":
-                return f
-        if len(funcs) == 1:
-            return funcs[0]
-        raise TranslationError("no @main and not exactly one function")
+        from qdialect.entry import EntryError, entry_function
+
+        try:
+            return entry_function(self.module, name, functions=_functions(self.module))
+        except EntryError as e:
+            raise TranslationError(str(e)) from None
 
     def translate(self, entry: str | None = None):
         from tvm import relax

@@ -1174,12 +1174,12 @@ SUPPORTED_OPS = tuple(sorted(_HANDLERS))
 
 
 def _entry(module: ModuleOp) -> func.FuncOp:
-    funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
-    mains = [f for f in funcs if f.sym_name.data == "main"] or funcs
-    if len(mains) != 1:
-        raise TFLiteExportError(f"needs one function @main (or exactly one function with a body), found "
-                                f"{len(funcs)}")
-    f = mains[0]
+    from qdialect.entry import EntryError, entry_function
+
+    try:
+        f = entry_function(module)
+    except EntryError as e:
+        raise TFLiteExportError(str(e)) from None
     if len(f.body.blocks) != 1:
         raise TFLiteExportError(f"@{f.sym_name.data} has {len(f.body.blocks)} blocks; a TFLite subgraph is one")
     return f

@@ -1021,3 +1021,17 @@ def _rdbpot_x86(x, exponent) -> np.ndarray:
     ordinary = rounding_divide_by_pot(x, np.where(wide, 0, e))
     odd = (x >> (e & 31)) + (x > (x < 0).astype(np.int64) - 1).astype(np.int64)
     return np.where(wide, odd, ordinary)
+
+
+def quantize_like_litert_input(x, detail: dict) -> np.ndarray:
+    """A real-valued sample as a LiteRT input tensor takes it (`detail`: one entry of
+    `Interpreter.get_input_details()`): float inputs as they are, integer ones quantized as
+    TFLite's own QUANTIZE does (`quantize`, half away from zero, saturated) with the tensor's
+    (scale, zero point).  What a benchmark or test feeds a converter's int8 model."""
+    x = np.asarray(x, np.float32).reshape(detail["shape"])
+    dtype = np.dtype(detail["dtype"])
+    if dtype.kind == "f":
+        return x.astype(dtype)
+    s, z = detail["quantization"]
+    storage = f"{'u' if dtype.kind == 'u' else 'i'}{dtype.itemsize * 8}"
+    return quantize(x, out_q=QParams.make(s, z, storage=storage)).astype(dtype)

@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qdialect.reference.elementwise import quantize_like_litert_input
+
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT / "models" / "zoo"
 FLOAT_MODELS = sorted(p.stem[: -len("_float")] for p in ZOO.glob("*_float.tflite"))
@@ -45,12 +47,7 @@ def litert(path: Path, samples) -> list[list[np.ndarray]]:
     results = []
     for sample in samples:
         for d, x in zip(ins, sample):
-            x = np.asarray(x, np.float32).reshape(d["shape"])
-            if d["dtype"] != np.float32:
-                s, z = d["quantization"]
-                info = np.iinfo(d["dtype"])
-                x = np.clip(np.round(x / s) + z, info.min, info.max).astype(d["dtype"])
-            it.set_tensor(d["index"], x)
+            it.set_tensor(d["index"], quantize_like_litert_input(x, d))
         it.invoke()
         row = []
         for d in outs:

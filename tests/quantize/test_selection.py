@@ -18,6 +18,7 @@ from xdsl.ir import Block, Region
 
 from qdialect.dialects import nn
 from qdialect.interpreter import run_module
+from qdialect.reference.elementwise import quantize_like_litert_input
 from tests.quantize.conftest import FLOAT_MODELS, ZOO
 from transforms.quantizer import flow
 from transforms.quantizer.calibration import TensorStats, _mse_search, affine_params
@@ -235,11 +236,7 @@ def _litert_outputs(path, xs) -> np.ndarray:
     inp, out = it.get_input_details()[0], it.get_output_details()[0]
     ys = []
     for x in xs:
-        x = x.reshape(inp["shape"])
-        if inp["dtype"] != np.float32:
-            s, z = inp["quantization"]
-            x = np.clip(np.round(x / s) + z, -128, 127).astype(inp["dtype"])
-        it.set_tensor(inp["index"], x)
+        it.set_tensor(inp["index"], quantize_like_litert_input(x, inp))
         it.invoke()
         y = it.get_tensor(out["index"]).astype(np.float64)
         if out["dtype"] != np.float32:

@@ -173,8 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args) -> int:
-    from xdsl.dialects import func
-
+    from qdialect.entry import EntryError, entry_function
     from qdialect.importer.cli import module_text
     from transforms.quantizer.flow import (
         QuantizeError,
@@ -189,11 +188,11 @@ def _run(args) -> int:
     module = load_float_module(model)
     arrays = read_calibration(Path(args.calibration))
     strategy = make_strategy(args)
-    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
-    main_funcs = [f for f in funcs if f.sym_name.data == "main"] or funcs
-    if len(main_funcs) != 1:
-        raise UsageError(f"{model}: needs one function @main (or exactly one function)")
-    shapes = [list(a.type.get_shape()) for a in main_funcs[0].body.block.args]
+    try:
+        entry = entry_function(module)
+    except EntryError as e:
+        raise UsageError(f"{model}: {e}") from None
+    shapes = [list(a.type.get_shape()) for a in entry.body.block.args]
     bias_correction = {"auto": None, "on": True, "off": False}[args.bias_correction]
     if args.no_bias_correction:
         if args.bias_correction == "on":

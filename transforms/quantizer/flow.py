@@ -185,11 +185,12 @@ class _Quantizer:
                  progress: Callable[[str], None] | None, bias_correction: bool | None = None):
         if mode not in CALIBRATION_MODES:
             raise QuantizeError(f"calibration mode '{mode}' is not one of {', '.join(CALIBRATION_MODES)}")
-        funcs = [op for op in float_module.ops if isinstance(op, func.FuncOp)]
-        mains = [f for f in funcs if f.sym_name.data == "main"] or funcs
-        if len(mains) != 1:
-            raise QuantizeError("the float module needs one function @main (or exactly one function)")
-        self.func = mains[0]
+        from qdialect.entry import EntryError, entry_function
+
+        try:
+            self.func = entry_function(float_module)
+        except EntryError as e:
+            raise QuantizeError(f"the float module: {e}") from None
         self.strategy = strategy
         self.mode = mode
         self.int_io = int_io

@@ -119,9 +119,18 @@ def _pair(values) -> str:
     return "x".join(str(v) for v in values)
 
 
+#: the ops that make a constant tensor (never offloaded on their own; they travel with their users)
+CONSTANT_OPS = ("qnn.constant", "arith.constant", "nn.constant")
+
+
+def is_constant_op(op: Operation) -> bool:
+    return op.name in CONSTANT_OPS
+
+
 def is_constant(value: SSAValue) -> bool:
+    """The value is made by a constant op."""
     owner = value.owner
-    return isinstance(owner, Operation) and owner.name in ("qnn.constant", "arith.constant", "nn.constant")
+    return isinstance(owner, Operation) and is_constant_op(owner)
 
 
 def constant_array(value: SSAValue) -> np.ndarray | None:
@@ -964,16 +973,6 @@ def transpose_vela_u55() -> Check:
         return None
 
     return Check("attribute", "perm of H/W/C within 2^16 per axis, else products of N-2 axes <= 2^16", test)
-
-
-def rank_at_most(rank: int) -> Check:
-    def test(op):
-        r = len(shape_of(op.operands[0]))
-        if r > rank:
-            return f"{operand_label(op, 0)} rank {r} is above {rank}"
-        return None
-
-    return Check("shape", f"input rank <= {rank}", test)
 
 
 def transpose_conv_vela(u85: bool = False) -> Check:

@@ -346,6 +346,11 @@ def main(argv: list[str] | None = None) -> int:
         if p.is_dir():
             paths += sorted(q for q in p.glob("*.tflite") if not q.stem.endswith("_float"))
         elif p.is_file():
+            with open(p, "rb") as f:
+                head = f.read(8)
+            if head[4:8] != b"TFL3":  # Vela would read offsets out of whatever bytes it is given
+                print(f"vela_agreement: {p}: not a TFLite flatbuffer (no 'TFL3' identifier)", file=sys.stderr)
+                return 2
             paths.append(p)
         else:
             print(f"vela_agreement: {p}: no such file or directory", file=sys.stderr)

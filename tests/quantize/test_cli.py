@@ -190,3 +190,20 @@ def test_evaluate_on_held_out(tmp_path, capsys):
     rows = [line for line in md.splitlines() if line.startswith("| ") and "`" in line]
     assert len(rows) == 10 and all(line.count("|") == 9 for line in rows)  # with the choice column
     assert "| choice |" in md and any(" minmax |" in line or " mse |" in line for line in rows)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"hello", "not a readable .npz file (no zip archive header)"),
+    (None, "evaluation data has no 'input_0'"),
+])
+def test_bad_evaluate_file_is_named_before_calibrating(content, message, tmp_path, capsys):
+    bad = tmp_path / "eval.npz"
+    if content is None:
+        np.savez(bad, other=np.zeros((2, 1, 32, 32, 3), np.float32))
+    else:
+        bad.write_bytes(content)
+    rc, _, err = run([MODEL, "--calibration", CALIB, "--evaluate", bad], capsys)
+    assert rc == 2
+    assert "calibrating" not in err and "calibration samples" not in err  # refused before any work
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"qd-quantize: error: {bad}:") and message in last, err

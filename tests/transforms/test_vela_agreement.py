@@ -24,7 +24,7 @@ import pytest
 
 import ethosu.vela  # noqa: E402,F401  (a test dependency: a missing Vela fails, it does not skip)
 
-from tools.vela_agreement import CONFIGS, compare  # noqa: E402
+from tools.vela_agreement import CONFIGS, compare, main  # noqa: E402
 from tools.vela_probes import write_probes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,3 +130,11 @@ def test_heldout_encoders_placement_matches_vela(tmp_path):
     for path in models:
         for config in CONFIGS:
             _assert_agrees(path, config)
+
+
+def test_a_file_that_is_not_tflite_is_refused_in_one_line(tmp_path, capsys):
+    bad = tmp_path / "model.tflite"
+    bad.write_bytes(b"not a flatbuffer at all")
+    assert main([str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"vela_agreement: {bad}: not a TFLite flatbuffer (no 'TFL3' identifier)"]

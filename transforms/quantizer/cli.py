@@ -129,6 +129,13 @@ def read_calibration(path: Path) -> dict[str, np.ndarray]:
     if not path.exists():
         raise UsageError(f"cannot read {path}: no such file")
     try:
+        with open(path, "rb") as f:
+            header = f.read(4)
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    if header != b"PK\x03\x04":  # np.load would try its other formats and blame pickles
+        raise UsageError(f"{path}: not a readable .npz file (no zip archive header)")
+    try:
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
@@ -201,6 +208,12 @@ def _run(args) -> int:
     if args.calibrate == "float" and bias_correction:
         raise UsageError("--bias-correction on has no effect with --calibrate float (it corrects the error "
                          "the quantized layers before it leave, which float calibration does not see)")
+    eval_samples = None
+    if args.evaluate:  # read and checked before calibrating: a bad file is named at once
+        try:
+            eval_samples = samples_from_npz(read_calibration(Path(args.evaluate)), shapes, "evaluation data")
+        except QuantizeError as e:
+            raise UsageError(f"{args.evaluate}: {e}") from None
     try:
         samples = samples_from_npz(arrays, shapes)
         progress = None if args.quiet else (lambda m: progress_to_stderr(f"qd-quantize: {m}"))
@@ -208,8 +221,7 @@ def _run(args) -> int:
             progress(f"{model.name}: {len(samples)} calibration samples, scheme {strategy.name}, {args.calibrate}")
         result = quantize_float_module(module, samples, strategy, mode=args.calibrate, int_io=args.int_io,
                                        bias_correction=bias_correction, progress=progress)
-        if args.evaluate:
-            eval_samples = samples_from_npz(read_calibration(Path(args.evaluate)), shapes)
+        if eval_samples is not None:
             if progress:
                 progress(f"evaluating on {len(eval_samples)} samples of {args.evaluate}")
             evaluate(result, eval_samples)

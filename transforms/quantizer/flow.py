@@ -1198,14 +1198,15 @@ def evaluate(result: QuantizeResult, samples: Sequence[Sequence[np.ndarray]]) ->
     return result
 
 
-def samples_from_npz(arrays: dict[str, np.ndarray], input_shapes: Sequence[Sequence[int]]) -> list[list[np.ndarray]]:
+def samples_from_npz(arrays: dict[str, np.ndarray], input_shapes: Sequence[Sequence[int]],
+                     what: str = "calibration data") -> list[list[np.ndarray]]:
     """`input_0`, `input_1`, ... stacks of samples (one more leading dim than the input, or exactly the
     input's shape for a single sample) -> a list of samples."""
     stacks = []
     for k, shape in enumerate(input_shapes):
         key = f"input_{k}"
         if key not in arrays:
-            raise QuantizeError(f"calibration data has no '{key}' (it holds {', '.join(sorted(arrays)) or 'nothing'})")
+            raise QuantizeError(f"{what} has no '{key}' (it holds {', '.join(sorted(arrays)) or 'nothing'})")
         a = np.asarray(arrays[key])
         if a.dtype.kind not in "fiu":
             raise QuantizeError(f"'{key}' has dtype {a.dtype}, expected float32 samples")
@@ -1221,7 +1222,7 @@ def samples_from_npz(arrays: dict[str, np.ndarray], input_shapes: Sequence[Seque
         raise QuantizeError(f"inputs hold different sample counts: {sorted(counts)}")
     n = counts.pop()
     if n == 0:
-        raise QuantizeError("the calibration data holds no samples")
+        raise QuantizeError(f"the {what} holds no samples")
     return [[s[i] for s in stacks] for i in range(n)]
 
 

@@ -1,0 +1,332 @@
+"""One TIR function per model: the whole model in one call, without the Relax VM (issue 25).
+
+A small model's call is mostly the VM's: storage and tensor allocations, reshapes, shape
+checks and one packed call per kernel (mlp_act: 10 kernels, 4 alloc_storage, 10
+alloc_tensor, 9 reshape per call).  `fuse` turns a translated Relax module into one TIR
+PrimFunc whose body is every kernel's body in order, and `build_fused` compiles it with
+TVM's TIR build:
+
+    main(input_0, ..., output_0, ..., constant_0, ...)
+
+Destination passing: the caller owns every buffer (inputs, outputs, and the model's
+constants, which TVM 0.27's TIR has no embedded-constant statement for, so they travel as
+trailing arguments the Python side keeps); the function writes the outputs and returns
+nothing.  Intermediates are `T.alloc_buffer`s of their static shapes (TVM puts small ones
+on the stack and takes larger ones from its workspace pool); a reshape is a second view
+of its input's bytes (`T.decl_buffer(..., data=x.data)`); an output that is an input, a
+constant or a reshape of one is copied in the body.
+
+How: our Relax pipeline runs up to and including our schedule pass (before memory
+planning), so `main` is a chain of `call_tir`s, reshapes, constants and tuples; each
+kernel is lowered on its own to flat, block-free TIR (TVM's own passes up to
+FlattenBuffer), printed as TVMScript, its names made unique with a prefix and its buffer
+parameters renamed to the model's buffers, and the function parsed back.  Anything else
+in `main` (a dynamic shape, an op not listed, a packed call) makes `fuse` return None and
+the caller keeps the VM path: the fused function is an optimisation, never a requirement.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def enabled() -> bool:
+    """False when QDIALECT_FUSED is 0 (or off / no / false): every build takes the VM path."""
+    return os.environ.get("QDIALECT_FUSED", "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+@dataclass
+class FusedModel:
+    """A model as one TIR function `main(inputs..., outputs..., constants...)`.
+
+    `inputs` / `outputs`: (shape, dtype string) per model input / output, in L3's bits
+    (signless: an unsigned model edge is int8 here); `constants`: numpy arrays passed
+    after the outputs on every call; `func`: the PrimFunc (None once built and dropped)."""
+
+    func: object
+    inputs: list[tuple[tuple[int, ...], str]]
+    outputs: list[tuple[tuple[int, ...], str]]
+    constants: list[np.ndarray] = field(default_factory=list)
+    n_kernels: int = 0
+
+
+class _NotFusable(Exception):
+    """`main` holds something the fused form does not take (the message says what)."""
+
+
+_PRELOWER = None
+
+
+def _prelower():
+    """TVM's TIR passes that take a scheduled kernel to flat, block-free TIR (the head of
+    `tvm.s_tir.pipeline.default_s_tir_pipeline`, up to FlattenBuffer)."""
+    global _PRELOWER
+    if _PRELOWER is None:
+        import tvm
+        from tvm import s_tir, tirx
+
+        _PRELOWER = tvm.transform.Sequential([
+            s_tir.transform.CanonicalizeLoop(),
+            s_tir.transform.LowerCrossThreadReduction(),
+            s_tir.transform.LowerInitBlock(),
+            s_tir.transform.PlanAndUpdateBufferAllocationLocation(),
+            s_tir.transform.ConvertBlocksToOpaque(),
+            s_tir.transform.CompactBufferAllocation(),
+            s_tir.transform.LowerMatchBuffer(),
+            s_tir.transform.LowerOpaqueBlock(),
+            tirx.transform.FlattenBuffer(),
+        ])
+    return _PRELOWER
+
+
+#: names a printed kernel uses that are not its own (TVMScript's namespace, Python's builtins)
+_GLOBAL_NAMES = frozenset({"T", "I", "R", "range", "metadata", "Axis", "True", "False", "None"})
+
+
+class _Renamer(ast.NodeTransformer):
+    """Every name of a printed kernel made unique in the fused function: a buffer parameter
+    becomes the model buffer it is bound to, anything else gets the kernel's prefix."""
+
+    def __init__(self, prefix: str, bound: dict[str, str]):
+        self.prefix, self.bound = prefix, bound
+
+    def visit_Name(self, node: ast.Name):
+        if node.id in self.bound:
+            node.id = self.bound[node.id]
+        elif node.id not in _GLOBAL_NAMES and not keyword.iskeyword(node.id):
+            node.id = self.prefix + node.id
+        return node
+
+
+def _kernel_body(func, prefix: str, bound: list[str]) -> list[ast.stmt]:
+    """`func` (a scheduled kernel PrimFunc) as TVMScript statements whose parameters are
+    renamed to `bound` (one model buffer name per parameter, in order).  A kernel in block
+    form is first lowered to flat, block-free TIR; one written without blocks (ours in
+    tvm_bridge/vnni.py and friends) is taken as it is: TVM's CompactBufferAllocation, run
+    on it twice, breaks its vector accesses."""
+    import tvm
+
+    text = func.script(show_meta=True)
+    if "T.sblock(" in text:  # block form: flat and block-free, to sit beside the others
+        text = _prelower()(tvm.IRModule({"main": func}))["main"].script(show_meta=True)
+    if "metadata[" in text.split("@T.prim_func", 1)[1]:
+        raise _NotFusable("a kernel holds metadata (constants) in its TIR")
+    tree = ast.parse(text)
+    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if len(funcs) != 1:
+        raise _NotFusable("a kernel did not print as one function")
+    fdef = funcs[0]
+    params = [a.arg for a in fdef.args.args]
+    if len(params) != len(bound):
+        raise _NotFusable(f"a kernel takes {len(params)} buffers where the call passes {len(bound)}")
+    body = [s for s in fdef.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and ast.unparse(s.value.func) == "T.func_attr")]
+    renamer = _Renamer(prefix, dict(zip(params, bound)))
+    return [renamer.visit(s) for s in body]
+
+
+def _static_tensor(ty) -> tuple[tuple[int, ...], str]:
+    """(shape, dtype) of a Relax tensor type of static shape, else _NotFusable."""
+    from tvm import relax
+
+    if not isinstance(ty, relax.TensorType) or ty.shape is None:
+        raise _NotFusable(f"a value of type {ty} (not a tensor of static shape)")
+    try:
+        shape = tuple(int(d) for d in ty.shape.values)
+    except (TypeError, AttributeError):
+        raise _NotFusable(f"a tensor of dynamic shape {ty.shape}") from None
+    return shape, str(ty.dtype)
+
+
+def _buffer_decl(shape, dtype: str) -> str:
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    return f'T.Buffer(({dims}), "{dtype}")'
+
+
+def fuse(mod) -> FusedModel | None:
+    """`mod` (scheduled by our pipeline up to `schedule_pass`) as one TIR function, or None
+    when its `main` is not a static chain of `call_tir`s, reshapes, constants and tuples."""
+    try:
+        return _fuse(mod)
+    except _NotFusable:
+        return None
+
+
+def _fuse(mod) -> FusedModel:
+    import tvm
+    from tvm import relax
+
+    main = mod["main"]
+    call_tir_op = tvm.ir.Op.get("relax.call_tir")
+    reshape_op = tvm.ir.Op.get("relax.reshape")
+    names: dict[object, str] = {}  # Relax var -> the buffer holding it (name in the fused text)
+    shapes: dict[str, tuple[tuple[int, ...], str]] = {}  # buffer name -> (shape, dtype)
+    tuples: dict[object, list[str]] = {}  # Relax var of a tuple -> its fields' buffers
+    storage: dict[str, str] = {}  # buffer name -> the buffer whose bytes it views (itself if none)
+    kind: dict[str, str] = {}  # buffer name -> "input" / "constant" / "temp" / "output"
+    constants: list[np.ndarray] = []
+    header_inputs = []
+    inputs = []
+    for k, p in enumerate(main.params):
+        shape, dtype = _static_tensor(p.ty)
+        name = f"input_{k}"
+        names[p], shapes[name], storage[name], kind[name] = name, (shape, dtype), name, "input"
+        inputs.append((shape, dtype))
+        header_inputs.append(f"{name}: {_buffer_decl(shape, dtype)}")
+
+    body = main.body
+    if not isinstance(body, relax.SeqExpr):
+        raise _NotFusable("main's body is not a sequence of bindings")
+    bindings = [b for block in body.blocks for b in block.bindings]
+
+    # what the model returns: the buffers `main`'s result names
+    result = body.body
+    result_vars = list(result.fields) if isinstance(result, relax.Tuple) else [result]
+    for v in result_vars:
+        if not isinstance(v, relax.Var):
+            raise _NotFusable("main returns something other than variables")
+    outputs = []
+    out_of_var: dict[object, str] = {}  # Relax var a kernel can write straight into output k
+    for k, v in enumerate(result_vars):
+        shape, dtype = _static_tensor(v.ty)
+        outputs.append((shape, dtype))
+        if v not in out_of_var:
+            out_of_var[v] = f"output_{k}"
+
+    def operand(e) -> str:
+        if isinstance(e, relax.Var):
+            if e not in names:
+                raise _NotFusable(f"{e} is not a tensor the fused function holds")
+            return names[e]
+        if isinstance(e, tvm.ir.expr.Constant):
+            shape, dtype = _static_tensor(e.ty)
+            name = f"constant_{len(constants)}"
+            constants.append(e.value.numpy())
+            names[e], shapes[name], storage[name], kind[name] = name, (shape, dtype), name, "constant"
+            return name
+        raise _NotFusable(f"an operand {type(e).__name__} the fused function does not take")
+
+    statements: list[ast.stmt] = []
+    allocations: list[str] = []  # T.alloc_buffer / T.decl_buffer lines, in order
+    n_kernels = 0
+    temp = 0
+
+    def new_buffer(var, shape, dtype) -> str:
+        nonlocal temp
+        name = out_of_var.pop(var, None)
+        if name is None:
+            name = f"t{temp}"
+            temp += 1
+            allocations.append(f"{name} = T.alloc_buffer({tuple(shape)!r}, \"{dtype}\")")
+            kind[name] = "temp"
+        else:
+            kind[name] = "output"
+        shapes[name], storage[name] = (shape, dtype), name
+        return name
+
+    for b in bindings:
+        if not isinstance(b, relax.VarBinding):
+            raise _NotFusable("a binding that is not a plain variable binding (match_cast)")
+        v, value = b.var, b.value
+        if isinstance(value, relax.Call) and value.op.same_as(call_tir_op):
+            callee = value.args[0]
+            if not isinstance(callee, relax.GlobalVar) or len(value.args) != 2:
+                raise _NotFusable("a call_tir with symbolic arguments or a callee that is not a module function")
+            func = mod[callee]
+            if not isinstance(func, tvm.tirx.PrimFunc):
+                raise _NotFusable(f"call_tir of {callee.name_hint}, which is not a PrimFunc")
+            args = value.args[1]
+            args = list(args.fields) if isinstance(args, relax.Tuple) else [args]
+            arg_names = [operand(a) for a in args]
+            out_ty = v.ty
+            if isinstance(out_ty, relax.TupleType):
+                outs = [new_buffer(None, *_static_tensor(t)) for t in out_ty.fields]
+                tuples[v] = outs
+            else:
+                outs = [new_buffer(v, *_static_tensor(out_ty))]
+                names[v] = outs[0]
+            statements += _kernel_body(func, f"k{n_kernels}_", arg_names + outs)
+            n_kernels += 1
+        elif isinstance(value, relax.Call) and value.op.same_as(reshape_op):
+            src = operand(value.args[0])
+            shape, dtype = _static_tensor(v.ty)
+            if math.prod(shape) != math.prod(shapes[src][0]) or dtype != shapes[src][1]:
+                raise _NotFusable("a reshape that changes the number of elements")
+            name = f"t{temp}"
+            temp += 1
+            allocations.append(f"{name} = T.decl_buffer({tuple(shape)!r}, \"{dtype}\", data={storage[src]}.data)")
+            names[v], shapes[name], storage[name], kind[name] = name, (shape, dtype), storage[src], "view"
+        elif isinstance(value, relax.TupleGetItem) and value.tuple_value in tuples:
+            names[v] = tuples[value.tuple_value][value.index]
+        elif isinstance(value, relax.Tuple):
+            tuples[v] = [operand(f) for f in value.fields]
+        elif isinstance(value, relax.Var) and value in names:
+            names[v] = names[value]
+        elif isinstance(value, tvm.ir.expr.Constant):
+            names[v] = operand(value)
+        else:
+            raise _NotFusable(f"a binding of {type(value).__name__} {getattr(value, 'op', '')}")
+
+    # outputs no kernel wrote: copies (an input, a constant, a view, a value returned twice)
+    copies = []
+    for k, v in enumerate(result_vars):
+        out = f"output_{k}"
+        if v not in names:
+            raise _NotFusable("main returns a tuple variable")
+        src = names[v]
+        if src == out:
+            continue
+        shape, dtype = outputs[k]
+        n = math.prod(shape)
+        copies.append(f"{out}_flat = T.decl_buffer(({n},), \"{dtype}\", data={out}.data)\n"
+                      f"{out}_src = T.decl_buffer(({n},), \"{dtype}\", data={storage[src]}.data)\n"
+                      f"for {out}_i in range({n}):\n"
+                      f"    {out}_flat[{out}_i] = {out}_src[{out}_i]")
+
+    header = header_inputs + [f"output_{k}: {_buffer_decl(*o)}" for k, o in enumerate(outputs)]
+    header += [f"constant_{k}: {_buffer_decl(c.shape, str(c.dtype) if c.dtype != np.bool_ else 'bool')}"
+               for k, c in enumerate(constants)]
+    lines = ["@T.prim_func(s_tir=True)", f"def main({', '.join(header)}):",
+             '    T.func_attr({"global_symbol": "main", "tirx.noalias": True})']
+    lines += ["    " + a for a in allocations]
+    lines += ["    " + ln for s in statements for ln in ast.unparse(s).splitlines()]
+    lines += ["    " + ln for c in copies for ln in c.splitlines()]
+    if len(lines) == 3 + len(allocations):
+        lines.append("    T.evaluate(0)")
+    text = "\n".join(lines) + "\n"
+    from tvm.script import tirx as T  # noqa: N812 - TVMScript's own name
+
+    try:
+        func = tvm.script.from_source(text, extra_vars={"T": T}, s_tir=True)
+    except Exception as e:  # noqa: BLE001 - a kernel TVMScript does not read back: the VM path
+        raise _NotFusable(f"the fused function does not parse: {str(e).splitlines()[0] if str(e) else e}") from None
+    return FusedModel(func, inputs, outputs, constants, n_kernels)
+
+
+def build_fused(fused: FusedModel, target):
+    """Compile `fused.func` with TVM's TIR build for `target`: a runtime Module whose
+    `main` runs the model (`tvm.compile` of an IRModule of PrimFuncs)."""
+    import tvm
+
+    return tvm.compile(tvm.IRModule({"main": fused.func}), target=target)
+
+
+def prefix_module(mod, target):
+    """`mod` after our Relax pipeline's passes up to and including the schedule pass
+    (`tvm_bridge.compile.pipeline`'s head): the input of `fuse`."""
+    import tvm
+    from tvm import relax
+    from tvm.relax.backend.cpu_generic import pipeline as cpu
+
+    from tvm_bridge.schedule import schedule_pass
+
+    passes = cpu.library_dispatch_passes(target) + cpu.legalize_passes(target) + [schedule_pass(target),
+                                                                                  relax.transform.RewriteDataflowReshape()]
+    with target:
+        return tvm.transform.Sequential(passes)(mod)

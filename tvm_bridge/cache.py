@@ -9,7 +9,9 @@ in about a millisecond.  `compile_module` looks here first and stores what it bu
     QDIALECT_CACHE=0               no cache: every compile builds, nothing is written
 
 An entry is `<key>.so` (the library) and `<key>.json` (what the library needs beside
-it: the number of outputs, the library's sha256).  The key hashes everything the
+it: the number of outputs, the library's sha256; for the fused form, tvm_bridge/fused.py,
+`"form": "fused"`, the inputs' and outputs' shapes and dtypes, and the sha256 of
+`<key>.npz`, the constants the fused function takes after its outputs).  The key hashes everything the
 machine code depends on: the lowered (L3) module's text, the entry, the kernel
 flavor, the target string, TVM's version, qdialect's version and the source of the
 bridge that translates L3 to Relax (so an edited bridge never reuses an old build).
@@ -42,7 +44,7 @@ from pathlib import Path
 #: this process's cache traffic: {"hits", "misses", "stores", "corrupt"}
 stats = {"hits": 0, "misses": 0, "stores": 0, "corrupt": 0}
 
-_FORMAT = 1  # bump when an entry's layout changes
+_FORMAT = 2  # bump when an entry's layout changes
 
 
 def enabled() -> bool:
@@ -152,6 +154,25 @@ def _paths(k: str) -> tuple[Path, Path]:
     return d / f"{k}.so", d / f"{k}.json"
 
 
+def _constants_path(k: str) -> Path:
+    return cache_dir() / f"{k}.npz"
+
+
+def load_constants(k: str, meta: dict) -> list | None:
+    """The fused form's constants of entry `k` (in order), or None when they are missing or
+    not the ones its JSON names.  Needs only numpy (qd-run's cached path calls it)."""
+    import numpy as np
+
+    path = _constants_path(k)
+    try:
+        if _file_sha256(path) != meta.get("constants_sha256"):
+            return None
+        with np.load(path, allow_pickle=False) as data:
+            return [data[f"c{i}"] for i in range(len(data.files))]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def _file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -181,34 +202,49 @@ def load(k: str, count: bool = True):
             raise ValueError("damaged entry")
         import tvm
 
+        if meta.get("form") == "fused":
+            constants = load_constants(k, meta)
+            if constants is None:
+                raise ValueError("damaged constants")
+            meta["constants"] = constants
         with stderr_filtered("Warning: Scope Loaded:"):
             library = tvm.runtime.load_module(str(lib_path))
     except Exception:  # noqa: BLE001 - any damage (missing .so, wrong hash, dlopen refusal): rebuild
         stats["corrupt"] += 1
         stats["misses"] += count
-        _discard(lib_path, meta_path)
+        _discard(lib_path, meta_path, _constants_path(k))
         return None
     stats["hits"] += count
     return library, meta, lib_path
 
 
-def store(k: str, executable, meta: dict) -> Path | None:
-    """Export `executable` as entry `k` with `meta` (JSON-able); returns the library's path,
-    or None when the entry cannot be made (the directory cannot be written, the export
-    fails): the build is still usable, the VM then makes its machine code itself."""
+def store(k: str, executable, meta: dict, constants=None) -> Path | None:
+    """Export `executable` (a VM executable or the fused form's runtime module) as entry `k`
+    with `meta` (JSON-able) and, for the fused form, its `constants` (numpy arrays, in
+    order); returns the library's path, or None when the entry cannot be made (the
+    directory cannot be written, the export fails): the build is still usable, the VM then
+    makes its machine code itself."""
+    import numpy as np
+
     lib_path, meta_path = _paths(k)
     tmp_lib = lib_path.with_name(f"{k}.{os.getpid()}.tmp.so")
     tmp_meta = meta_path.with_name(f"{k}.{os.getpid()}.tmp.json")
+    tmp_consts = meta_path.with_name(f"{k}.{os.getpid()}.tmp.npz")
     try:
         lib_path.parent.mkdir(parents=True, exist_ok=True)
         with stderr_filtered("Warning: Scope Saving:"):
             executable.export_library(str(tmp_lib))
         meta = dict(meta, format=_FORMAT, sha256=_file_sha256(tmp_lib))
+        if constants is not None:
+            with open(tmp_consts, "wb") as f:
+                np.savez(f, **{f"c{i}": c for i, c in enumerate(constants)})
+            meta["constants_sha256"] = _file_sha256(tmp_consts)
+            os.replace(tmp_consts, _constants_path(k))
         tmp_meta.write_text(json.dumps(meta))
         os.replace(tmp_lib, lib_path)
         os.replace(tmp_meta, meta_path)  # the entry exists from here on
     except Exception:  # noqa: BLE001 - an unwritable directory, no C compiler to link with: no entry
-        _discard(tmp_lib, tmp_meta)
+        _discard(tmp_lib, tmp_meta, tmp_consts)
         return None
     stats["stores"] += 1
     return lib_path
@@ -219,7 +255,7 @@ def clear() -> None:
     d = cache_dir()
     if d.is_dir():
         for p in d.iterdir():
-            if p.suffix in (".so", ".json", ".alias", ".run"):
+            if p.suffix in (".so", ".json", ".npz", ".alias", ".run"):
                 _discard(p)
 
 

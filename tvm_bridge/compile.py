@@ -123,13 +123,18 @@ class CompiledModel:
     model declares where L3 carries other bits (`qnn.element_type`, `qdialect.io_types`):
     a uint8 model takes and returns uint8 arrays."""
 
-    def __init__(self, executable, n_outputs: int, target, out_dtypes=None, library=None, library_path=None):
+    def __init__(self, executable, n_outputs: int, target, out_dtypes=None, library=None, library_path=None,
+                 fused=None):
         """`executable`: what `build` returns (None for a model loaded from the cache);
         `library`: the same code loaded from a shared library (`library_path`), which the VM
-        runs instead of making machine code from the executable again on its first use."""
+        runs instead of making machine code from the executable again on its first use.
+        `fused`: (spec, constants) when the code is the fused form (tvm_bridge/fused.py:
+        one TIR function `main(inputs..., outputs..., constants...)`, no VM), else None."""
         import tvm
 
         self.executable = executable
+        self.fused = fused
+        self._fused_runner = None
         self.library, self.library_path = library, library_path
         self.n_outputs = n_outputs
         self.target = target
@@ -139,6 +144,28 @@ class CompiledModel:
         self._inputs: dict[int, tuple] = {}  # the staged inputs of `_call_v1`
         self._slots: list[tuple | None] = []  # per input: (shape, dtype, buffer in that dtype, TVM tensor)
         self._one_in_one_out = None  # `_one_in_one_out_call`'s closure, once a call has made the slot
+
+    @property
+    def is_fused(self) -> bool:
+        """True when the model runs as one fused TIR function (tvm_bridge/fused.py), False
+        when it runs on the Relax VM."""
+        return self.fused is not None
+
+    def _fused_call(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        """A call of the fused form: no VM, the caller's buffers all the way
+        (`fused.FusedRunner`)."""
+        runner = self._fused_runner
+        if runner is None:
+            from tvm_bridge.fused import FusedRunner
+
+            why = cannot_run_here(self.target)
+            if why is not None:
+                raise TranslationError(f"the model was compiled for {self.target} and cannot run here: {why} "
+                                       f"(export it with export_library and run it on such a machine)")
+            library = self.library if self.library is not None else self.executable
+            runner = self._fused_runner = FusedRunner(library["main"], *self.fused)
+        outs = runner(*inputs)
+        return outs if self.out_dtypes is None else as_declared(outs, self.out_dtypes)
 
     @property
     def vm(self):
@@ -169,6 +196,11 @@ class CompiledModel:
         dtype of the previous call's goes straight in (about 0.3 us), anything else makes
         a new buffer.  Outputs are the VM's result buffers seen through DLPack and copied
         once into arrays the caller owns (a result can be an input's buffer or a constant)."""
+        if self.fused is not None:
+            runner = self._fused_runner
+            if runner is not None and self.out_dtypes is None:
+                return runner(*inputs)
+            return self._fused_call(*inputs)
         one = self._one_in_one_out
         if one is not None and self.fast_call:
             return one(*inputs)
@@ -272,12 +304,17 @@ class CompiledModel:
     def export_library(self, path: str) -> None:
         """Write a shared library with TVM's own export (load with tvm.runtime.load_module).
 
+        The library holds whichever form was built: a Relax VM executable, or the fused
+        form (`is_fused`), one function `main(inputs..., outputs..., constants...)` that
+        writes the outputs into the buffers it is given and returns nothing; its constants
+        (`self.fused[1]`, in order) are not in the library and must be passed by the caller.
+
         TVM 0.27 logs one `Warning: Scope Saving:` line per function when it saves a
         `compiled`-mode VM executable (and `Scope Loaded:` when it loads one): debug
         output, not a problem.  The save-side lines are filtered out here; anything
         else TVM writes to stderr is passed on.
         """
-        if self.executable is None:  # loaded from the cache: its library is the export
+        if self.executable is None:  # loaded from the cache: its library is the export (either form)
             from tvm_bridge import cache
 
             cache.copy_library(self.library_path, path)
@@ -341,17 +378,59 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
     if (build_cache.enabled() if cache is None else cache) and cannot_run_here(tgt) is None:
         key = build_cache.key(str(module), str(tgt), f"entry {entry}", f"dot {flavor!r}")
         found = build_cache.load(key)
+    fused = None
     if found is None:
         mod, n_outputs = translate(module, entry, dot=flavor)
-        executable = build(mod, tgt)
+        executable, fused = build_fused(mod, tgt) if fused_enabled() else (None, None)
+        if executable is None:
+            executable = build(mod, tgt)
         meta = {"n_outputs": n_outputs, "out_dtypes": [None if d is None else np.dtype(d).str for d in out_dtypes]}
-        if key is not None and build_cache.store(key, executable, meta) is not None:
+        if fused is not None:
+            meta.update(form="fused", fused=fused[0])
+        if key is not None and build_cache.store(key, executable, meta,
+                                                 constants=fused[1] if fused is not None else None) is not None:
             # run the stored library: LLVM makes the machine code once, for the export
             found = build_cache.load(key, count=False)
     library, library_path = (found[0], found[2]) if found is not None else (None, None)
     if found is not None:
         n_outputs = found[1]["n_outputs"]
-    return CompiledModel(executable, n_outputs, tgt, out_dtypes, library=library, library_path=library_path)
+        fused = _fused_of(found[1])
+    return CompiledModel(executable, n_outputs, tgt, out_dtypes, library=library, library_path=library_path,
+                         fused=fused)
+
+
+#: the fused form is built for models of at most this many kernels (None: all); measured in
+#: the README's "one function per model" table, see `build_fused`
+FUSED_MAX_KERNELS = None
+
+
+def fused_enabled() -> bool:
+    """False when QDIALECT_FUSED=0 (or off / no / false): every build runs on the Relax VM."""
+    from tvm_bridge.fused import enabled
+
+    return enabled()
+
+
+def build_fused(mod, target):
+    """(library, (spec, constants)) of `mod` as one fused TIR function (tvm_bridge/fused.py),
+    or (None, None) when it does not qualify (then `build` makes the VM form)."""
+    from tvm_bridge import fused
+
+    made = fused.fuse(fused.prefix_module(mod, target))
+    if made is None or (FUSED_MAX_KERNELS is not None and made.n_kernels > FUSED_MAX_KERNELS):
+        return None, None
+    try:
+        library = fused.build_fused(made, target)
+    except Exception:  # noqa: BLE001 - TVM refuses the fused function: the VM form is still right
+        return None, None
+    return library, (fused.spec(made), made.constants)
+
+
+def _fused_of(meta: dict):
+    """(spec, constants) of a cache entry's fused form, or None for a VM entry."""
+    if meta.get("form") != "fused":
+        return None
+    return meta["fused"], meta["constants"]
 
 
 def compile_unlowered(module, lower, target=None, entry: str | None = None) -> CompiledModel:
@@ -370,7 +449,8 @@ def compile_unlowered(module, lower, target=None, entry: str | None = None) -> C
         if found is not None and isinstance(found[1].get("out_dtypes"), list):
             library, meta, path = found
             out_dtypes = [None if d is None else np.dtype(d) for d in meta["out_dtypes"]]
-            return CompiledModel(None, meta["n_outputs"], tgt, out_dtypes, library=library, library_path=path)
+            return CompiledModel(None, meta["n_outputs"], tgt, out_dtypes, library=library, library_path=path,
+                                 fused=_fused_of(meta))
     model = compile_module(lower(module), tgt, entry)
     if alias is not None and model.library_path is not None:
         build_cache.remember(alias, os.path.basename(str(model.library_path)).removesuffix(".so"))

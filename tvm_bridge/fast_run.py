@@ -15,7 +15,8 @@ When the same model file is run again with the same options, none of that is nee
 * `load` opens the entry's library with TVM's runtime only (libtvm_runtime.so and the
   tvm_ffi package: about 0.2 s CPU instead of `import tvm`'s 1-3 s) and `RuntimeModel`
   runs it on the Relax VM the library carries (`vm_load_executable`, the same VM
-  `relax.VirtualMachine` makes, with its default pooled allocator).
+  `relax.VirtualMachine` makes, with its default pooled allocator), or, for the fused
+  form (tvm_bridge/fused.py), calls its one function with the entry's constants.
 
 Anything missing, stale or damaged (no `.run`, a `.run` that does not parse or name an
 entry, a library whose sha256 is not its JSON's, a library that does not load) makes
@@ -137,9 +138,15 @@ def load(entry: str):
         _load_runtime()
         import tvm_ffi
 
+        fused = None
+        if meta.get("form") == "fused":
+            constants = cache.load_constants(entry, meta)
+            if constants is None:
+                return None
+            fused = (meta["fused"], constants)
         with cache.stderr_filtered("Warning: Scope Loaded:"):
             library = tvm_ffi.load_module(str(lib_path))
-        model = RuntimeModel(library, meta["n_outputs"])
+        model = RuntimeModel(library, meta["n_outputs"], fused)
     except Exception:  # noqa: BLE001 - unreadable, damaged, refused by dlopen: the cold path rebuilds
         return None
     cache.stats["hits"] += 1
@@ -161,14 +168,22 @@ def _aligned_empty(shape, dtype):
 
 
 class RuntimeModel:
-    """A cached library's `main` on the Relax VM, called with numpy arrays: a list of new
-    numpy arrays (in L3's bits: unsigned outputs come back signed, as from
-    `CompiledModel` without declared dtypes; qd-run views them in the declared dtypes)."""
+    """A cached library's `main` on the Relax VM, or its fused function (tvm_bridge/fused.py),
+    called with numpy arrays: a list of new numpy arrays (in L3's bits: unsigned outputs come
+    back signed, as from `CompiledModel` without declared dtypes; qd-run views them in the
+    declared dtypes)."""
 
-    def __init__(self, library, n_outputs: int):
-        """`library`: the loaded shared library (tvm_ffi Module); `n_outputs`: main's results."""
+    def __init__(self, library, n_outputs: int, fused=None):
+        """`library`: the loaded shared library (tvm_ffi Module); `n_outputs`: main's results;
+        `fused`: (spec, constants) when the library is the fused form."""
         self.library = library
         self.n_outputs = n_outputs
+        self._fused = None
+        if fused is not None:
+            from tvm_bridge.fused import FusedRunner
+
+            self._fused = FusedRunner(library["main"], *fused)
+            return
         vm = library["vm_load_executable"]()
         vm["vm_initialization"](1, 0, 2)  # CPU (kDLCPU 1), device 0, pooled allocator (relax.VirtualMachine's)
         self._vm, self._main = vm, vm["main"]
@@ -177,6 +192,8 @@ class RuntimeModel:
     def __call__(self, *inputs):
         """Run `main` on `inputs` (copied into 64-byte aligned buffers kept per input, as
         CompiledModel does: refilled while shape and dtype stay the same)."""
+        if self._fused is not None:
+            return self._fused(*inputs)
         import numpy as np
         import tvm_ffi
 

@@ -187,6 +187,9 @@ def _fuse(mod) -> FusedModel:
 
     # what the model returns: the buffers `main`'s result names
     result = body.body
+    bound_to = {b.var: b.value for b in bindings if isinstance(b, relax.VarBinding)}
+    while isinstance(result, relax.Var) and isinstance(bound_to.get(result), (relax.Tuple, relax.Var)):
+        result = bound_to[result]  # `gv = (a, b); return gv`: the tuple's fields are the outputs
     result_vars = list(result.fields) if isinstance(result, relax.Tuple) else [result]
     for v in result_vars:
         if not isinstance(v, relax.Var):
@@ -330,3 +333,65 @@ def prefix_module(mod, target):
                                                                                   relax.transform.RewriteDataflowReshape()]
     with target:
         return tvm.transform.Sequential(passes)(mod)
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialized array whose data starts on a 64-byte boundary (TVM's alignment, which
+    the fused function assumes of its arguments); `tvm_bridge.common`'s, without xDSL."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = np.empty(nbytes + 64, np.uint8)
+    offset = (-raw.ctypes.data) % 64
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+def spec(fused: FusedModel) -> dict:
+    """What a caller needs besides the library and the constants (JSON-able): the inputs'
+    and outputs' shapes and dtypes."""
+    return {"inputs": [[list(s), d] for s, d in fused.inputs], "outputs": [[list(s), d] for s, d in fused.outputs]}
+
+
+class FusedRunner:
+    """The fused function `main(inputs..., outputs..., constants...)` called with numpy
+    arrays: inputs copied into 64-byte aligned buffers kept for them, the outputs written
+    into buffers kept for them and copied once into arrays the caller owns.  Needs only
+    numpy and TVM FFI (qd-run's cached path uses it without `import tvm`)."""
+
+    def __init__(self, function, spec: dict, constants):
+        """`function`: the library's `main`; `spec`: `spec(fused)`; `constants`: its
+        trailing arguments (numpy arrays, in order)."""
+        import tvm_ffi
+
+        self.function = function
+        self.in_specs = [(tuple(s), np.dtype(d)) for s, d in spec["inputs"]]
+        self._ins = [aligned_empty(s, d) for s, d in self.in_specs]
+        self._outs = [aligned_empty(tuple(s), d) for s, d in spec["outputs"]]
+        consts = []
+        for c in constants:
+            c = np.asarray(c)
+            buf = aligned_empty(c.shape, c.dtype)
+            buf[...] = c
+            consts.append(buf)
+        self._consts = consts  # kept alive: TVM sees them through DLPack
+        self._args = [tvm_ffi.from_dlpack(a) for a in self._ins + self._outs + consts]
+
+    def __call__(self, *inputs) -> list[np.ndarray]:
+        """Run the model on `inputs` (one array per input, of its shape; unsigned storage
+        passes as its signless twin's bytes): a list of new arrays in L3's dtypes."""
+        ins = self._ins
+        if len(inputs) != len(ins):
+            raise ValueError(f"the model takes {len(ins)} inputs, not {len(inputs)}")
+        for k, (buf, x) in enumerate(zip(ins, inputs)):
+            if x.__class__ is not np.ndarray or x.dtype != buf.dtype:
+                x = np.asarray(x)
+                if x.dtype.itemsize != buf.dtype.itemsize or x.dtype.kind not in "iub" or \
+                        buf.dtype.kind not in "iub":
+                    if x.dtype != buf.dtype:
+                        raise ValueError(f"input {k} is {x.dtype}, the model takes {buf.dtype}")
+                else:
+                    x = x.view(buf.dtype)
+            if x.shape != buf.shape:
+                raise ValueError(f"input {k} has shape {x.shape}, the model takes {buf.shape}")
+            buf[...] = x
+        self.function(*self._args)
+        return [o.copy() for o in self._outs]

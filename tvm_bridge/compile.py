@@ -376,7 +376,7 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
     flavor = target_flavor(tgt) if dot == "target" else dot
     key = found = executable = None
     if (build_cache.enabled() if cache is None else cache) and cannot_run_here(tgt) is None:
-        key = build_cache.key(str(module), str(tgt), f"entry {entry}", f"dot {flavor!r}")
+        key = build_cache.key(str(module), str(tgt), f"entry {entry}", f"dot {flavor!r}", f"fused {fused_enabled()}")
         found = build_cache.load(key)
     fused = None
     if found is None:
@@ -443,7 +443,7 @@ def compile_unlowered(module, lower, target=None, entry: str | None = None) -> C
     tgt = as_target(target)
     alias = None
     if build_cache.enabled() and cannot_run_here(tgt) is None:
-        alias = build_cache.alias_key(str(module), str(tgt), f"entry {entry}")
+        alias = build_cache.alias_key(str(module), str(tgt), f"entry {entry}", f"fused {fused_enabled()}")
         key = build_cache.resolve(alias)
         found = build_cache.load(key) if key is not None else None
         if found is not None and isinstance(found[1].get("out_dtypes"), list):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def assembly(executable) -> str:
-    """The assembly text of every module of `executable` (a `relax.build` result) that has one."""
+    """The assembly text of every module of `executable` (a `relax.build` result, or the
+    fused form's runtime module) that has one."""
 
     def sources(m):
         try:
@@ -14,7 +15,7 @@ def assembly(executable) -> str:
         for sub in m.imports:
             yield from sources(sub)
 
-    return "\n".join(sources(executable.mod))
+    return "\n".join(sources(getattr(executable, "mod", executable)))
 
 
 def lowered_tflite(model: bytes, rounding: str, tmp_path, name: str = "model.tflite"):

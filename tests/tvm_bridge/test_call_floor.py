@@ -80,7 +80,8 @@ def test_uint8_model_in_and_out(tmp_path):
         assert ours[0].dtype == np.uint8 and _same(ours, ref)
 
 
-def test_previous_call_path_gives_the_same_arrays(tmp_path):
+def test_previous_call_path_gives_the_same_arrays(tmp_path, monkeypatch):
+    monkeypatch.setenv("QDIALECT_FUSED", "0")  # the VM's two call paths (the fused form has one)
     model, samples, theirs = _compiled((ZOO / "elementwise_movement.tflite").read_bytes(), tmp_path, n_samples=2)
     before = type(model)(model.executable, model.n_outputs, model.target, model.out_dtypes,
                          library=model.library, library_path=model.library_path)
@@ -90,7 +91,8 @@ def test_previous_call_path_gives_the_same_arrays(tmp_path):
         assert _same(fast, ref) and _same(slow, ref)
 
 
-def test_one_input_one_output_shortcut_falls_back(tmp_path):
+def test_one_input_one_output_shortcut_falls_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("QDIALECT_FUSED", "0")  # the VM's shortcut (the fused form has its own call)
     model, samples, theirs = _compiled(_reshape_model(), tmp_path)
     assert _same(model(*samples[0]), theirs[0]) and model._one_in_one_out is not None
     (x,) = samples[1]

@@ -1,0 +1,138 @@
+"""The fused form (tvm_bridge/fused.py): a zoo model as one TIR function, no Relax VM.
+
+Every small zoo model takes the fused path and is bit-exact with LiteRT (BUILTIN_REF for
+the `tflite` profile, the default XNNPACK interpreter for `litert`); QDIALECT_FUSED=0
+gives the VM form with the same bits; the exported library's `main(inputs..., outputs...,
+constants...)` runs under TVM's own runtime; the compiled-model cache stores and loads the
+fused form (constants included); a model with an output that is its input is copied in the
+body; a wrong input shape is refused in one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qdialect.builder import GraphBuilder
+from qdialect.dialects.qnn import set_rounding
+from qdialect.dialects.quant import UniformQuantizedType as Q
+from qdialect.exporter.tflite import export_tflite
+from transforms.pipelines import lower_to_l3
+from tvm_bridge.compile import compile_module
+from tvm_bridge.run_cli import _entry_signature, litert_run, load_module, make_inputs
+
+ZOO = Path(__file__).resolve().parents[2] / "models" / "zoo"
+SMALL = ["mlp_act", "elementwise_movement", "cnn_small"]
+
+
+def _lowered(path: Path, profile: str):
+    module = load_module(path, batch=1)
+    samples = [make_inputs(_entry_signature(module)[1], seed) for seed in range(3)]
+    set_rounding(module, profile)
+    lower_to_l3(module)
+    return module, samples
+
+
+def _differing(ours, theirs) -> int:
+    assert len(ours) == len(theirs)
+    n = 0
+    for a, b in zip(ours, theirs):
+        assert a.size == b.size
+        n += int(np.count_nonzero(a.view(b.dtype).reshape(b.shape) != b))
+    return n
+
+
+@pytest.mark.parametrize("profile", ["tflite", "litert"])
+@pytest.mark.parametrize("name", SMALL)
+def test_small_zoo_model_is_fused_and_bit_exact(name, profile, monkeypatch):
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    module, samples = _lowered(ZOO / f"{name}.tflite", profile)
+    theirs = litert_run((ZOO / f"{name}.tflite").read_bytes(), samples, reference=profile == "tflite")
+    model = compile_module(module)
+    assert model.is_fused, f"{name}: the fused form was not built"
+    assert sum(_differing(model(*s), t) for s, t in zip(samples, theirs)) == 0
+    monkeypatch.setenv("QDIALECT_FUSED", "0")
+    vm = compile_module(module)
+    assert not vm.is_fused
+    for s in samples:
+        ours, on_vm = model(*s), vm(*s)
+        assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(ours, on_vm))
+
+
+def test_export_runs_under_tvm_runtime(tmp_path, monkeypatch):
+    """The exported library's calling convention: main(inputs..., outputs..., constants...)."""
+    import tvm
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    module, samples = _lowered(ZOO / "mlp_act.tflite", "tflite")
+    theirs = litert_run((ZOO / "mlp_act.tflite").read_bytes(), samples, reference=True)
+    model = compile_module(module)
+    model.export_library(str(tmp_path / "m.so"))
+    main = tvm.runtime.load_module(str(tmp_path / "m.so"))["main"]
+    spec, constants = model.fused
+    for sample, expected in zip(samples, theirs):
+        ins = [tvm.runtime.tensor(np.ascontiguousarray(x.view(d)))
+               for x, (_, d) in zip(sample, spec["inputs"])]
+        outs = [tvm.runtime.tensor(np.zeros(s, d)) for s, d in spec["outputs"]]
+        main(*ins, *outs, *[tvm.runtime.tensor(c) for c in constants])
+        assert _differing([o.numpy() for o in outs], expected) == 0
+
+
+def test_cache_stores_and_loads_the_fused_form(tmp_path, monkeypatch):
+    from tvm_bridge import cache, fast_run
+
+    monkeypatch.setenv("QDIALECT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("QDIALECT_CACHE", "1")
+    module, samples = _lowered(ZOO / "elementwise_movement.tflite", "tflite")
+    theirs = litert_run((ZOO / "elementwise_movement.tflite").read_bytes(), samples, reference=True)
+    built = compile_module(module)
+    assert built.is_fused and built.library_path is not None
+    hits = cache.stats["hits"]
+    again = compile_module(module)
+    assert cache.stats["hits"] == hits + 1 and again.executable is None and again.is_fused
+    assert sum(_differing(again(*s), t) for s, t in zip(samples, theirs)) == 0
+    entry = Path(str(again.library_path)).name.removesuffix(".so")
+    runtime, meta = fast_run.load(entry)
+    assert meta["form"] == "fused"
+    assert sum(_differing(runtime(*s), t) for s, t in zip(samples, theirs)) == 0
+    (tmp_path / f"{entry}.npz").write_bytes(b"damaged")  # damaged constants: a rebuild, not a crash
+    assert fast_run.load(entry) is None
+    rebuilt = compile_module(module)
+    assert rebuilt.is_fused and sum(_differing(rebuilt(*s), t) for s, t in zip(samples, theirs)) == 0
+
+
+def _identity_and_add() -> bytes:
+    """Two outputs: the input itself (reshaped) and input + input."""
+    g = GraphBuilder()
+    act = Q.per_tensor(0.05, -3)
+    x = g.input([1, 4, 16], act)
+    g.output(g.reshape(x, [1, 64]))
+    g.output(g.add(x, x, Q.per_tensor(0.1, 2)))
+    return export_tflite(g.build())
+
+
+def test_output_that_is_an_input_is_copied(tmp_path, monkeypatch):
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    path = tmp_path / "model.tflite"
+    path.write_bytes(_identity_and_add())
+    module, samples = _lowered(path, "tflite")
+    theirs = litert_run(path.read_bytes(), samples, reference=True)
+    model = compile_module(module)
+    assert model.is_fused
+    results = [model(*s) for s in samples]  # each call refills the same buffers
+    for ours, expected in zip(results, theirs):
+        assert _differing(ours, expected) == 0
+
+
+def test_wrong_input_shape_is_refused_in_one_line(monkeypatch):
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    module, samples = _lowered(ZOO / "mlp_act.tflite", "tflite")
+    model = compile_module(module)
+    assert model.is_fused
+    x = samples[0][0]
+    with pytest.raises(ValueError, match=r"input 0 has shape \(1, 32\), the model takes \(1, 64\)"):
+        model(np.zeros((1, 32), x.dtype))
+    with pytest.raises(ValueError, match="takes 1 inputs, not 2"):
+        model(x, x)

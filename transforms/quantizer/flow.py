@@ -55,6 +55,7 @@ from qdialect.dialects.quant import DequantizeCastOp, QuantizeCastOp, UniformQua
 from qdialect.diagnostics import verify_module
 from qdialect.interpreter import Interpreter, InterpreterError
 from qdialect.reference.elementwise import dequantize, quantize
+from qdialect.reference.rescale import round_half_away
 from transforms.quantizer.calibration import TensorStats, affine_params, choose_range
 from transforms.raise_fake_quant import NN_TO_QNN, build, qnn_attributes
 from transforms.quantizer.strategy import Layer, Strategy, StrategyError, check_decisions
@@ -1044,8 +1045,10 @@ def fitted_range(stats: TensorStats, method: str, qmin: int, qmax: int, symmetri
 
 
 def _fake_quant(values: np.ndarray, scale: float, zp: int, qmin: int, qmax: int) -> np.ndarray:
-    """`values` rounded onto the grid (scale, zero point) and clamped to [qmin, qmax], as real numbers."""
-    return ((np.clip(np.round(values / scale) + zp, qmin, qmax) - zp) * scale).astype(np.float32)
+    """`values` rounded onto the grid (scale, zero point) and clamped to [qmin, qmax], as real numbers:
+    TFLite's QUANTIZE (float32 division, half away from zero), then DEQUANTIZE."""
+    q = round_half_away(np.asarray(values, np.float32) / np.float32(scale))
+    return ((np.clip(q + zp, qmin, qmax) - zp) * scale).astype(np.float32)
 
 
 def grid_bits(grid: tuple) -> int:

@@ -8,11 +8,13 @@ Models: `empty` (one RESHAPE: no arithmetic, the cost of getting in and out), `o
 mobilenetv2_tiny).  The built models are written as TFLite by qd-export
 (qdialect.exporter) so LiteRT runs the very same graph.
 
-Ours: `CompiledModel.__call__` (numpy in, numpy out: staging the inputs, the Relax VM's
-compiled `main`, DLPack views of its results, copies we own) in each rounding profile
-(`tflite`, `litert`), the model built as qd-run builds it: `after` is today's call, `before`
-the path calls took before (`CompiledModel.fast_call = False`, the same build), `raw` the VM
-function alone on already staged inputs (what is left when conversion costs nothing).  LiteRT: the default
+Ours: `CompiledModel.__call__` (numpy in, numpy out: inputs copied into kept buffers, the
+model run, outputs copied into arrays we own) in each rounding profile (`tflite`,
+`litert`), the model built as qd-run builds it, in both forms, timed in interleaved rounds:
+`fused` is the default, one TIR function for the whole model (tvm_bridge/fused.py; `*` when
+the model did not qualify and runs on the VM), `VM` the Relax VM's compiled `main`
+(QDIALECT_FUSED=0), `raw` the fused function alone on its kept buffers (what is left when
+conversion costs nothing).  LiteRT: the default
 interpreter (XNNPACK delegate), 1 thread, `set_tensor` + `invoke` + `get_tensor` per call, in
 a child process (LiteRT aborts the process on models it cannot prepare).  Each number is the
 median microseconds per call over `--calls` calls after a warm-up; the ratio is ours / LiteRT.
@@ -83,7 +85,10 @@ def _median_us(f, calls: int) -> float:
 
 
 def ours(name: str, profile: str, calls: int, tmp: Path) -> dict:
-    """Median us per call of our CompiledModel (and of its VM function alone)."""
+    """Median us per call of our CompiledModel in both forms (the fused TIR function and the
+    Relax VM, QDIALECT_FUSED=0), timed in interleaved rounds, and of the fused function alone."""
+    import os
+
     from qdialect.dialects.qnn import set_rounding
     from transforms.pipelines import lower_to_l3
     from tvm_bridge.compile import compile_module
@@ -96,16 +101,31 @@ def ours(name: str, profile: str, calls: int, tmp: Path) -> dict:
     set_rounding(module, profile)
     lower_to_l3(module)
     model = compile_module(module)
-    model(*xs)
-    staged = [model._slot(i, x) for i, x in enumerate(xs)]
-    main = model._main
-    before = type(model)(model.executable, model.n_outputs, model.target, model.out_dtypes,
-                         library=model.library, library_path=model.library_path)
-    before.fast_call = False
-    for a, b in zip(model(*xs), before(*xs)):
-        assert a.dtype == b.dtype and np.array_equal(a, b), f"{name}: the two call paths differ"
-    return {"call": _median_us(lambda: model(*xs), calls), "before": _median_us(lambda: before(*xs), calls),
-            "raw": _median_us(lambda: main(*staged), calls), "inputs": xs}
+    saved = os.environ.get("QDIALECT_FUSED")
+    os.environ["QDIALECT_FUSED"] = "0"
+    try:
+        vm = compile_module(module)
+    finally:
+        if saved is None:
+            del os.environ["QDIALECT_FUSED"]
+        else:
+            os.environ["QDIALECT_FUSED"] = saved
+    for a, b in zip(model(*xs), vm(*xs)):
+        assert a.dtype == b.dtype and np.array_equal(a, b), f"{name}: the two forms differ"
+    raw = None
+    if model.is_fused:
+        runner = model._fused_runner
+        function, args = runner.function, runner._args
+        raw = lambda: function(*args)  # noqa: E731
+    rounds = 5
+    fused_t, vm_t, raw_t = [], [], []
+    for _ in range(rounds):  # interleaved: a change in machine load hits both forms alike
+        fused_t.append(_median_us(lambda: model(*xs), calls // rounds))
+        vm_t.append(_median_us(lambda: vm(*xs), calls // rounds))
+        if raw is not None:
+            raw_t.append(_median_us(raw, calls // rounds))
+    return {"call": float(np.median(fused_t)), "vm": float(np.median(vm_t)),
+            "raw": float(np.median(raw_t)) if raw_t else float("nan"), "fused": model.is_fused, "inputs": xs}
 
 
 _LITERT = r"""
@@ -158,7 +178,7 @@ def main(argv=None) -> int:
 
     print(f"per-call microseconds (median of {args.calls}); host {host_target().attrs['mcpu']}, 1 thread")
     print(f"{'model':<22} {'XNNPACK':>8} {'(invoke)':>8} | " + " | ".join(
-        f"{pr + ' before':>13} {'after':>6} {'raw':>6} {'ratio':>5}" for pr in args.profiles.split(",")))
+        f"{pr + ' VM':>10} {'fused':>6} {'raw':>6} {'ratio':>5}" for pr in args.profiles.split(",")))
     rows = {}
     with tempfile.TemporaryDirectory(prefix="qd-floor-") as tmp:
         for name in args.models.split(","):
@@ -167,8 +187,9 @@ def main(argv=None) -> int:
                 r = ours(name, profile, args.calls, Path(tmp))
                 if peer is None:
                     peer = litert_xnnpack(name, r["inputs"], args.calls, Path(tmp))
-                cells.append(f"{r['before']:13.1f} {r['call']:6.1f} {r['raw']:6.1f} {r['call'] / peer[0]:5.2f}")
-                rows[f"{name}/{profile}"] = {"ours": r["call"], "before": r["before"], "raw": r["raw"],
+                mark = "" if r["fused"] else "*"
+                cells.append(f"{r['vm']:10.1f} {r['call']:5.1f}{mark or ' '} {r['raw']:6.1f} {r['call'] / peer[0]:5.2f}")
+                rows[f"{name}/{profile}"] = {"ours": r["call"], "vm": r["vm"], "raw": r["raw"], "fused": r["fused"],
                                              "xnnpack": peer[0]}
             print(f"{name:<22} {peer[0]:8.1f} {peer[1]:8.1f} | " + " | ".join(cells), flush=True)
     if "--json" in sys.argv:

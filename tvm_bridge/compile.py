@@ -199,7 +199,7 @@ class CompiledModel:
         if self.fused is not None:
             runner = self._fused_runner
             if runner is not None and self.out_dtypes is None:
-                return runner(*inputs)
+                return runner.call(*inputs)
             return self._fused_call(*inputs)
         one = self._one_in_one_out
         if one is not None and self.fast_call:

@@ -355,7 +355,10 @@ class FusedRunner:
     """The fused function `main(inputs..., outputs..., constants...)` called with numpy
     arrays: inputs copied into 64-byte aligned buffers kept for them, the outputs written
     into buffers kept for them and copied once into arrays the caller owns.  Needs only
-    numpy and TVM FFI (qd-run's cached path uses it without `import tvm`)."""
+    numpy and TVM FFI (qd-run's cached path uses it without `import tvm`).
+
+    `call` is the call itself (a closure: a call of a small model is a few hundred
+    nanoseconds of Python, and attribute look-ups are a good part of it)."""
 
     def __init__(self, function, spec: dict, constants):
         """`function`: the library's `main`; `spec`: `spec(fused)`; `constants`: its
@@ -363,35 +366,74 @@ class FusedRunner:
         import tvm_ffi
 
         self.function = function
-        self.in_specs = [(tuple(s), np.dtype(d)) for s, d in spec["inputs"]]
-        self._ins = [aligned_empty(s, d) for s, d in self.in_specs]
-        self._outs = [aligned_empty(tuple(s), d) for s, d in spec["outputs"]]
+        ins = [aligned_empty(tuple(s), d) for s, d in spec["inputs"]]
+        outs = [aligned_empty(tuple(s), d) for s, d in spec["outputs"]]
         consts = []
         for c in constants:
             c = np.asarray(c)
             buf = aligned_empty(c.shape, c.dtype)
             buf[...] = c
             consts.append(buf)
-        self._consts = consts  # kept alive: TVM sees them through DLPack
-        self._args = [tvm_ffi.from_dlpack(a) for a in self._ins + self._outs + consts]
+        self._ins, self._outs, self._consts = ins, outs, consts  # kept alive: TVM sees them through DLPack
+        self._args = [tvm_ffi.from_dlpack(a) for a in ins + outs + consts]
+        # per input: (dtype, shape, the buffer seen in that dtype) of the arrays it was given last
+        self._views = [(b.dtype, b.shape, b) for b in ins]
+        self.call = self._make_call()
 
     def __call__(self, *inputs) -> list[np.ndarray]:
         """Run the model on `inputs` (one array per input, of its shape; unsigned storage
         passes as its signless twin's bytes): a list of new arrays in L3's dtypes."""
-        ins = self._ins
-        if len(inputs) != len(ins):
-            raise ValueError(f"the model takes {len(ins)} inputs, not {len(inputs)}")
-        for k, (buf, x) in enumerate(zip(ins, inputs)):
-            if x.__class__ is not np.ndarray or x.dtype != buf.dtype:
-                x = np.asarray(x)
-                if x.dtype.itemsize != buf.dtype.itemsize or x.dtype.kind not in "iub" or \
-                        buf.dtype.kind not in "iub":
-                    if x.dtype != buf.dtype:
-                        raise ValueError(f"input {k} is {x.dtype}, the model takes {buf.dtype}")
+        return self.call(*inputs)
+
+    def _stage(self, k: int, x) -> None:
+        """Copy `x` into input `k`'s buffer the slow way (another dtype or layout, not an
+        ndarray), or refuse it in one line."""
+        buf = self._ins[k]
+        x = np.asarray(x)
+        if x.dtype != buf.dtype:
+            if x.dtype.itemsize != buf.dtype.itemsize or x.dtype.kind not in "iub" or buf.dtype.kind not in "iub":
+                raise ValueError(f"input {k} is {x.dtype}, the model takes {buf.dtype}")
+        if x.shape != buf.shape:
+            raise ValueError(f"input {k} has shape {x.shape}, the model takes {buf.shape}")
+        view = buf.view(x.dtype)
+        view[...] = x
+        if x.flags.c_contiguous:
+            self._views[k] = (x.dtype, x.shape, view)
+
+    def _make_call(self):
+        function, args, outs, views, stage = self.function, self._args, self._outs, self._views, self._stage
+        ndarray, n_in = np.ndarray, len(views)
+
+        def refuse(inputs):
+            raise ValueError(f"the model takes {n_in} inputs, not {len(inputs)}")
+
+        if n_in == 1 and len(outs) == 1:
+            out = outs[0]
+
+            def call(*inputs):
+                if len(inputs) != 1:
+                    refuse(inputs)
+                x = inputs[0]
+                dtype, shape, view = views[0]
+                if x.__class__ is ndarray and x.dtype is dtype and x.shape == shape:
+                    view[...] = x
                 else:
-                    x = x.view(buf.dtype)
-            if x.shape != buf.shape:
-                raise ValueError(f"input {k} has shape {x.shape}, the model takes {buf.shape}")
-            buf[...] = x
-        self.function(*self._args)
-        return [o.copy() for o in self._outs]
+                    stage(0, x)
+                function(*args)
+                return [out.copy()]
+
+            return call
+
+        def call(*inputs):
+            if len(inputs) != n_in:
+                refuse(inputs)
+            for k, x in enumerate(inputs):
+                dtype, shape, view = views[k]
+                if x.__class__ is ndarray and x.dtype is dtype and x.shape == shape:
+                    view[...] = x
+                else:
+                    stage(k, x)
+            function(*args)
+            return [o.copy() for o in outs]
+
+        return call

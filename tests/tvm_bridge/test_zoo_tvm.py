@@ -11,6 +11,7 @@ runtime.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,9 @@ def _compiled(name: str, profile: str):
     if profile == "litert":
         set_rounding(module, "litert")
     lower_to_l3(module)
-    return compile_module(module), samples, out_dtypes
+    model = compile_module(module)
+    assert model.is_fused or os.environ.get("QDIALECT_FUSED") == "0", "the zoo model did not take the fused path"
+    return model, samples, out_dtypes
 
 
 @pytest.mark.parametrize("profile", ["tflite", "litert"])
@@ -69,9 +72,11 @@ def test_qd_run_defaults_to_tvm_and_is_bit_exact(capsys):
     assert "(LiteRT default, XNNPACK, 1 thread); ours / LiteRT = " in out.out
 
 
-def test_exported_library_runs_the_same(tmp_path):
+def test_exported_library_runs_the_same(tmp_path, monkeypatch):
     import tvm
     from tvm import relax
+
+    monkeypatch.setenv("QDIALECT_FUSED", "0")  # the VM form's export (the fused form's: test_fused.py)
 
     model, samples, _ = _compiled("elementwise_movement.tflite", "tflite")
     path = tmp_path / "model.so"

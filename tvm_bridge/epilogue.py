@@ -32,6 +32,7 @@ The rest is evaluated by the same scalar rules as every other generic
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -168,6 +169,265 @@ class Epilogue:
                 assigned.append((buf, e))
                 values[r] = buf[lane]
         raise TranslationError("linalg.generic body without linalg.yield")
+
+
+# ----- the requantization's 64-bit product, lane pairs at a time ---------------------------------
+#
+# The `tflite` profile's rescale (transforms/lower_to_linalg.py, the one-shift form) is, per
+# lane, `trunci((extsi(a) * extsi(M) + (t < c ? neg : pos)) >> 32)` on i64 followed by 32-bit
+# steps.  Vectorized as written, every 16 int32 lanes become two vectors of 8 int64 lanes
+# (the low and the high half: vpmovzxdq, vextracti64x4, vpmovzxdq), and the high halves
+# come back by two vpsrlq, two vpmovqd and a vinserti64x4.  x86's 32x32->64 multiply
+# (vpmuldq) reads the even 32-bit lanes of each 64-bit lane, so the natural split is even
+# and odd lanes: the even products are vpmuldq of the int32 vectors themselves, the odd
+# ones of the vectors shifted down by 32 bits, and the result's lane 2i is the high half
+# of even product i (moved down by a vpsrlq) and lane 2i+1 the high half of odd product i,
+# already in place: one blend.  `split_wide_products` rewrites the lane expression into
+# that form; the arithmetic is the same, lane for lane.
+
+
+#: set QDIALECT_REQUANT_PAIRS=0 to build the products as written (A/B measurements)
+PAIRS_ENV = "QDIALECT_REQUANT_PAIRS"
+
+
+def _is_load(e) -> bool:
+    """Whether `e` is a buffer load (TVM 0.27's `tirx.BufferLoad` is a function making a
+    `TensorLoad`, whose buffer is its `source`)."""
+    from tvm.ir.expr import TensorLoad
+
+    return isinstance(e, TensorLoad)
+
+
+def _lane_free(e, lane) -> bool:
+    from tvm import tirx
+
+    return not any(v.same_as(lane) for v in tirx.analysis.undefined_vars(e, []))
+
+
+def _lane_vector(e, lane, lanes: int):
+    """`e` (a lane expression: a constant, or a load whose last index is `lane` or
+    `base + lane`, possibly cast) as one vector of `lanes` values; None if it is another
+    expression."""
+    from tvm import tirx
+
+    if isinstance(e, (tirx.IntImm, tirx.FloatImm)):
+        return tirx.Broadcast(e, lanes)
+    if isinstance(e, tirx.Cast):
+        inner = _lane_vector(e.value, lane, lanes)
+        return None if inner is None else tirx.Cast(f"{e.ty}x{lanes}", inner)
+    if not _is_load(e) or not e.indices:
+        return None
+    *outer, last = e.indices
+    if not all(_lane_free(i, lane) for i in outer):
+        return None
+    if last.same_as(lane):
+        base = tirx.IntImm(str(lane.ty), 0)
+    elif isinstance(last, tirx.Add) and last.b.same_as(lane) and _lane_free(last.a, lane):
+        base = last.a
+    elif isinstance(last, tirx.Add) and last.a.same_as(lane) and _lane_free(last.b, lane):
+        base = last.b
+    else:
+        return None
+    return tirx.BufferLoad(e.source, [*outer, tirx.Ramp(base, 1, lanes)])
+
+
+def _equal(a, b) -> bool:
+    """The same expression (the object, or an equal tree)."""
+    import tvm_ffi
+
+    return a.same_as(b) or bool(tvm_ffi.structural_equal(a, b))
+
+
+def _wide_core(e, defs: dict):
+    """(product node, (A, B), R) if `e` is `Cast(int32, (P + R) >> 32)` with P an int64
+    product of two sign-extended int32 values (or a temp holding one, `defs`: buffer ->
+    expression) and R free of P or `Select(P < c, X, Y)`; else None."""
+    from tvm import tirx
+
+    if not isinstance(e, tirx.Cast) or str(e.ty) != "int32":
+        return None
+    s = e.value
+    if not isinstance(s, tirx.RShift) or str(s.ty) != "int64" or not (
+            isinstance(s.b, tirx.IntImm) and s.b.value == 32):
+        return None
+    u = s.a
+    if not isinstance(u, tirx.Add):
+        return None
+    for p, r in ((u.a, u.b), (u.b, u.a)):
+        prod = defs.get(p.source.name) if _is_load(p) else p
+        if prod is None or not isinstance(prod, tirx.Mul):
+            continue
+        factors = []
+        for f in (prod.a, prod.b):
+            if isinstance(f, tirx.Cast) and str(f.ty) == "int64" and str(f.value.ty) == "int32":
+                factors.append(f.value)
+            elif isinstance(f, tirx.IntImm) and -(1 << 31) <= f.value < (1 << 31):
+                factors.append(f)
+            else:
+                break
+        if len(factors) != 2 or all(isinstance(f, tirx.IntImm) for f in factors):
+            continue
+        if isinstance(r, tirx.Select):
+            c = r.condition
+            if not (isinstance(c, tirx.LT) and _equal(c.a, p) and isinstance(c.b, tirx.IntImm)):
+                continue
+        return p, tuple(factors), r
+    return None
+
+
+def _rebuild(e, old, new):
+    """`e` with its subexpression `old` (the object) replaced by `new`."""
+    from tvm import tirx
+
+    if e.same_as(old):
+        return new
+    if isinstance(e, tirx.Cast):
+        v = _rebuild(e.value, old, new)
+        return e if v.same_as(e.value) else tirx.Cast(str(e.ty), v)
+    if isinstance(e, tirx.Select):
+        parts = [_rebuild(x, old, new) for x in (e.condition, e.true_value, e.false_value)]
+        return e if all(p.same_as(x) for p, x in zip(parts, (e.condition, e.true_value, e.false_value))) \
+            else tirx.Select(*parts)
+    if hasattr(e, "a") and hasattr(e, "b"):  # binary arithmetic, comparisons, shifts, logic
+        a, b = _rebuild(e.a, old, new), _rebuild(e.b, old, new)
+        return e if a.same_as(e.a) and b.same_as(e.b) else type(e)(a, b)
+    if isinstance(e, tirx.Not):
+        a = _rebuild(e.a, old, new)
+        return e if a.same_as(e.a) else tirx.Not(a)
+    return e  # leaves (loads, constants, variables): a core is never inside a load index
+
+
+def _find(e, pred):
+    """The first subexpression of `e` (pre-order) for which `pred` holds, else None."""
+    from tvm import tirx
+
+    if pred(e):
+        return e
+    if isinstance(e, tirx.Cast) or isinstance(e, tirx.Not):
+        return _find(e.value if isinstance(e, tirx.Cast) else e.a, pred)
+    if isinstance(e, tirx.Select):
+        for x in (e.condition, e.true_value, e.false_value):
+            hit = _find(x, pred)
+            if hit is not None:
+                return hit
+        return None
+    if hasattr(e, "a") and hasattr(e, "b"):
+        hit = _find(e.a, pred)
+        return hit if hit is not None else _find(e.b, pred)
+    children = e.args if hasattr(e, "args") else e.vectors if isinstance(e, tirx.Shuffle) else \
+        [e.value] if isinstance(e, tirx.Broadcast) else ()
+    for x in children:
+        hit = _find(x, pred)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _uses_buffer(e, name: str) -> bool:
+    from tvm import tirx
+
+    return _find(e, lambda x: _is_load(x) and x.source.name == name) is not None
+
+
+def split_wide_products(temps: list, value, lane, lanes: int):
+    """The epilogue `temps` / `value` (see `Epilogue.expr`, lane variable `lane` of a loop
+    vectorized `lanes` wide) as steps: a list of ("lanes", buffer, expression) (per lane,
+    in the vectorized loop) and ("vector", buffer, vector expression) (one statement over
+    all lanes), and the final per-lane value.  Every requantization core
+    `trunci((extsi(a) * extsi(m) + r) >> 32)` becomes a vector step computing it in even
+    and odd lanes (see above); without one, the steps are `temps` as they were."""
+    from tvm import tirx
+    from tvm.tirx.script.builder import ir as T
+
+    steps = [("lanes", b, e) for b, e in temps]
+    if lanes % 2 or lanes < 4 or os.environ.get(PAIRS_ENV) == "0":
+        return steps, value
+    items = steps + [("value", None, value)]
+    out: list = []
+    n_cores = 0
+    for kind, buf, expr in items:
+        while True:
+            defs = {b.name: e for k, b, e in out if k == "lanes"}
+            core = _find(expr, lambda x: _wide_core(x, defs) is not None)
+            if core is None:
+                break
+            p, (fa, fb), r = _wide_core(core, defs)
+            vexpr = _wide_vector(p, fa, fb, r, lane, lanes, out)
+            if vexpr is None:
+                break
+            hi = tirx.decl_buffer((lanes,), "int32", name=f"HI{n_cores}", scope="local", layout=None)
+            n_cores += 1
+            out.append(("vector", hi, vexpr))
+            expr = _rebuild(expr, core, hi[lane])
+        out.append((kind, buf, expr))
+    value = out.pop()[2]
+    # a product temp no longer read (its cores now compute it themselves) is dropped
+    kept = []
+    for i, (kind, buf, expr) in enumerate(out):
+        later = [e for _, _, e in out[i + 1:]] + [value]
+        if kind == "lanes" and not any(_uses_buffer(e, buf.name) for e in later):
+            continue
+        kept.append((kind, buf, expr))
+    del T
+    return kept, value
+
+
+def _wide_vector(p, fa, fb, r, lane, lanes: int, out: list):
+    """The vector expression (int32 x lanes) of the core `trunci((fa * fb + r) >> 32)`, P
+    being the product's node in `r`; operands that are not plain lane loads are first
+    stored per lane into new temps appended to `out`."""
+    from tvm import tirx
+    from tvm.tirx.script.builder import ir as T
+
+    half = lanes // 2
+
+    def vector(e, dtype: str):
+        v = _lane_vector(e, lane, lanes)
+        if v is None:  # an expression: its lanes stored first
+            buf = tirx.decl_buffer((lanes,), dtype, name=f"WV{len(out)}", scope="local", layout=None)
+            out.append(("lanes", buf, e))
+            v = tirx.BufferLoad(buf, [tirx.Ramp(tirx.IntImm("int32", 0), 1, lanes)])
+        return v
+
+    def even_odd32(f):
+        """(even, odd) int64 x half vectors whose low 32 bits are f's even / odd lanes."""
+        if isinstance(f, tirx.IntImm):
+            c = tirx.Broadcast(tirx.IntImm("int64", f.value), half)
+            return c, c
+        w = T.reinterpret(vector(f, "int32"), dtype=f"int64x{half}")
+        return (w << 32) >> 32, w >> 32  # (x86: vpmuldq reads the low half alone)
+
+    ae, ao = even_odd32(fa)
+    be, bo = even_odd32(fb)
+    pe, po = ae * be, ao * bo
+    evens = [tirx.IntImm("int32", 2 * i) for i in range(half)]
+    odds = [tirx.IntImm("int32", 2 * i + 1) for i in range(half)]
+
+    def split64(e):
+        if _find(e, lambda x: _equal(x, p)) is not None:
+            return None
+        if isinstance(e, tirx.IntImm):
+            c = tirx.Broadcast(tirx.IntImm("int64", e.value), half)
+            return c, c
+        v = vector(e, "int64")
+        return tirx.Shuffle([v], evens), tirx.Shuffle([v], odds)
+
+    if isinstance(r, tirx.Select):
+        x, y = split64(r.true_value), split64(r.false_value)
+        if x is None or y is None:
+            return None
+        c = tirx.Broadcast(r.condition.b, half)
+        re = tirx.Select(tirx.LT(pe, c), x[0], y[0])
+        ro = tirx.Select(tirx.LT(po, c), x[1], y[1])
+    else:
+        rr = split64(r)
+        if rr is None:
+            return None
+        re, ro = rr
+    ue, uo = pe + re, po + ro
+    low = tirx.Broadcast(tirx.IntImm("int64", 0xFFFFFFFF), half)
+    high = tirx.Broadcast(tirx.IntImm("int64", -(1 << 32)), half)
+    return T.reinterpret(((ue >> 32) & low) | (uo & high), dtype=f"int32x{lanes}")
 
 
 _IDENTITY = {4: "(d0, d1, d2, d3) -> (d0, d1, d2, d3)", 2: "(d0, d1) -> (d0, d1)"}
@@ -452,4 +712,4 @@ def _pad_of(tr, op: tensor.PadOp):
     return low, high, c
 
 
-__all__ = ["Epilogue", "Param", "collect", "TranslationError"]
+__all__ = ["Epilogue", "Param", "collect", "split_wide_products", "TranslationError"]

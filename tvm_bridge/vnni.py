@@ -271,25 +271,40 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
     from tvm import tirx
     from tvm.tirx.script.builder import ir as T
 
+    from tvm_bridge.epilogue import split_wide_products
+
     yv, xov, tv, kov, lv = loop_vars
     TT, PT, PL = g["TT"], g["PT"], g["PL"]
+    # the requantization's 64-bit products in even and odd lanes (epilogue.py)
+    steps, value = split_wide_products(temps, value, lv, KB)
     # the accumulators and the epilogue's temporaries: one set per thread when the output
     # rows run in parallel (allocated inside the parallel loop), else one for the kernel
-    allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for b, _ in temps]
+    allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for _, b, _ in steps]
     parallel = bool(g.get("PARALLEL")) and g["OH"] > 1
 
-    def epilogue(lane):
-        stores = [tirx.BufferStore(b, e, [lane]) for b, e in temps]
-        stores.append(tirx.BufferStore(Y, value, [0, yv + PT, xov * TT + tv + PL, kov * KB + lane]))
-        return _seq(stores)
+    def lanes_loop(stores):
+        return tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED,
+                        _seq(stores))
+
+    def epilogue():
+        stmts, pending = [], []
+        for kind, b, e in steps:
+            if kind == "lanes":
+                pending.append(tirx.BufferStore(b, e, [lv]))
+                continue
+            if pending:
+                stmts.append(lanes_loop(pending))
+                pending = []
+            stmts.append(tirx.BufferStore(b, e, [T.ramp(0, 1, KB)]))
+        pending.append(tirx.BufferStore(Y, value, [0, yv + PT, xov * TT + tv + PL, kov * KB + lv]))
+        stmts.append(lanes_loop(pending))
+        return _seq(stmts)
 
     main = _seq([
         _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
             acc_buf, INIT.vload([kov * KB], f"int32x{KB}"), [t, T.ramp(0, 1, KB)])),
         reduction,
-        tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED,
-                 tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED,
-                          epilogue(lv)))])
+        tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED, epilogue())])
     for v, e in zip((kov, xov), (k_blocks, g["OW"] // TT)):
         main = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, main)
     if parallel:

@@ -156,6 +156,8 @@ def fuse(mod) -> FusedModel | None:
         return _fuse(mod)
     except _NotFusable:
         return None
+    except Exception:  # noqa: BLE001 - TVM refusing a step (printing, parsing a kernel): the VM path
+        return None
 
 
 def _fuse(mod) -> FusedModel:
@@ -356,8 +358,8 @@ def prefix_module(mod, target):
 
     passes = cpu.library_dispatch_passes(target) + cpu.legalize_passes(target) + [schedule_pass(target),
                                                                                   relax.transform.RewriteDataflowReshape()]
-    with target:
-        return tvm.transform.Sequential(passes)(mod)
+    with target:  # on a copy: a pass may change a module it alone holds, and the VM build needs `mod` as it is
+        return tvm.transform.Sequential(passes)(tvm.IRModule(mod.functions, attrs=mod.attrs))
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:

@@ -175,6 +175,10 @@ class CompiledModel:
         if self._vm is None:
             from tvm import relax
 
+            if self.fused is not None:
+                raise TranslationError("the model was built as one fused TIR function and has no Relax VM "
+                                       "(QDIALECT_FUSED=0 builds the VM form)")
+
             why = cannot_run_here(self.target)
             if why is not None:
                 raise TranslationError(f"the model was compiled for {self.target} and cannot run here: {why} "

@@ -228,7 +228,7 @@ def _lane_vector(e, lane, lanes: int):
         base = last.b
     else:
         return None
-    return tirx.BufferLoad(e.source, [*outer, tirx.Ramp(base, 1, lanes)])
+    return tirx.BufferLoad(e.source, [*outer, tirx.Ramp(base, tirx.IntImm(str(base.ty), 1), lanes)])
 
 
 def _equal(a, b) -> bool:
@@ -370,6 +370,91 @@ def split_wide_products(temps: list, value, lane, lanes: int):
         kept.append((kind, buf, expr))
     del T
     return kept, value
+
+
+def lane_statements(steps: list, final: list, lane, lanes: int) -> list:
+    """The statements of `split_wide_products`' `steps` followed by the per-lane stores
+    `final` (in `lane`): the per-lane steps in loops vectorized `lanes` wide (each loop
+    with its own variable), the vector steps between them.  The buffers of the steps are
+    the caller's to allocate."""
+    import tvm_ffi
+    from tvm import tirx
+
+    stmts, pending = [], []
+
+    def flush(stores):
+        var = lane if not stmts else tirx.Var(lane.name, str(lane.ty))  # (one variable per loop)
+        body = stores[0] if len(stores) == 1 else tirx.SeqStmt(stores)
+        if var is not lane:
+            body = tvm_ffi.structural_map(body, (tirx.Var, lambda v: var if v.same_as(lane) else v))
+        zero, extent = tirx.IntImm(str(lane.ty), 0), tirx.IntImm(str(lane.ty), lanes)
+        stmts.append(tirx.For(var, zero, extent, tirx.ForKind.VECTORIZED, body))
+
+    for kind, b, e in steps:
+        if kind == "lanes":
+            pending.append(tirx.BufferStore(b, e, [lane]))
+            continue
+        if pending:
+            flush(pending)
+            pending = []
+        stmts.append(tirx.BufferStore(b, e, [tirx.Ramp(tirx.IntImm("int32", 0), tirx.IntImm("int32", 1), lanes)]))
+    flush(pending + list(final))
+    return stmts
+
+
+#: the block-lowering passes of TVM's s_tir pipeline (tvm/s_tir/pipeline.py), in its order:
+#: a scheduled function's loops and plain buffer stores, as `pair_products_in` rewrites them
+_LOWER_BLOCKS = ("LowerInitBlock", "PlanAndUpdateBufferAllocationLocation", "ConvertBlocksToOpaque",
+                 "CompactBufferAllocation", "LowerMatchBuffer", "LowerOpaqueBlock")
+
+
+def pair_products_in(func, target=None):
+    """`func` (a scheduled PrimFunc) with the requantization cores of its vectorized loops
+    computed in even and odd lanes (`split_wide_products`), its blocks lowered first as
+    TVM's pipeline would lower them; None when it has no such core."""
+    import tvm
+    import tvm_ffi
+    from tvm import s_tir, tirx
+
+    if os.environ.get(PAIRS_ENV) == "0" or ">> T.int64(32)" not in func.script():
+        return None
+    passes = [getattr(s_tir.transform, name)() for name in _LOWER_BLOCKS] + [tirx.transform.StmtSimplify()]
+    mod = tvm.IRModule({"main": func})
+    if target is not None:
+        with target:
+            mod = tvm.transform.Sequential(passes)(mod)
+    else:
+        mod = tvm.transform.Sequential(passes)(mod)
+    lowered = mod["main"]
+    found = []
+
+    def on_for(loop):
+        if loop.kind != tirx.ForKind.VECTORIZED or not isinstance(loop.extent, tirx.IntImm):
+            return loop
+        lanes = int(loop.extent.value)
+        stores = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
+        if not all(isinstance(st, tirx.BufferStore) for st in stores) or not isinstance(loop.min, tirx.IntImm) \
+                or loop.min.value != 0:
+            return loop
+        stmts: list = []
+        rewritten = False
+        for st in stores:
+            steps, value = split_wide_products([], st.value, loop.loop_var, lanes)
+            if not any(kind == "vector" for kind, _, _ in steps):
+                stmts.append(tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, st))
+                continue
+            rewritten = True
+            stmts += [tirx.AllocBuffer(b) for _, b, _ in steps]
+            stmts += lane_statements(steps, [tirx.BufferStore(st.buffer, value, st.indices)], loop.loop_var, lanes)
+        if not rewritten:
+            return loop
+        found.append(loop)
+        return tirx.SeqStmt(stmts)
+
+    body = tvm_ffi.structural_map(lowered.body, (tirx.For, on_for))
+    if not found:
+        return None
+    return lowered.with_body(body)
 
 
 def _wide_vector(p, fa, fb, r, lane, lanes: int, out: list):
@@ -712,4 +797,5 @@ def _pad_of(tr, op: tensor.PadOp):
     return low, high, c
 
 
-__all__ = ["Epilogue", "Param", "collect", "split_wide_products", "TranslationError"]
+__all__ = ["Epilogue", "Param", "collect", "lane_statements", "pair_products_in", "split_wide_products",
+           "TranslationError"]

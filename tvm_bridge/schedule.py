@@ -340,6 +340,8 @@ def schedule_pass(target):
     import tvm
     from tvm import tirx
 
+    from tvm_bridge.epilogue import pair_products_in
+
     @tvm.transform.module_pass(opt_level=0, name="QdialectScheduleCPU")
     def _schedule(mod, _ctx):
         if os.environ.get(DISABLE_ENV):
@@ -353,7 +355,13 @@ def schedule_pass(target):
             except Exception:  # noqa: BLE001 - an unforeseen shape: keep the function as written
                 continue
             if sch is not None:
-                updated[gv] = sch.mod["main"].with_attr("tirx.is_scheduled", True)
+                scheduled = sch.mod["main"].with_attr("tirx.is_scheduled", True)
+                try:
+                    # the tflite profile's requantization in even and odd lanes (epilogue.py)
+                    paired = pair_products_in(scheduled, target)
+                except Exception:  # noqa: BLE001 - a form the rewrite does not know: as scheduled
+                    paired = None
+                updated[gv] = scheduled if paired is None else paired
         for gv, f in updated.items():
             mod[gv] = f
         return mod

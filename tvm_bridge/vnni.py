@@ -271,7 +271,7 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
     from tvm import tirx
     from tvm.tirx.script.builder import ir as T
 
-    from tvm_bridge.epilogue import split_wide_products
+    from tvm_bridge.epilogue import lane_statements, split_wide_products
 
     yv, xov, tv, kov, lv = loop_vars
     TT, PT, PL = g["TT"], g["PT"], g["PL"]
@@ -282,23 +282,9 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
     allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for _, b, _ in steps]
     parallel = bool(g.get("PARALLEL")) and g["OH"] > 1
 
-    def lanes_loop(stores):
-        return tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED,
-                        _seq(stores))
-
     def epilogue():
-        stmts, pending = [], []
-        for kind, b, e in steps:
-            if kind == "lanes":
-                pending.append(tirx.BufferStore(b, e, [lv]))
-                continue
-            if pending:
-                stmts.append(lanes_loop(pending))
-                pending = []
-            stmts.append(tirx.BufferStore(b, e, [T.ramp(0, 1, KB)]))
-        pending.append(tirx.BufferStore(Y, value, [0, yv + PT, xov * TT + tv + PL, kov * KB + lv]))
-        stmts.append(lanes_loop(pending))
-        return _seq(stmts)
+        store = tirx.BufferStore(Y, value, [0, yv + PT, xov * TT + tv + PL, kov * KB + lv])
+        return _seq(lane_statements(steps, [store], lv, KB))
 
     main = _seq([
         _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(

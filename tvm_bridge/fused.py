@@ -341,10 +341,17 @@ def _pack(constants: list[np.ndarray]):
 
 def build_fused(fused: FusedModel, target):
     """Compile `fused.func` with TVM's TIR build for `target`: a runtime Module whose
-    `main` runs the model (`tvm.compile` of an IRModule of PrimFuncs)."""
+    `main` runs the model (`tvm.compile` of an IRModule of PrimFuncs).
+
+    Without TVM's StorageRewrite: on the fused function of the masked encoders
+    (models/transformers/masked/, key_mask in the `tflite` profile: 16 elements differ) it
+    shares memory between intermediates that are both still live, whether through the
+    reshape views or the kernels' own buffers was not settled; each intermediate keeps its
+    own buffer instead (the zoo's latency did not move, see README)."""
     import tvm
 
-    return tvm.compile(tvm.IRModule({"main": fused.func}), target=target)
+    with tvm.transform.PassContext(config={"tirx.disable_storage_rewrite": True}):
+        return tvm.compile(tvm.IRModule({"main": fused.func}), target=target)
 
 
 def prefix_module(mod, target):

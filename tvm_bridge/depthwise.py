@@ -176,11 +176,13 @@ def emit(tr, op, g: dict, flavor: Flavor):
            padv, epi.key(tr))
     prim_func = tr.vnni_kernels.get(key)
     params = epi.params
+    kb = 8 * nv
+    twin_values = epilogue.pair_twins(params, kb)  # (the requantization's constants in pair order)
     if prim_func is None:
-        kb = 8 * nv
         loop_vars = yv, xov, tv, kov, lv = tuple(tirx.Var(n, "int32") for n in ("y", "xo", "t", "ko", "l"))
         acc_buf = _buffer((tt, kb), "int32", "ACC", scope="local")
         ebufs = [_buffer(p.shape, p.dtype, f"E{i}") for i, p in enumerate(params)]
+        twins = {ebufs[i].name: _buffer(v.shape, "int64", f"P{i}") for i, v in twin_values}
         try:
             temps, value = epi.expr(acc_buf[tv, lv], yv, xov * tt + tv, kov * kb + lv, ebufs, lv, kb)
         except Exception as e:  # noqa: BLE001 - an epilogue the kernel cannot take (nothing was
@@ -189,8 +191,8 @@ def emit(tr, op, g: dict, flavor: Flavor):
         if str(value.ty) != odt:
             raise NotApplicable(f"depthwise epilogue computes {value.ty}, its result is {odt}")
         shapes = dict(g, YH=g["OH"] + pt + pb, YW=g["OW"] + pl + pr, PT=pt, PL=pl, PB=pb, PR=pr, ODT=odt,
-                      PADV=float(padv) if "float" in odt else int(padv))
-        prim_func = _kernel(shapes, flavor, ebufs, acc_buf, loop_vars, temps, value)
+                      PADV=float(padv) if "float" in odt else int(padv), TWINS=twins)
+        prim_func = _kernel(shapes, flavor, ebufs + list(twins.values()), acc_buf, loop_vars, temps, value)
         tr.vnni_kernels[key] = prim_func
     gvar = tr.vnni_kernels.get(("gvar", id(prim_func)), (None, None))[1]
     if gvar is None:
@@ -198,6 +200,7 @@ def emit(tr, op, g: dict, flavor: Flavor):
         tr.vnni_kernels[("gvar", id(prim_func))] = (prim_func, gvar)
     args = [tr.tensor(op.inputs[0]), tensor_constant(packed), tensor_constant(start.astype(np.int32))]
     args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
+    args += [tensor_constant(v) for _, v in twin_values]
     yh, yw = g["OH"] + pt + pb, g["OW"] + pl + pr
     result = tr.bb.emit(call_tir(gvar, args, relax.TensorType([1, yh, yw, c], odt)))
     if epi.collapsed is not None:  # a 1x1 output's [1, 1, 1, C] -> [1, C]

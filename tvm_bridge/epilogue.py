@@ -238,17 +238,40 @@ def _equal(a, b) -> bool:
     return a.same_as(b) or bool(tvm_ffi.structural_equal(a, b))
 
 
+def _int32_factor(f):
+    """The int32 expression whose sign extension is the int64 factor `f`, else None: a
+    cast of an int32 value, a constant of int32 range, or any expression whose range TVM's
+    analyzer bounds within int32 (`(x - zp)` of an int8 `x`: computed in int32, cast)."""
+    from tvm import sym, tirx
+
+    if isinstance(f, tirx.Cast) and str(f.ty) == "int64" and str(f.value.ty) == "int32":
+        return f.value
+    if isinstance(f, tirx.IntImm):
+        return f if -(1 << 31) <= f.value < (1 << 31) else None
+    if str(f.ty) != "int64":
+        return None
+    bound = sym.Analyzer().const_int_bound(f)  # (TVM 0.27's arith analyzer)
+    if -(1 << 31) <= bound.min_value and bound.max_value < (1 << 31):
+        return tirx.Cast("int32", f)
+    return None
+
+
 def _wide_core(e, defs: dict):
-    """(product node, (A, B), R) if `e` is `Cast(int32, (P + R) >> 32)` with P an int64
-    product of two sign-extended int32 values (or a temp holding one, `defs`: buffer ->
-    expression) and R free of P or `Select(P < c, X, Y)`; else None."""
+    """(product node P, (A, B), R, S) if `e` is `Cast(int32, (P + R) >> S)` with P an int64
+    product of two sign-extended int32 values A and B (or a temp holding one, `defs`:
+    buffer name -> expression), R free of P or `Select(P < c, X, Y)` and S a constant or
+    a lane value (0 <= S <= 63: the lowering's total shifts are 1..62); else None."""
     from tvm import tirx
 
     if not isinstance(e, tirx.Cast) or str(e.ty) != "int32":
         return None
     s = e.value
-    if not isinstance(s, tirx.RShift) or str(s.ty) != "int64" or not (
-            isinstance(s.b, tirx.IntImm) and s.b.value == 32):
+    if not isinstance(s, tirx.RShift) or str(s.ty) != "int64":
+        return None
+    shift = s.b
+    if isinstance(shift, tirx.IntImm) and not 0 <= shift.value <= 63:
+        return None
+    if os.environ.get(PAIRS_ENV) == "hi" and not (isinstance(shift, tirx.IntImm) and shift.value == 32):
         return None
     u = s.a
     if not isinstance(u, tirx.Add):
@@ -257,21 +280,16 @@ def _wide_core(e, defs: dict):
         prod = defs.get(p.source.name) if _is_load(p) else p
         if prod is None or not isinstance(prod, tirx.Mul):
             continue
-        factors = []
-        for f in (prod.a, prod.b):
-            if isinstance(f, tirx.Cast) and str(f.ty) == "int64" and str(f.value.ty) == "int32":
-                factors.append(f.value)
-            elif isinstance(f, tirx.IntImm) and -(1 << 31) <= f.value < (1 << 31):
-                factors.append(f)
-            else:
-                break
-        if len(factors) != 2 or all(isinstance(f, tirx.IntImm) for f in factors):
+        factors = [_int32_factor(prod.a), _int32_factor(prod.b)]
+        if any(f is None for f in factors) or all(isinstance(f, tirx.IntImm) for f in factors):
             continue
         if isinstance(r, tirx.Select):
             c = r.condition
             if not (isinstance(c, tirx.LT) and _equal(c.a, p) and isinstance(c.b, tirx.IntImm)):
                 continue
-        return p, tuple(factors), r
+        if _find(shift, lambda x: _equal(x, p)) is not None:
+            continue
+        return p, tuple(factors), r, shift
     return None
 
 
@@ -329,13 +347,32 @@ def _uses_buffer(e, name: str) -> bool:
     return _find(e, lambda x: _is_load(x) and x.source.name == name) is not None
 
 
-def split_wide_products(temps: list, value, lane, lanes: int):
+def pair_twins(params: list, lanes: int) -> list:
+    """(index into `params`, array) for every constant int64 per-channel parameter: its
+    values in pair order, each block of `lanes` channels as its even channels then its odd
+    ones, so that a kernel whose channel blocks are `lanes` wide loads a requantization
+    constant's even and odd halves directly (`split_wide_products`' `twins`) instead of
+    shuffling them out of the natural order (two shuffles per constant and block: cheap with
+    AVX-512's 32 registers, spills on AVX2's 16)."""
+    out = []
+    if lanes % 2:
+        return out
+    for i, p in enumerate(params):
+        if p.kind == "channel" and p.dtype == "int64" and isinstance(p.value, np.ndarray) \
+                and p.value.ndim == 1 and p.value.size % lanes == 0:
+            v = p.value.reshape(-1, lanes // 2, 2).transpose(0, 2, 1).reshape(-1)
+            out.append((i, np.ascontiguousarray(v)))
+    return out
+
+
+def split_wide_products(temps: list, value, lane, lanes: int, twins: dict | None = None):
     """The epilogue `temps` / `value` (see `Epilogue.expr`, lane variable `lane` of a loop
     vectorized `lanes` wide) as steps: a list of ("lanes", buffer, expression) (per lane,
     in the vectorized loop) and ("vector", buffer, vector expression) (one statement over
     all lanes), and the final per-lane value.  Every requantization core
     `trunci((extsi(a) * extsi(m) + r) >> 32)` becomes a vector step computing it in even
-    and odd lanes (see above); without one, the steps are `temps` as they were."""
+    and odd lanes (see above); without one, the steps are `temps` as they were.  `twins`
+    maps a buffer's name to its copy in pair order (`pair_twins`), read instead of it."""
     from tvm import tirx
     from tvm.tirx.script.builder import ir as T
 
@@ -351,9 +388,14 @@ def split_wide_products(temps: list, value, lane, lanes: int):
             core = _find(expr, lambda x: _wide_core(x, defs) is not None)
             if core is None:
                 break
-            p, (fa, fb), r = _wide_core(core, defs)
-            vexpr = _wide_vector(p, fa, fb, r, lane, lanes, out)
+            p, (fa, fb), r, shift = _wide_core(core, defs)
+            mark = len(out)
+            try:
+                vexpr = _wide_vector(p, fa, fb, r, shift, lane, lanes, out, twins or {})
+            except Exception:  # noqa: BLE001 - a form the rewrite does not know: as written
+                vexpr = None
             if vexpr is None:
+                del out[mark:]
                 break
             hi = tirx.decl_buffer((lanes,), "int32", name=f"HI{n_cores}", scope="local", layout=None)
             n_cores += 1
@@ -426,41 +468,68 @@ def pair_products_in(func, target=None):
     else:
         mod = tvm.transform.Sequential(passes)(mod)
     lowered = mod["main"]
-    found = []
 
-    def on_for(loop):
-        if loop.kind != tirx.ForKind.VECTORIZED or not isinstance(loop.extent, tirx.IntImm):
-            return loop
-        lanes = int(loop.extent.value)
-        stores = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
-        if not all(isinstance(st, tirx.BufferStore) for st in stores) or not isinstance(loop.min, tirx.IntImm) \
-                or loop.min.value != 0:
-            return loop
-        stmts: list = []
-        rewritten = False
-        for st in stores:
-            steps, value = split_wide_products([], st.value, loop.loop_var, lanes)
-            if not any(kind == "vector" for kind, _, _ in steps):
-                stmts.append(tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, st))
-                continue
-            rewritten = True
-            stmts += [tirx.AllocBuffer(b) for _, b, _ in steps]
-            stmts += lane_statements(steps, [tirx.BufferStore(st.buffer, value, st.indices)], loop.loop_var, lanes)
-        if not rewritten:
-            return loop
-        found.append(loop)
-        return tirx.SeqStmt(stmts)
+    def rewrite(stmt):
+        """(stmt with its vectorized loops rewritten, the new buffers they use)."""
+        buffers: list = []
 
-    body = tvm_ffi.structural_map(lowered.body, (tirx.For, on_for))
-    if not found:
+        def on_for(loop):
+            if loop.kind != tirx.ForKind.VECTORIZED or not isinstance(loop.extent, tirx.IntImm):
+                return loop
+            lanes = int(loop.extent.value)
+            stores = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
+            if not all(isinstance(st, tirx.BufferStore) for st in stores) or \
+                    not isinstance(loop.min, tirx.IntImm) or loop.min.value != 0:
+                return loop
+            stmts: list = []
+            rewritten = False
+            for st in stores:
+                steps, value = split_wide_products([], st.value, loop.loop_var, lanes)
+                if not any(kind == "vector" for kind, _, _ in steps):
+                    stmts.append(tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, st))
+                    continue
+                rewritten = True
+                buffers.extend(b for _, b, _ in steps)
+                stmts += lane_statements(steps, [tirx.BufferStore(st.buffer, value, st.indices)],
+                                         loop.loop_var, lanes)
+            return tirx.SeqStmt(stmts) if rewritten else loop
+
+        return tvm_ffi.structural_map(stmt, (tirx.For, on_for)), buffers
+
+    def with_allocations(stmt, buffers):
+        return tirx.SeqStmt([tirx.AllocBuffer(b) for b in buffers] + [stmt]) if buffers else stmt
+
+    # The new temporaries are allocated once, outside the loops (a fused build without
+    # TVM's StorageRewrite would otherwise allocate them in every iteration), and inside
+    # a parallel loop's body (one set per thread)
+    def on_parallel(loop):
+        if loop.kind != tirx.ForKind.PARALLEL:
+            return loop
+        body, buffers = rewrite(loop.body)
+        if not buffers:
+            return loop
+        return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, with_allocations(body, buffers),
+                        loop.thread_binding, loop.annotations)
+
+    body = tvm_ffi.structural_map(lowered.body, (tirx.For, on_parallel))
+    changed = not body.same_as(lowered.body)
+    body, buffers = rewrite(body)
+    if not buffers and not changed:
         return None
-    return lowered.with_body(body)
+    return lowered.with_body(with_allocations(body, buffers))
 
 
-def _wide_vector(p, fa, fb, r, lane, lanes: int, out: list):
-    """The vector expression (int32 x lanes) of the core `trunci((fa * fb + r) >> 32)`, P
-    being the product's node in `r`; operands that are not plain lane loads are first
-    stored per lane into new temps appended to `out`."""
+def _wide_vector(p, fa, fb, r, shift, lane, lanes: int, out: list, twins: dict):
+    """The vector expression (int32 x lanes) of the core `trunci((fa * fb + r) >> shift)`,
+    P being the product's node in `r`; operands that are not plain lane loads are first
+    stored per lane into new temps appended to `out`.
+
+    The shift: only the low 32 bits of `u >> S` are kept, bits S..S+31 of u.  For S <= 32
+    they lie inside the 64 bits, so a logical shift gives them (x86 has no 64-bit
+    arithmetic shift before AVX-512); for S > 32 they are the high half of u shifted
+    arithmetically by S - 32 in 32 bits.  So: u >> min(S, 32) logically, the low halves
+    gathered into one int32 vector, then >> (S - min(S, 32)) in 32 bits.  S = 32 (the
+    lowering's usual form) is the high halves themselves."""
     from tvm import tirx
     from tvm.tirx.script.builder import ir as T
 
@@ -471,7 +540,7 @@ def _wide_vector(p, fa, fb, r, lane, lanes: int, out: list):
         if v is None:  # an expression: its lanes stored first
             buf = tirx.decl_buffer((lanes,), dtype, name=f"WV{len(out)}", scope="local", layout=None)
             out.append(("lanes", buf, e))
-            v = tirx.BufferLoad(buf, [tirx.Ramp(tirx.IntImm("int32", 0), 1, lanes)])
+            v = tirx.BufferLoad(buf, [tirx.Ramp(tirx.IntImm("int32", 0), tirx.IntImm("int32", 1), lanes)])
         return v
 
     def even_odd32(f):
@@ -495,6 +564,12 @@ def _wide_vector(p, fa, fb, r, lane, lanes: int, out: list):
             c = tirx.Broadcast(tirx.IntImm("int64", e.value), half)
             return c, c
         v = vector(e, "int64")
+        twin = twins.get(e.source.name) if _is_load(e) else None
+        if twin is not None and _is_load(v) and isinstance(v.indices[-1], tirx.Ramp):
+            base = v.indices[-1].base
+            step = tirx.IntImm(str(base.ty), 1)
+            return (tirx.BufferLoad(twin, [*v.indices[:-1], tirx.Ramp(base, step, half)]),
+                    tirx.BufferLoad(twin, [*v.indices[:-1], tirx.Ramp(base + half, step, half)]))
         return tirx.Shuffle([v], evens), tirx.Shuffle([v], odds)
 
     if isinstance(r, tirx.Select):
@@ -512,7 +587,27 @@ def _wide_vector(p, fa, fb, r, lane, lanes: int, out: list):
     ue, uo = pe + re, po + ro
     low = tirx.Broadcast(tirx.IntImm("int64", 0xFFFFFFFF), half)
     high = tirx.Broadcast(tirx.IntImm("int64", -(1 << 32)), half)
-    return T.reinterpret(((ue >> 32) & low) | (uo & high), dtype=f"int32x{lanes}")
+    if isinstance(shift, tirx.IntImm) and shift.value == 32:
+        return T.reinterpret(((ue >> 32) & low) | (uo & high), dtype=f"int32x{lanes}")
+    if isinstance(shift, tirx.IntImm):
+        first, rest = min(shift.value, 32), shift.value - min(shift.value, 32)
+        se = so = tirx.Broadcast(tirx.IntImm("uint64", first), half)
+        rest = None if rest == 0 else tirx.Broadcast(tirx.IntImm("int32", rest), lanes)
+    else:
+        if _find(shift, lambda x: _equal(x, p)) is not None:
+            return None
+        sv = vector(shift, "int64")
+        first = T.min(sv, tirx.Broadcast(tirx.IntImm("int64", 32), lanes))
+        se = T.reinterpret(tirx.Shuffle([first], evens), dtype=f"uint64x{half}")
+        so = T.reinterpret(tirx.Shuffle([first], odds), dtype=f"uint64x{half}")
+        rest = tirx.Cast(f"int32x{lanes}", sv - first)
+
+    def logical(u, amount):
+        return T.reinterpret(T.reinterpret(u, dtype=f"uint64x{half}") >> amount, dtype=f"int64x{half}")
+
+    ve, vo = logical(ue, se), logical(uo, so)
+    value = T.reinterpret((ve & low) | (vo << 32), dtype=f"int32x{lanes}")
+    return value if rest is None else value >> rest
 
 
 _IDENTITY = {4: "(d0, d1, d2, d3) -> (d0, d1, d2, d3)", 2: "(d0, d1) -> (d0, d1)"}
@@ -797,5 +892,5 @@ def _pad_of(tr, op: tensor.PadOp):
     return low, high, c
 
 
-__all__ = ["Epilogue", "Param", "collect", "lane_statements", "pair_products_in", "split_wide_products",
+__all__ = ["Epilogue", "Param", "collect", "lane_statements", "pair_products_in", "pair_twins", "split_wide_products",
            "TranslationError"]

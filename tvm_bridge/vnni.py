@@ -276,7 +276,7 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
     yv, xov, tv, kov, lv = loop_vars
     TT, PT, PL = g["TT"], g["PT"], g["PL"]
     # the requantization's 64-bit products in even and odd lanes (epilogue.py)
-    steps, value = split_wide_products(temps, value, lv, KB)
+    steps, value = split_wide_products(temps, value, lv, KB, g.get("TWINS"))
     # the accumulators and the epilogue's temporaries: one set per thread when the output
     # rows run in parallel (allocated inside the parallel loop), else one for the kernel
     allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for _, b, _ in steps]
@@ -402,9 +402,10 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
                 XU=(h, w * c + G) if fold else (h, w, cp))
 
 
-def _build(g: dict, pad, odt: str, padv, epi, ebufs):
+def _build(g: dict, pad, odt: str, padv, epi, ebufs, twins: dict | None = None):
     """The kernel of geometry `g` writing `odt` inside `pad` ((top, left), (bottom, right))
-    filled with `padv`, the epilogue `epi` (or none) reading its parameters from `ebufs`."""
+    filled with `padv`, the epilogue `epi` (or none) reading its parameters from `ebufs`
+    (and the pair-order copies `twins` of some of them: epilogue.pair_twins)."""
     from tvm import tirx
 
     (pt, pl), (pb, pr) = pad
@@ -417,8 +418,9 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs):
     if str(value.ty) != odt:
         raise TranslationError(f"{g['F'].name} epilogue computes {value.ty}, its result is {odt}")
     shapes = dict(g, YH=g["OH"] + pt + pb, YW=g["OW"] + pl + pr, PT=pt, PL=pl, PB=pb, PR=pr, ODT=odt,
-                  PADV=float(padv) if "float" in odt else int(padv))
-    return _kernel(shapes, g["XU"], g["FOLD"], g["KIND"], ebufs, acc_buf, loop_vars, temps, value)
+                  PADV=float(padv) if "float" in odt else int(padv), TWINS=twins or {})
+    eparams = list(ebufs) + list((twins or {}).values())
+    return _kernel(shapes, g["XU"], g["FOLD"], g["KIND"], eparams, acc_buf, loop_vars, temps, value)
 
 
 @functools.lru_cache(maxsize=256)
@@ -496,6 +498,10 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     yh, yw = g["OH"] + pad[0][0] + pad[1][0], g["OW"] + pad[0][1] + pad[1][1]
     args = [x, tensor_constant(packed), tensor_constant(start)]
     args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
+    from tvm_bridge.epilogue import pair_twins
+
+    twin_values = pair_twins(params, lanes)  # (the requantization's constants in pair order)
+    args += [tensor_constant(v) for _, v in twin_values]
     if epi is None:
         prim_func = _bare_kernel(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad)
     else:
@@ -504,7 +510,8 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
         prim_func = kernels.get(struct_key) if struct_key is not None else None
         if prim_func is None:
             ebufs = [_buffer(p.shape, p.dtype, f"E{i}") for i, p in enumerate(params)]
-            prim_func = _build(g, pad, odt, padv, epi, ebufs)
+            twins = {ebufs[i].name: _buffer(v.shape, "int64", f"P{i}") for i, v in twin_values}
+            prim_func = _build(g, pad, odt, padv, epi, ebufs, twins)
             if struct_key is not None:
                 kernels[struct_key] = prim_func
     # BlockBuilder.add_func finds an equal function by structural hash (about 0.2 ms a call):

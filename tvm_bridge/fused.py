@@ -6,15 +6,16 @@ alloc_tensor, 9 reshape per call).  `fuse` turns a translated Relax module into 
 PrimFunc whose body is every kernel's body in order, and `build_fused` compiles it with
 TVM's TIR build:
 
-    main(input_0, ..., output_0, ..., blob_0, ...)
+    main(input_0, ..., output_0, ..., blob_0, ..., work_0, ...)
 
-Destination passing: the caller owns every buffer (inputs, outputs, and the model's
-constants, which TVM 0.27's TIR has no embedded-constant statement for, so they travel as
-trailing arguments the Python side keeps: one 1-D blob per dtype, each constant a view
-64-byte aligned inside it); the function writes the outputs and returns nothing.  Intermediates are `T.alloc_buffer`s of their static shapes (TVM puts small ones
-on the stack and takes larger ones from its workspace pool); a reshape is a second view
-of its input's bytes (`T.decl_buffer(..., data=x.data)`); an output that is an input, a
-constant or a reshape of one is copied in the body.
+Destination passing: the caller owns every buffer and the function writes the outputs and
+returns nothing.  `blob_k` hold the model's constants (TVM 0.27's TIR has no embedded-constant
+statement), `work_k` its intermediates: one 1-D array per dtype each, every constant or
+intermediate a region of it starting on a 64-byte boundary, never shared with another (TVM's
+StorageRewrite, left to place intermediates allocated in the body, shared memory between
+intermediates still live in the masked encoders' function: 16 elements wrong).  A reshape is
+a second view of its input's bytes (`T.decl_buffer(..., data=x.data)`); an output that is an
+input, a constant or a reshape of one is copied in the body.
 
 How: our Relax pipeline runs up to and including our schedule pass (before memory
 planning), so `main` is a chain of `call_tir`s, reshapes, constants and tuples; each
@@ -43,17 +44,19 @@ def enabled() -> bool:
 
 @dataclass
 class FusedModel:
-    """A model as one TIR function `main(inputs..., outputs..., constant blobs...)`.
+    """A model as one TIR function `main(inputs..., outputs..., constant blobs..., workspaces...)`.
 
     `inputs` / `outputs`: (shape, dtype string) per model input / output, in L3's bits
     (signless: an unsigned model edge is int8 here); `constants`: the constant blobs
-    (1-D numpy arrays, one per dtype) passed after the outputs on every call; `func`: the PrimFunc (None once built and dropped)."""
+    (1-D numpy arrays, one per dtype) passed after the outputs on every call; `workspace`:
+    (dtype, elements) of the 1-D arrays for the intermediates, passed last; `func`: the PrimFunc (None once built and dropped)."""
 
     func: object
     inputs: list[tuple[tuple[int, ...], str]]
     outputs: list[tuple[tuple[int, ...], str]]
     constants: list[np.ndarray] = field(default_factory=list)
     n_kernels: int = 0
+    workspace: list[tuple[str, int]] = field(default_factory=list)
 
 
 class _NotFusable(Exception):
@@ -218,7 +221,7 @@ def _fuse(mod) -> FusedModel:
         raise _NotFusable(f"an operand {type(e).__name__} the fused function does not take")
 
     statements: list[ast.stmt] = []
-    allocations: list[str] = []  # T.alloc_buffer / T.decl_buffer lines, in order
+    allocations: list = []  # intermediates (name, shape, dtype) and views (T.decl_buffer lines), in order
     n_kernels = 0
     temp = 0
 
@@ -228,7 +231,7 @@ def _fuse(mod) -> FusedModel:
         if name is None:
             name = f"t{temp}"
             temp += 1
-            allocations.append(f"{name} = T.alloc_buffer({tuple(shape)!r}, \"{dtype}\")")
+            allocations.append((name, tuple(shape), dtype))  # a region of the workspace, placed below
             kind[name] = "temp"
         else:
             kind[name] = "output"
@@ -302,7 +305,18 @@ def _fuse(mod) -> FusedModel:
     for k, (c, (d, offset)) in enumerate(zip(constants, placed)):  # each constant a view into its blob
         lines.append(f"    constant_{k}_data = T.address_of(blob_{d}[{offset}])")
         lines.append(f"    constant_{k} = T.decl_buffer({tuple(c.shape)!r}, \"{d}\", data=constant_{k}_data)")
-    lines += ["    " + a for a in allocations]
+    temps = [a for a in allocations if isinstance(a, tuple)]
+    work_sizes, work_placed = _layout([(d, math.prod(shape), np.dtype("bool" if d == "bool" else d).itemsize)
+                                       for _, shape, d in temps])
+    lines[1] = lines[1][:-2] + "".join(f", work_{d}: {_buffer_decl((n,), d)}" for d, n in work_sizes.items()) + "):"
+    where = {name: placed_at for (name, _, _), placed_at in zip(temps, work_placed)}
+    for a in allocations:
+        if isinstance(a, tuple):  # each intermediate a region of its dtype's workspace, never shared
+            name, shape, d = a
+            lines.append(f"    {name}_data = T.address_of(work_{d}[{where[name][1]}])")
+            lines.append(f"    {name} = T.decl_buffer({shape!r}, \"{d}\", data={name}_data)")
+        else:
+            lines.append("    " + a)
     lines += ["    " + ln for s in statements for ln in ast.unparse(s).splitlines()]
     lines += ["    " + ln for c in copies for ln in c.splitlines()]
     if not statements and not copies:
@@ -314,25 +328,32 @@ def _fuse(mod) -> FusedModel:
         func = tvm.script.from_source(text, extra_vars={"T": T}, s_tir=True)
     except Exception as e:  # noqa: BLE001 - a kernel TVMScript does not read back: the VM path
         raise _NotFusable(f"the fused function does not parse: {str(e).splitlines()[0] if str(e) else e}") from None
-    return FusedModel(func, inputs, outputs, list(blobs.values()), n_kernels)
+    return FusedModel(func, inputs, outputs, list(blobs.values()), n_kernels,
+                      [(d, n) for d, n in work_sizes.items()])
 
 
 def _dtype_name(a: np.ndarray) -> str:
     return "bool" if a.dtype == np.bool_ else str(a.dtype)
 
 
+def _layout(items) -> tuple[dict[str, int], list[tuple[str, int]]]:
+    """Regions of one 1-D array per dtype for `items` ((dtype, elements, itemsize) each), each
+    starting on a 64-byte boundary: ({dtype: elements}, [(dtype, element offset) per item])."""
+    sizes: dict[str, int] = {}
+    placed = []
+    for d, n, itemsize in items:
+        step = max(1, 64 // itemsize)
+        offset = -(-sizes.get(d, 0) // step) * step
+        placed.append((d, offset))
+        sizes[d] = offset + max(n, 1)
+    return sizes, placed
+
+
 def _pack(constants: list[np.ndarray]):
     """The constants packed into one blob per dtype, each starting on a 64-byte boundary of
     its blob: ({dtype: blob}, [(dtype, element offset) per constant]).  One argument per
     dtype instead of one per constant: each argument of a packed call costs about 12 ns."""
-    sizes: dict[str, int] = {}
-    placed = []
-    for c in constants:
-        d = _dtype_name(c)
-        step = max(1, 64 // c.dtype.itemsize)
-        offset = -(-sizes.get(d, 0) // step) * step
-        placed.append((d, offset))
-        sizes[d] = offset + max(c.size, 1)
+    sizes, placed = _layout([(_dtype_name(c), c.size, c.dtype.itemsize) for c in constants])
     blobs = {d: np.zeros(n, np.bool_ if d == "bool" else np.dtype(d)) for d, n in sizes.items()}
     for c, (d, offset) in zip(constants, placed):
         blobs[d][offset:offset + c.size] = c.reshape(-1)
@@ -341,17 +362,10 @@ def _pack(constants: list[np.ndarray]):
 
 def build_fused(fused: FusedModel, target):
     """Compile `fused.func` with TVM's TIR build for `target`: a runtime Module whose
-    `main` runs the model (`tvm.compile` of an IRModule of PrimFuncs).
-
-    Without TVM's StorageRewrite: on the fused function of the masked encoders
-    (models/transformers/masked/, key_mask in the `tflite` profile: 16 elements differ) it
-    shares memory between intermediates that are both still live, whether through the
-    reshape views or the kernels' own buffers was not settled; each intermediate keeps its
-    own buffer instead (the zoo's latency did not move, see README)."""
+    `main` runs the model (`tvm.compile` of an IRModule of PrimFuncs)."""
     import tvm
 
-    with tvm.transform.PassContext(config={"tirx.disable_storage_rewrite": True}):
-        return tvm.compile(tvm.IRModule({"main": fused.func}), target=target)
+    return tvm.compile(tvm.IRModule({"main": fused.func}), target=target)
 
 
 def prefix_module(mod, target):
@@ -382,11 +396,12 @@ def aligned_empty(shape, dtype) -> np.ndarray:
 def spec(fused: FusedModel) -> dict:
     """What a caller needs besides the library and the constants (JSON-able): the inputs'
     and outputs' shapes and dtypes."""
-    return {"inputs": [[list(s), d] for s, d in fused.inputs], "outputs": [[list(s), d] for s, d in fused.outputs]}
+    return {"inputs": [[list(s), d] for s, d in fused.inputs], "outputs": [[list(s), d] for s, d in fused.outputs],
+            "workspace": [[d, n] for d, n in fused.workspace]}
 
 
 class FusedRunner:
-    """The fused function `main(inputs..., outputs..., constant blobs...)` called with numpy
+    """The fused function `main(inputs..., outputs..., constant blobs..., workspaces...)` called with numpy
     arrays: inputs copied into 64-byte aligned buffers kept for them, the outputs written
     into buffers kept for them and copied once into arrays the caller owns.  Needs only
     numpy and TVM FFI (qd-run's cached path uses it without `import tvm`).
@@ -408,8 +423,9 @@ class FusedRunner:
             buf = aligned_empty(c.shape, c.dtype)
             buf[...] = c
             consts.append(buf)
-        self._ins, self._outs, self._consts = ins, outs, consts  # kept alive: TVM sees them through DLPack
-        self._args = [tvm_ffi.from_dlpack(a) for a in ins + outs + consts]
+        work = [aligned_empty((n,), np.bool_ if d == "bool" else d) for d, n in spec.get("workspace", [])]
+        self._ins, self._outs, self._consts, self._work = ins, outs, consts, work  # kept: TVM sees them by DLPack
+        self._args = [tvm_ffi.from_dlpack(a) for a in ins + outs + consts + work]
         # per input: (dtype, shape, the buffer seen in that dtype) of the arrays it was given last
         self._views = [(b.dtype, b.shape, b) for b in ins]
         self.call = self._make_call()

@@ -62,7 +62,8 @@ def test_small_zoo_model_is_fused_and_bit_exact(name, profile, monkeypatch):
 
 
 def test_export_runs_under_tvm_runtime(tmp_path, monkeypatch):
-    """The exported library's calling convention: main(inputs..., outputs..., constants...)."""
+    """The exported library's calling convention: main(inputs..., outputs..., constant blobs...,
+    workspaces...)."""
     import tvm
 
     monkeypatch.setenv("QDIALECT_CACHE", "0")
@@ -76,7 +77,8 @@ def test_export_runs_under_tvm_runtime(tmp_path, monkeypatch):
         ins = [tvm.runtime.tensor(np.ascontiguousarray(x.view(d)))
                for x, (_, d) in zip(sample, spec["inputs"])]
         outs = [tvm.runtime.tensor(np.zeros(s, d)) for s, d in spec["outputs"]]
-        main(*ins, *outs, *[tvm.runtime.tensor(c) for c in constants])
+        work = [tvm.runtime.tensor(np.zeros(n, d)) for d, n in spec["workspace"]]
+        main(*ins, *outs, *[tvm.runtime.tensor(c) for c in constants], *work)
         assert _differing([o.numpy() for o in outs], expected) == 0
 
 

@@ -458,7 +458,10 @@ def pair_products_in(func, target=None):
     import tvm_ffi
     from tvm import s_tir, tirx
 
-    if os.environ.get(PAIRS_ENV) == "0" or ">> T.int64(32)" not in func.script():
+    if os.environ.get(PAIRS_ENV) == "0":
+        return None
+    text = func.script()
+    if not ('T.Cast("int64"' in text and " >> " in text):  # (no 64-bit product and shift: none)
         return None
     passes = [getattr(s_tir.transform, name)() for name in _LOWER_BLOCKS] + [tirx.transform.StmtSimplify()]
     mod = tvm.IRModule({"main": func})

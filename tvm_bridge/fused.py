@@ -29,7 +29,6 @@ the caller keeps the VM path: the fused function is an optimisation, never a req
 from __future__ import annotations
 
 import ast
-import keyword
 import math
 import os
 from dataclasses import dataclass, field
@@ -88,21 +87,18 @@ def _prelower():
     return _PRELOWER
 
 
-#: names a printed kernel uses that are not its own (TVMScript's namespace, Python's builtins)
-_GLOBAL_NAMES = frozenset({"T", "I", "R", "range", "metadata", "Axis", "True", "False", "None"})
-
-
 class _Renamer(ast.NodeTransformer):
-    """Every name of a printed kernel made unique in the fused function: a buffer parameter
-    becomes the model buffer it is bound to, anything else gets the kernel's prefix."""
+    """Every name a printed kernel binds made unique in the fused function: a buffer parameter
+    becomes the model buffer it is bound to, any other name it binds gets the kernel's prefix;
+    names it does not bind (TVMScript's `T`, Python's `range`) stay."""
 
-    def __init__(self, prefix: str, bound: dict[str, str]):
-        self.prefix, self.bound = prefix, bound
+    def __init__(self, prefix: str, bound: dict[str, str], own: set[str]):
+        self.prefix, self.bound, self.own = prefix, bound, own
 
     def visit_Name(self, node: ast.Name):
         if node.id in self.bound:
             node.id = self.bound[node.id]
-        elif node.id not in _GLOBAL_NAMES and not keyword.iskeyword(node.id):
+        elif node.id in self.own:
             node.id = self.prefix + node.id
         return node
 
@@ -130,7 +126,8 @@ def _kernel_body(func, prefix: str, bound: list[str]) -> list[ast.stmt]:
         raise _NotFusable(f"a kernel takes {len(params)} buffers where the call passes {len(bound)}")
     body = [s for s in fdef.body
             if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and ast.unparse(s.value.func) == "T.func_attr")]
-    renamer = _Renamer(prefix, dict(zip(params, bound)))
+    own = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    renamer = _Renamer(prefix, dict(zip(params, bound)), own)
     return [renamer.visit(s) for s in body]
 
 

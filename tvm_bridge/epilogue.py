@@ -183,10 +183,20 @@ class Epilogue:
 # ones of the vectors shifted down by 32 bits, and the result's lane 2i is the high half
 # of even product i (moved down by a vpsrlq) and lane 2i+1 the high half of odd product i,
 # already in place: one blend.  `split_wide_products` rewrites the lane expression into
-# that form; the arithmetic is the same, lane for lane.
+# that form; the arithmetic is the same, lane for lane.  The dot-product and depthwise
+# kernels (vnni.py `_tiles`) rewrite their epilogues as they build them, with the int64
+# per-channel constants passed a second time in pair order (`pair_twins`); TVM's scheduled
+# kernels (schedule.py) go through `pair_products_in` after scheduling.
+#
+# Per 16 int32 lanes on AVX-512 (mobilenetv2_tiny's 1x1 expansion, 8 -> 48 channels): 21
+# instructions from the accumulator to the stored int8 as written, 15 paired (vpsrlq,
+# 2 vpmuldq, 2 vpcmpgtq, 2 vpblendmq, 2 vpaddq, vpermt2d, vpsravd, then the clamp and the
+# narrowing); XNNPACK's float form (the `litert` profile) takes about 7.  The choice of
+# nudge by the product's sign (a compare and a blend per 8 lanes) is most of the rest.
 
 
-#: set QDIALECT_REQUANT_PAIRS=0 to build the products as written (A/B measurements)
+#: set QDIALECT_REQUANT_PAIRS=0 to build the products as written (A/B measurements; with
+#: QDIALECT_CACHE=0: the compiled-model cache's key does not include this variable)
 PAIRS_ENV = "QDIALECT_REQUANT_PAIRS"
 
 
@@ -270,8 +280,6 @@ def _wide_core(e, defs: dict):
         return None
     shift = s.b
     if isinstance(shift, tirx.IntImm) and not 0 <= shift.value <= 63:
-        return None
-    if os.environ.get(PAIRS_ENV) == "hi" and not (isinstance(shift, tirx.IntImm) and shift.value == 32):
         return None
     u = s.a
     if not isinstance(u, tirx.Add):

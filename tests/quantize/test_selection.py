@@ -315,3 +315,14 @@ def test_default_at_or_above_tf_and_ort_on_resnet_small_fresh_samples(tmp_path):
     28.44 / 28.44 / 28.76 dB; on 512 samples +0.63 dB over ORT Percentile, SE 0.34).  About 4 min."""
     sqnr = _default_against_peers("resnet_small", 256, tmp_path)
     assert sqnr["ours"] >= max(v for k, v in sqnr.items() if k != "ours"), sqnr
+
+
+def test_default_at_or_above_tf_and_ort_on_attn_kws_fresh_samples(tmp_path):
+    """models/calib attn_kws (MatMul, Softmax, LayerNorm arithmetic): on 256 test-split samples the
+    default is at or above TensorFlow's converter and each of ORT's MinMax / Entropy / Percentile
+    (on 1024: ours 30.80, TF 28.79, ORT 24.80 / 24.80 / 27.12 dB; +1.6 to +2.0 dB over the best peer,
+    bootstrap SE 0.3).  The default-run check of issue 23's claim; the slow tests above add the
+    models where the margin is small."""
+    sqnr = _default_against_peers("attn_kws", 256, tmp_path)
+    assert sqnr["ours"] >= max(v for k, v in sqnr.items() if k != "ours"), sqnr
+    assert sqnr["ours"] >= sqnr["tf"] + 1.0, sqnr

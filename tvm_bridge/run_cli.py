@@ -367,10 +367,10 @@ def _tvm_runner(module, args, stages):
     if why is not None:
         raise BadInput(f"--target {args.target}: the code cannot run here: {why}")
 
+    from qdialect.io_types import as_declared
+
     def runner(sample):
-        outs = model(*sample)
-        return [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
-                for o, d in zip(outs, out_dtypes)]
+        return as_declared(model(*sample), out_dtypes)
 
     runner.target = str(model.target)
     # the cache entry it runs (tvm_bridge/fast_run.py names it for the next run), if any
@@ -499,10 +499,10 @@ def _run_cached(args) -> int | None:
         samples = [inputs_from_specs(specs, args.seed + i) for i in range(max(1, args.samples))]
         stacked = args.samples > 1
 
+    from qdialect.io_types import as_declared
+
     def runner(sample):
-        outs = model(*sample)
-        return [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
-                for o, d in zip(outs, out_dtypes)]
+        return as_declared(model(*sample), out_dtypes)
 
     return _finish(args, path, samples, stacked, runner, f"tvm ({target})", stages, n_ops, entry_name, len(specs))
 

@@ -70,6 +70,7 @@ def _no_build(*_args, **_kwargs):
 
 
 def _assert_matches_litert(ours, theirs):
+    assert len(ours) == len(theirs) and all(len(o) == len(t) for o, t in zip(ours, theirs))
     for o, t in zip(ours, theirs):
         for a, b in zip(o, t):
             assert np.count_nonzero(a.astype(np.int64) != b.reshape(a.shape).astype(np.int64)) == 0
@@ -88,6 +89,7 @@ def test_hit_skips_the_build_and_runs_the_same(lowered, cache_dir, monkeypatch):
     again = compile_module(module)
     assert cache.stats["hits"] == 1 and again.executable is None
     warm = _outputs(again, samples)
+    assert [len(c) for c in cold] == [len(w) for w in warm] and len(cold) == len(warm) == len(samples)
     assert all(np.array_equal(a, b) for c, w in zip(cold, warm) for a, b in zip(c, w))
 
     exported = cache_dir.parent / "exported.so"  # a cached model still exports its library

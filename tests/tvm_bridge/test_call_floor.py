@@ -47,13 +47,14 @@ def _compiled(tflite: bytes, tmp_path, n_samples: int = 3):
 
 
 def _same(ours, theirs) -> bool:
-    return all(a.dtype == b.dtype and a.shape == tuple(b.shape) and np.array_equal(a, b) for a, b in zip(ours, theirs))
+    return len(ours) == len(theirs) and all(a.dtype == b.dtype and a.shape == tuple(b.shape) and np.array_equal(a, b) for a, b in zip(ours, theirs))
 
 
 @pytest.mark.parametrize("tflite", [_reshape_model, _add_model], ids=["reshape", "add"])
 def test_results_survive_the_next_call(tflite, tmp_path):
     model, samples, theirs = _compiled(tflite(), tmp_path)
     results = [model(*s) for s in samples]  # each call refills the same input buffers
+    assert len(results) == len(theirs) == len(samples)
     for ours, ref in zip(results, theirs):
         assert _same(ours, ref)
     results[0][0][...] = 0  # the caller owns its arrays: writing one changes no later result

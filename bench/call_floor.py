@@ -173,6 +173,12 @@ def main(argv=None) -> int:
     p.add_argument("--models", default=",".join(BUILT + ZOO_MODELS))
     p.add_argument("--profiles", default="tflite,litert")
     args = p.parse_args(argv)
+    unknown = [m for m in args.models.split(",") if m not in BUILT and not (ZOO / f"{m}.tflite").exists()]
+    if unknown:
+        p.error(f"unknown model(s) {', '.join(unknown)} (built: {', '.join(BUILT)}; or a models/zoo name)")
+    bad = [pr for pr in args.profiles.split(",") if pr not in ("tflite", "litert")]
+    if bad:
+        p.error(f"unknown profile(s) {', '.join(bad)} (tflite, litert)")
     sys.modules.setdefault("torch", None)  # as qd-run: TVM's FFI would import PyTorch
     from tvm_bridge.compile import host_target
 

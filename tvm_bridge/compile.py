@@ -372,7 +372,12 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
 
     `cache`: look the build up in (and store it to) the compiled-model cache
     (tvm_bridge/cache.py); None (default) follows QDIALECT_CACHE.  Only targets this
-    machine can run are cached."""
+    machine can run are cached.
+
+    The form: one fused TIR function (tvm_bridge/fused.py) when `main` is a static chain of
+    kernels whose intermediates take at most `FUSED_MAX_WORKSPACE_BYTES` (every zoo model;
+    large models such as MobileNetV2-0.35 at 224x224 compile ~7 s CPU faster on the VM and
+    run no slower), the Relax VM otherwise or with QDIALECT_FUSED=0."""
     from tvm_bridge import cache as build_cache
     from tvm_bridge.vnni import target_flavor
 
@@ -412,6 +417,19 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
 #: vit_tiny (35.0 -> 40.5 s CPU): no size where the fused form stops paying, so no limit
 FUSED_MAX_KERNELS = None
 
+#: the fused form is built only for models whose intermediates (the fused function's
+#: workspace, all dtypes) take at most this many bytes; larger ones keep the VM form.  The
+#: workspace stands for the run time: the fused form saves the VM's fixed cost per kernel
+#: (a few us a call), which is lost in a large model's run, while its compile time grows
+#: with the model (TVMScript parses the whole function back).  Measured 2026-11-27 on the
+#: loaded Zen 4: MobileNetV2-0.35 224x224 (models/calib/mobilenetv2_035_tf_int8.tflite,
+#: 605 KB of intermediates, 61 kernels): cold `qd-run --samples 1 --compare none` 19.1 s CPU
+#: fused vs 12.3 s VM (the fuse step alone 14.9 s CPU, ~90 % of it TVMScript parsing), steady
+#: call 243 vs 240 us (no gain).  Zoo: mobilenetv2_tiny 154 KB, ds_cnn_kws 89 KB, kws_attn
+#: 65 KB, vit_tiny 33 KB, cnn_small 16 KB: all stay fused (they need it to be at or below
+#: XNNPACK, README).  256 KiB sits between with a margin of ~1.7x on each side.
+FUSED_MAX_WORKSPACE_BYTES = 256 * 1024
+
 
 def fused_enabled() -> bool:
     """False when QDIALECT_FUSED=0 (or off / no / false): every build runs on the Relax VM."""
@@ -426,7 +444,7 @@ def build_fused(mod, target):
     from tvm_bridge import fused
 
     try:
-        made = fused.fuse(fused.prefix_module(mod, target))
+        made = fused.fuse(fused.prefix_module(mod, target), FUSED_MAX_WORKSPACE_BYTES)
     except Exception:  # noqa: BLE001 - our pipeline's head refuses it here: `build` reports it with the VM form
         return None, None
     if made is None or (FUSED_MAX_KERNELS is not None and made.n_kernels > FUSED_MAX_KERNELS):

@@ -149,18 +149,20 @@ def _buffer_decl(shape, dtype: str) -> str:
     return f'T.Buffer(({dims}), "{dtype}")'
 
 
-def fuse(mod) -> FusedModel | None:
+def fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel | None:
     """`mod` (scheduled by our pipeline up to `schedule_pass`) as one TIR function, or None
-    when its `main` is not a static chain of `call_tir`s, reshapes, constants and tuples."""
+    when its `main` is not a static chain of `call_tir`s, reshapes, constants and tuples,
+    or when its intermediates need more than `max_workspace_bytes` (None: no limit; checked
+    before the costly parse, see `tvm_bridge.compile.FUSED_MAX_WORKSPACE_BYTES`)."""
     try:
-        return _fuse(mod)
+        return _fuse(mod, max_workspace_bytes)
     except _NotFusable:
         return None
     except Exception:  # noqa: BLE001 - TVM refusing a step (printing, parsing a kernel): the VM path
         return None
 
 
-def _fuse(mod) -> FusedModel:
+def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
     import tvm
     from tvm import relax
 
@@ -305,6 +307,10 @@ def _fuse(mod) -> FusedModel:
     temps = [a for a in allocations if isinstance(a, tuple)]
     work_sizes, work_placed = _layout([(d, math.prod(shape), np.dtype("bool" if d == "bool" else d).itemsize)
                                        for _, shape, d in temps])
+    if max_workspace_bytes is not None:
+        size = sum(n * np.dtype("bool" if d == "bool" else d).itemsize for d, n in work_sizes.items())
+        if size > max_workspace_bytes:
+            raise _NotFusable(f"its intermediates take {size} bytes (the fused form's limit: {max_workspace_bytes})")
     lines[1] = lines[1][:-2] + "".join(f", work_{d}: {_buffer_decl((n,), d)}" for d, n in work_sizes.items()) + "):"
     where = {name: placed_at for (name, _, _), placed_at in zip(temps, work_placed)}
     for a in allocations:

@@ -138,3 +138,22 @@ def test_wrong_input_shape_is_refused_in_one_line(monkeypatch):
         model(np.zeros((1, 32), x.dtype))
     with pytest.raises(ValueError, match="takes 1 inputs, not 2"):
         model(x, x)
+
+
+def test_workspace_limit_keeps_the_vm_and_the_same_bits(monkeypatch):
+    """A model whose intermediates exceed `FUSED_MAX_WORKSPACE_BYTES` keeps the VM form
+    (the size gate, checked before the fused function is parsed) and still matches LiteRT's
+    BUILTIN_REF bit for bit; the zoo's largest, mobilenetv2_tiny, is under the limit."""
+    import tvm_bridge.compile as compile_mod
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    module, samples = _lowered(ZOO / "cnn_small.tflite", "tflite")
+    monkeypatch.setattr(compile_mod, "FUSED_MAX_WORKSPACE_BYTES", 1024)  # cnn_small's: ~15.7 KB
+    model = compile_module(module)
+    assert not model.is_fused
+    theirs = litert_run((ZOO / "cnn_small.tflite").read_bytes(), samples, reference=True)
+    for xs, ref in zip(samples, theirs):
+        assert _differing(model(*xs), ref) == 0
+    monkeypatch.undo()
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    assert compile_module(module).is_fused  # the default limit (256 KiB) keeps it fused

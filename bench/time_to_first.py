@@ -10,7 +10,8 @@ For each model (default: models/zoo/mobilenetv2_tiny.tflite) it prints
     empty cache directory);
   * where a cold and a cached process spend it, measured inside one child process per
     case: Python imports (qdialect, TVM), import of the model, lowering to L3, Relax
-    translation, `relax.build` (TVM's passes and LLVM IR), codegen (LLVM making machine
+    translation, `relax.build` (TVM's passes and LLVM IR; or, for a model compile_module
+    builds fused, the fuse step and TVM's TIR build), codegen (LLVM making machine
     code: the library export, `export_library`, on the way into the cache), VM set-up and
     the first call, and the steady-state call (median of 200).  Cached, qd-run takes its
     cached path (tvm_bridge/fast_run.py): Python imports without xDSL, qdialect or `import
@@ -48,7 +49,7 @@ from transforms import pipelines
 t1 = time.perf_counter()
 import tvm
 from tvm_bridge import cache
-from tvm_bridge.compile import CompiledModel, as_target, build, cannot_run_here
+from tvm_bridge.compile import CompiledModel, as_target, build, cannot_run_here, fused_enabled
 from tvm_bridge.translate import translate
 from tvm_bridge.vnni import target_flavor
 t2 = time.perf_counter()
@@ -60,7 +61,7 @@ xs = make_inputs(_entry_signature(module)[1], 0)
 tgt = as_target(None)
 flavor = target_flavor(tgt)
 def look_up():  # as compile_unlowered: by the module before lowering
-    alias = cache.alias_key(str(module), str(tgt), "entry None")
+    alias = cache.alias_key(str(module), str(tgt), "entry None", f"fused {fused_enabled()}")
     k = cache.resolve(alias)
     return alias, (cache.load(k) if k is not None else None)
 alias, found = timed("cache look-up", look_up)
@@ -69,15 +70,22 @@ if found is None:
     from tvm_bridge.translate import Translator
     l3 = module.clone()
     timed("lower to L3", pipelines.lower_to_l3, l3)
-    key = timed("L3 key (print + hash)", lambda: cache.key(str(l3), str(tgt), "entry None", f"dot {flavor!r}"))
+    key = timed("L3 key (print + hash)", lambda: cache.key(str(l3), str(tgt), "entry None", f"dot {flavor!r}", f"fused {fused_enabled()}"))
     mod, n = timed("relax translation", translate, l3, None, dot=flavor)
-    ex = timed("relax.build (passes, LLVM IR)", build, mod, tgt)
+    from tvm_bridge.compile import _fused_of, build_fused
+    ex, fz = timed("fused: fuse + TIR build (None: VM)", build_fused, mod, tgt) if fused_enabled() else (None, None)
+    if ex is None:
+        ex = timed("relax.build (passes, LLVM IR)", build, mod, tgt)
     dts = [None if d is None else np.dtype(d).str for d in declared_dtypes(Translator(l3).entry(None))[1]]
-    timed("codegen + export (machine code)", cache.store, key, ex, {"n_outputs": n, "out_dtypes": dts})
+    meta = {"n_outputs": n, "out_dtypes": dts}
+    if fz is not None:
+        meta.update(form="fused", fused=fz[0])
+    timed("codegen + export (machine code)", cache.store, key, ex, meta, constants=fz[1] if fz else None)
     found = timed("load library", cache.load, key, False)
     cache.remember(alias, key)
 library, meta, path = found
-model = CompiledModel(None, meta["n_outputs"], tgt, library=library, library_path=path)
+model = CompiledModel(None, meta["n_outputs"], tgt, library=library, library_path=path,
+                      fused=_fused_of(meta) if meta.get("form") == "fused" else None)
 timed("VM set-up + first call", model, *xs)
 times = []
 for _ in range(200):

@@ -335,6 +335,23 @@ def schedule_func(func, target, report: list | None = None):
     return sch
 
 
+def _with_op_pattern(lowered, block_form):
+    """`lowered` with the Relax op pattern (`op_pattern` attribute) that
+    AnnotateTIROpPattern gives `block_form`, or None (keep `block_form`) when
+    that pattern is injective or simpler."""
+    import tvm
+    from tvm import relax
+
+    annotated = relax.transform.AnnotateTIROpPattern()(tvm.IRModule({"main": block_form}))["main"]
+    if "op_pattern" not in annotated.attrs:
+        return lowered
+    if int(annotated.attrs["op_pattern"]) <= 2:
+        # elementwise / broadcast / injective: Relax's reshape check (RewriteDataflowReshape)
+        # reads the root block of such kernels, which the lowered form has not got
+        return None
+    return lowered.with_attr("op_pattern", annotated.attrs["op_pattern"])
+
+
 def schedule_pass(target):
     """Module pass: schedule every PrimFunc not yet marked `tirx.is_scheduled`."""
     import tvm
@@ -361,6 +378,11 @@ def schedule_pass(target):
                     paired = pair_products_in(scheduled, target)
                 except Exception:  # noqa: BLE001 - a form the rewrite does not know: as scheduled
                     paired = None
+                if paired is not None:
+                    # the paired form is lowered TIR (no root block), which Relax's op-pattern
+                    # analysis cannot read (an injective kernel failed the build: held-out BERT
+                    # encoders); it keeps the pattern of the block form it came from
+                    paired = _with_op_pattern(paired, scheduled)
                 updated[gv] = scheduled if paired is None else paired
         for gv, f in updated.items():
             mod[gv] = f

@@ -47,6 +47,7 @@ def _tvm_vs_ort(path: Path) -> list[int]:
     return total
 
 
+@pytest.mark.slow  # ~25 s each (three models)
 @pytest.mark.parametrize("name", MODELS)
 def test_float_islands_match_onnxruntime(name):
     counts = _tvm_vs_ort(model(name))
@@ -108,6 +109,7 @@ def test_tanh_matches_mlas_on_a_float32_grid():
     assert bad.size == 0, f"{bad.size} differ, e.g. x = {x[~nan][bad[:5]]}"
 
 
+@pytest.mark.slow  # ~45 s
 def test_logistic_matches_mlas_on_a_float32_grid():
     # mlas_logistic is an exact (Fraction) scalar emulation (~0.4 ms a value): a coarser grid of
     # [-20, 20], and every float32 within 128 ulps of the clamp limits +-18 and of +-1

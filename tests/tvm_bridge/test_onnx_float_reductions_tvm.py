@@ -14,7 +14,8 @@ from tvm_bridge.compile import compile_module
 
 
 @pytest.mark.parametrize("name", ["mlp_qdq_u8", "op_softmax_qdq_u8", "op_softmax_qdq_s8", "op_avgpool_cip0_qdq_u8",
-                                  "op_avgpool_cip1_qdq_s8", "elementwise_qdq_u8"])
+                                  "op_avgpool_cip1_qdq_s8",
+                                  pytest.param("elementwise_qdq_u8", marks=pytest.mark.slow)])  # ~28 s
 def test_zoo_float_reductions_match_onnxruntime(name):
     counts = _run_tvm(name, "onnx")
     assert sum(counts) == 0, f"differing elements per output: {counts}"

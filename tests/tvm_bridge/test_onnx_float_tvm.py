@@ -88,6 +88,7 @@ def test_adversarial_float_ops_match_interpreter(kind, storage, strides):
         assert int(np.sum(got.astype(np.int64) != want.astype(np.int64))) == 0
 
 
+@pytest.mark.slow  # ~140 s: a float convolution chain compiled as serial loops
 def test_conv_then_depthwise_padded_bottom_row():
     """A float convolution feeding the one-filter depthwise kernel (the u8 CNN's first two
     layers): the depthwise kernel reads nine shifted slices of the padded activations, and the

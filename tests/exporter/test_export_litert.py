@@ -390,29 +390,28 @@ def test_clamp_without_fused_activation_becomes_maximum_minimum():
             assert not _mismatches(run_module(m, sample), run_tflite(data, sample, reference=True))
 
 
-def test_mutated_models_export_exactly_or_are_refused_short():
-    """tools/export_fuzz.py's short run (40 mutated models, about 2 s): every model qd-import accepts
-    and LiteRT runs exports to the same outputs (BUILTIN_REF) or is refused; the 400-case run is slow."""
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "export_fuzz.py"), "--cases", "40", "--seed", "2"],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+def _export_fuzz_is_clean(cases: int, seed: int, timeout: int) -> None:
+    """tools/export_fuzz.py finds no mismatch, export error or exported model LiteRT refuses."""
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "export_fuzz.py"), "--cases", str(cases), "--seed",
+                          str(seed)], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     summary = [ln for ln in out.stdout.splitlines() if ln.startswith("summary: ")]
     assert summary, out.stdout + out.stderr
     assert "mismatch" not in out.stdout and "export-error" not in out.stdout and "exported-fails" not in out.stdout, \
         out.stdout
     assert " exact " in summary[0]
+
+
+def test_mutated_models_export_exactly_or_are_refused_short():
+    """tools/export_fuzz.py's short run (40 mutated models, about 2 s): every model qd-import accepts
+    and LiteRT runs exports to the same outputs (BUILTIN_REF) or is refused; the 400-case run is slow."""
+    _export_fuzz_is_clean(40, 2, 600)
 
 
 @pytest.mark.slow
 def test_mutated_models_export_exactly_or_are_refused():
     """tools/export_fuzz.py: 400 mutated zoo / one-operator models that qd-import accepts and LiteRT
     runs either export to the same outputs (BUILTIN_REF) or are refused (found uint8 SUM)."""
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "export_fuzz.py"), "--cases", "400", "--seed", "1"],
-                         capture_output=True, text=True, timeout=1200, cwd=ROOT)
-    summary = [ln for ln in out.stdout.splitlines() if ln.startswith("summary: ")]
-    assert summary, out.stdout + out.stderr
-    assert "mismatch" not in out.stdout and "export-error" not in out.stdout and "exported-fails" not in out.stdout, \
-        out.stdout
-    assert " exact " in summary[0]
+    _export_fuzz_is_clean(400, 1, 1200)
 
 
 @pytest.mark.parametrize("arg,why", [

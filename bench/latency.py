@@ -62,8 +62,9 @@ def median_ms(fn, runs: int, warmup: int) -> float:
     return statistics.median(times) * 1000
 
 
-def interleaved_medians(fns: dict, runs: int, warmup: int, rounds: int) -> dict:
-    """Median ms of each callable, measured in `rounds` interleaved rounds."""
+def interleaved_medians(fns: dict, runs: int, warmup: int, rounds: int, settle: float = 0.02) -> dict:
+    """Median ms of each callable, measured in `rounds` interleaved rounds (`settle` seconds
+    of sleep and one untimed call before each candidate's turn)."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -71,6 +72,13 @@ def interleaved_medians(fns: dict, runs: int, warmup: int, rounds: int) -> dict:
     per = max(1, runs // rounds)
     for _ in range(rounds):
         for k, fn in fns.items():
+            # the other candidates' idle threads spin for a while after their last call and
+            # would take the second core from this one (TVM's pool workers spin through
+            # 300000 sched_yield calls, TVM_THREAD_POOL_SPIN_COUNT, before they block: XNNPACK
+            # at 2 threads measured 0.45 ms right after our 2-thread build ran, 0.145 ms
+            # alone): let them go to sleep, then one untimed call
+            time.sleep(settle)
+            fn()
             for _ in range(per):
                 t0 = time.perf_counter()
                 fn()
@@ -402,7 +410,7 @@ def main(argv=None) -> int:
             row["tvm_frontend"] = f"does not import: {type(e).__name__}"
         row.update(interleaved_medians(one_thread, args.runs, args.warmup, args.rounds))
         set_tvm_threads(2)  # (LiteRT's 2 threads are its own)
-        row.update(interleaved_medians(two_threads, args.runs, args.warmup, args.rounds))
+        row.update(interleaved_medians(two_threads, args.runs, args.warmup, args.rounds, settle=0.4))
         set_tvm_threads(1)
         rows.append(row)
         print(f"  .. {name} done", file=sys.stderr, flush=True)

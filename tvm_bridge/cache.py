@@ -13,8 +13,10 @@ it: the number of outputs, the library's sha256; for the fused form, tvm_bridge/
 `"form": "fused"`, the inputs' and outputs' shapes and dtypes, and the sha256 of
 `<key>.npz`, the constants the fused function takes after its outputs).  The key hashes everything the
 machine code depends on: the lowered (L3) module's text, the entry, the kernel
-flavor, the target string, TVM's version, qdialect's version and the source of the
-bridge that translates L3 to Relax (so an edited bridge never reuses an old build).
+flavor, the target string, TVM's version, qdialect's version, the source of the
+bridge that translates L3 to Relax (so an edited bridge never reuses an old build) and
+the build's tuning variables (`BUILD_ENV`: the parallel thresholds, the requantization
+pairs).
 Writes are atomic (a temporary file in the same directory, then `os.replace`; the
 JSON, written last, commits the entry); an entry that does not load, or whose
 library is not the one its JSON names, is removed and rebuilt, never a crash.
@@ -88,11 +90,22 @@ def _versions() -> str:
     return f"tvm {tvm.__version__}; qdialect {ours}; format {_FORMAT}"
 
 
+#: environment variables read when a model is built that change the code it gets (the parallel
+#: thresholds of tvm_bridge/vnni.py and schedule.py, the requantization pairs of epilogue.py):
+#: their values are part of every key, so a build under other values is another entry
+BUILD_ENV = ("QDIALECT_DOT_PARALLEL_MIN_MACS", "QDIALECT_PARALLEL_MIN_WORK", "QDIALECT_REQUANT_PAIRS")
+
+
+def build_env() -> str:
+    return ";".join(f"{k}={os.environ.get(k, '').strip()}" for k in BUILD_ENV)
+
+
 def key(module_text: str, target: str, *parts: str) -> str:
     """The entry's name: sha256 over the lowered module's text, the target string, the
-    versions, the bridge's source and any further `parts` (entry name, kernel flavor)."""
+    versions, the bridge's source, the BUILD_ENV variables and any further `parts` (entry
+    name, kernel flavor)."""
     h = hashlib.sha256()
-    for part in (_versions(), _bridge_source_digest(), target, *parts):
+    for part in (_versions(), _bridge_source_digest(), build_env(), target, *parts):
         h.update(part.encode())
         h.update(b"\0")
     h.update(module_text.encode())
@@ -122,7 +135,7 @@ def alias_key(module_text: str, target: str, *parts: str) -> str:
     the versions and the source of all the code that lowers and translates it): with it
     a caller skips the lowering too (`remember`, `resolve`)."""
     h = hashlib.sha256()
-    for part in ("alias", _versions(), _code_source_digest(), target, *parts):
+    for part in ("alias", _versions(), _code_source_digest(), build_env(), target, *parts):
         h.update(part.encode())
         h.update(b"\0")
     h.update(module_text.encode())

@@ -195,8 +195,8 @@ class Epilogue:
 # nudge by the product's sign (a compare and a blend per 8 lanes) is most of the rest.
 
 
-#: set QDIALECT_REQUANT_PAIRS=0 to build the products as written (A/B measurements; with
-#: QDIALECT_CACHE=0: the compiled-model cache's key does not include this variable)
+#: set QDIALECT_REQUANT_PAIRS=0 to build the products as written (A/B measurements; the
+#: compiled-model cache keys its entries by it, tvm_bridge/cache.BUILD_ENV)
 PAIRS_ENV = "QDIALECT_REQUANT_PAIRS"
 
 

@@ -6,7 +6,7 @@ When the same model file is run again with the same options, none of that is nee
 
 * `run_key` names the run from the model file's bytes and the options that change the
   build (the ONNX profile / rounding, batch, --target, the host CPU name of
-  tvm_bridge/cpu.py, QDIALECT_TARGET_CPU and QDIALECT_FUSED), the versions of TVM, TVM FFI and qdialect,
+  tvm_bridge/cpu.py, QDIALECT_TARGET_CPU, QDIALECT_FUSED and cache.BUILD_ENV), the versions of TVM, TVM FFI and qdialect,
   and the source of qdialect/, transforms/ and tvm_bridge/ -- without importing any of them;
 * `<run key>.run` (JSON, in the cache directory) names the compiled-model entry
   (tvm_bridge/cache.py) and holds what qd-run prints and needs besides the library: the
@@ -65,7 +65,8 @@ def run_key(model_bytes: bytes, **options) -> str | None:
         return None
     h = hashlib.sha256()
     parts = [f"run {_RUN_FORMAT}", f"format {cache._FORMAT}", _versions(), cache._code_source_digest(), f"cpu {machine}",
-             f"QDIALECT_TARGET_CPU={os.environ.get('QDIALECT_TARGET_CPU', '').strip()}", f"fused {fused.enabled()}"]
+             f"QDIALECT_TARGET_CPU={os.environ.get('QDIALECT_TARGET_CPU', '').strip()}", f"fused {fused.enabled()}",
+             cache.build_env()]
     parts += [f"{k}={options[k]!r}" for k in sorted(options)]
     for part in parts:
         h.update(part.encode())

@@ -17,8 +17,9 @@ LLVM backend; the TVMScript it prints is what it would be written as) whose
 inner statement is the `llvm.x86.avx512.vpdpbusd.512` call
 of TVM's own `dot_16x4_vnni` intrinsic (`tvm.s_tir.tensor_intrin.x86`), written
 out rather than tensorized: `Schedule.tensorize` crashes (segfault) in TVM 0.27
-even on the smallest example.  Each step computes 4 neighbouring output
-columns x 16 output channels in registers.
+even on the smallest example.  Each step computes TT neighbouring output
+columns x NV vectors of 16 (or 8) output channels in registers (`Flavor.blocks`:
+6 x 2 or 4 x 3 where the shape allows).
 
 Used for int8 x int8 -> int32 `linalg.conv_2d_nhwc_fhwc` with constant weights
 when the target has `avx512vnni` and K % 8 == 0 (8-channel blocks use the
@@ -83,7 +84,11 @@ class Flavor:
 
 
 #: AVX-512 VNNI: `vpdpbusd`, u8 x s8, four products per lane, the add inside the instruction
-VNNI = Flavor("vnni", 4, "uint8", "int8", 128, 16, ((4, 1), (3, 1), (2, 1), (1, 1)))
+#: (register tiles: 12 accumulators where the shape allows, so that vpdpbusd's 4-5 cycle latency
+#: is hidden behind independent chains; 4 x 1 left 24-channel 3x3 convolutions at 101 GMAC/s
+#: against 149 for 4 x 3 on Zen 4, bench/conv_gmacs.py)
+VNNI = Flavor("vnni", 4, "uint8", "int8", 128, 16,
+              ((6, 2), (4, 3), (4, 2), (3, 2), (2, 2), (4, 1), (3, 1), (2, 1), (1, 4), (1, 2), (1, 1)))
 #: AVX2 `vpmaddwd` on 256-bit vectors: s16 x s16, two products per lane, then a vector add
 PMADDWD = Flavor("pmaddwd", 2, "int16", "int8", 0, 8,
                  ((3, 2), (4, 2), (5, 2), (2, 2), (1, 2), (4, 1), (3, 1), (5, 1), (2, 1), (1, 1)))

@@ -106,6 +106,19 @@ def test_key_changes_with_the_module_and_the_target(lowered, cache_dir):
     assert cache.key(text, "t", "entry main") != cache.key(text, "t", "entry other")
 
 
+@pytest.mark.parametrize("variable", cache.BUILD_ENV)
+def test_key_changes_with_the_build_variables(lowered, cache_dir, monkeypatch, variable):
+    """A variable that changes the generated code (a parallel threshold, the requantization
+    pairs) names another entry: a build under other values is never served the old one."""
+    module, _, _ = lowered
+    text = str(module)
+    monkeypatch.delenv(variable, raising=False)
+    before, alias_before = cache.key(text, "t"), cache.alias_key(text, "t")
+    monkeypatch.setenv(variable, "1")
+    assert cache.key(text, "t") != before
+    assert cache.alias_key(text, "t") != alias_before
+
+
 @pytest.mark.parametrize("damage", ["truncated library", "garbage json", "missing library"])
 def test_damaged_entry_is_rebuilt(lowered, stored_entry, cache_dir, damage):
     module, samples, theirs = lowered

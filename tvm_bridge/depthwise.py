@@ -18,12 +18,19 @@ chain after it (the correction, bias, requantization, activation, the next
 layer's pad) fused in as for the dot-product convolutions (tvm_bridge/epilogue.py):
 only the int8 result is written.
 
-Each step computes TT output columns x NV vectors of 8 channels in registers.
-The accumulation is a vector add (`nsw` in TVM's LLVM code): it is used only
-where no partial sum can leave int32 (|start| + KH KW 2^15 < 2^31).
+Each step computes TT output columns x NV vectors of L channels in registers: L = 16
+(512-bit vectors) where the channels are a multiple of 16 and the flavor has 512-bit
+vectors (AVX-512BW, AVX-512 VNNI), else 8.  On an AVX-512 VNNI CPU the multiply and
+the add are one instruction, `vpdpwssd` (the 16-bit pairs' dot product added to the
+accumulator): one load-extend and one `vpdpwssd` per 16 products; elsewhere `vpmaddwd`
+then a vector add, which is `nsw` in TVM's LLVM code, so the kernel is used only
+where no partial sum can leave int32 (|start| + KH KW 2^15 < 2^31; `vpdpwssd` wraps,
+the same condition is kept for both).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 from xdsl.dialects import arith
@@ -31,11 +38,34 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import TensorType
 
 from tvm_bridge.common import call_tir, dtype_of, tensor_constant
-from tvm_bridge.vnni import (_HALF_RANGE, Flavor, NotApplicable, _buffer, _dot, _loops, _pad_border,
+from tvm_bridge.vnni import (_HALF_RANGE, PMADDWD, Flavor, NotApplicable, _buffer, _dot, _loops, _pad_border,
                               _prim_func, _seq, _tiles, parallel_rows)
 
-#: register tiles (output columns TT, 8-channel vectors NV), first fit first
+#: register tiles (output columns TT, L-channel vectors NV), first fit first
 BLOCKS = ((4, 2), (3, 2), (2, 2), (4, 1), (3, 1), (2, 1), (1, 2), (1, 1))
+
+
+#: the arithmetic of `vpmaddwd` as portable vector TIR: the emulated VNNI flavor's taps
+_PMADDWD_EMULATED = replace(PMADDWD, emulate=True)
+
+
+def lanes(flavor: Flavor, channels: int) -> int:
+    """Channels per vector: 16 where they divide the channels and the flavor has 512-bit
+    vectors, else 8."""
+    return 16 if flavor.max_lanes == 16 and channels % 16 == 0 else 8
+
+
+def _tap(f: Flavor, lanes_: int, acc, xs, ws):
+    """`acc` + x * w in each 32-bit lane, xs the activations sign-extended to int32 and ws
+    the weights' int16 in the low half (zero high half), both reinterpreted as int16 pairs
+    unless emulated: `vpdpwssd` on AVX-512 VNNI, `vpmaddwd` + add otherwise (and emulated)."""
+    from tvm.target.codegen import llvm_lookup_intrinsic_id
+    from tvm.tirx.script.builder import ir as T
+
+    if f.name == "vnni" and not f.emulate:
+        intrinsic = llvm_lookup_intrinsic_id(f"llvm.x86.avx512.vpdpwssd.{32 * lanes_}")
+        return T.call_llvm_pure_intrin(intrinsic, acc, xs, ws, dtype=f"int32x{lanes_}")
+    return _dot(f if f.name != "vnni" else _PMADDWD_EMULATED, lanes_, acc, xs, ws)
 
 
 def match(tr, op) -> dict | None:
@@ -115,7 +145,8 @@ def _kernel(g: dict, f: Flavor, eparams, acc_buf, loop_vars, temps, value):
     H, W, C, KH, KW = g["H"], g["W"], g["C"], g["KH"], g["KW"]
     g = dict(g, PARALLEL=parallel_rows(g["OH"] * g["OW"] * C * KH * KW, g["OH"]))
     TT, NV, SH, SW, DH, DW = g["TT"], g["NV"], g["SH"], g["SW"], g["DH"], g["DW"]
-    L, KB = 8, 8 * g["NV"]
+    L = g["L"]
+    KB = L * NV
     X = _buffer((1, H, W, C), "int8", "X")
     WP = _buffer((KH, KW, C), "int32", "WP")
     INIT = _buffer((C,), "int32", "INIT")
@@ -126,7 +157,7 @@ def _kernel(g: dict, f: Flavor, eparams, acc_buf, loop_vars, temps, value):
         body.append(border)
 
     yv, xov, _, kov, _ = loop_vars
-    otype = "int32" if f.emulate else "int16x16"
+    otype = "int32" if f.emulate else f"int16x{2 * L}"
 
     def accumulate(rh, rw):
         def step(t):
@@ -137,7 +168,7 @@ def _kernel(g: dict, f: Flavor, eparams, acc_buf, loop_vars, temps, value):
                 ws = WP.vload([rh, rw, kov * KB + n * L], f"int32x{L}")
                 if not f.emulate:
                     xs, ws = T.reinterpret(xs, dtype=otype), T.reinterpret(ws, dtype=otype)
-                stores.append(tirx.BufferStore(acc_buf, _dot(f, L, acc_buf.vload([t, n * L], f"int32x{L}"), xs, ws),
+                stores.append(tirx.BufferStore(acc_buf, _tap(f, L, acc_buf.vload([t, n * L], f"int32x{L}"), xs, ws),
                                                [t, T.ramp(n * L, 1, L)]))
             return _seq(stores)
         return _loops("unroll", (TT,), ("t",), step)
@@ -157,8 +188,9 @@ def emit(tr, op, g: dict, flavor: Flavor):
 
     weights = g["weights"].astype(np.int64)  # [KH, KW, C]
     c = g["C"]
-    tt, nv = next((t, n) for t, n in BLOCKS if g["OW"] % t == 0 and c % (8 * n) == 0)
-    g = dict(g, TT=tt, NV=nv)
+    L = lanes(flavor, c)
+    tt, nv = next((t, n) for t, n in BLOCKS if g["OW"] % t == 0 and c % (L * n) == 0)
+    g = dict(g, TT=tt, NV=nv, L=L)
     epi = epilogue.collect(tr, op)
     # the generic sums (x + 128) * w; the kernel x * w
     start = 128 * weights.sum(axis=(0, 1))
@@ -176,7 +208,7 @@ def emit(tr, op, g: dict, flavor: Flavor):
            padv, epi.key(tr))
     prim_func = tr.vnni_kernels.get(key)
     params = epi.params
-    kb = 8 * nv
+    kb = L * nv
     twin_values = epilogue.pair_twins(params, kb)  # (the requantization's constants in pair order)
     if prim_func is None:
         loop_vars = yv, xov, tv, kov, lv = tuple(tirx.Var(n, "int32") for n in ("y", "xo", "t", "ko", "l"))

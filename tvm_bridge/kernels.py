@@ -21,6 +21,10 @@ from tvm_bridge.vnni import Flavor, NotApplicable
 #: flavor name -> the instruction family it runs on (what the reports print)
 FAMILIES = {"vnni": "avx512-vnni (vpdpbusd)", "pmaddwd": "avx2 (vpmaddwd, 256-bit)",
             "pmaddwd512": "avx512bw (vpmaddwd, 512-bit)"}
+#: kernels whose instruction is not their flavor's (kernel name -> family): the depthwise
+#: kernel multiplies 16-bit pairs (tvm_bridge/depthwise.py)
+KERNEL_FAMILIES = {"vnni_depthwise": "avx512-vnni (vpdpwssd)", "pmaddwd512_depthwise": "avx512bw (vpmaddwd, 512-bit)",
+                   "pmaddwd_depthwise": "avx2 (vpmaddwd, 256-bit)"}
 
 
 def family(flavor: Flavor | None) -> str:
@@ -34,7 +38,10 @@ def record(tr, kind: str, kernel: str, flavor: Flavor | None, op=None) -> None:
     `kind`: (kind, kernel, family, its multiply-accumulates or None)."""
     choices = getattr(tr, "choices", None)
     if choices is not None:
-        choices.append((kind, kernel, family(flavor), None if op is None else macs(op)))
+        name = family(flavor)
+        if flavor is not None and kernel in KERNEL_FAMILIES:
+            name = KERNEL_FAMILIES[kernel] + (" emulated" if flavor.emulate else "")
+        choices.append((kind, kernel, name, None if op is None else macs(op)))
 
 
 def macs(op) -> int | None:
@@ -70,9 +77,6 @@ def _try_batch_matmul(tr, op, flavor: Flavor) -> bool:
 def _try_depthwise(tr, op, flavor: Flavor) -> bool:
     geometry = depthwise.match(tr, op)
     if geometry is None:
-        return False
-    if flavor.name == "vnni":  # VNNI machines: TVM's own schedule is faster (schedule.py)
-        record(tr, "depthwise", "generic", None, op)
         return False
     try:
         depthwise.emit(tr, op, geometry, flavor)

@@ -1,4 +1,4 @@
-"""The vpmaddwd depthwise kernel (tvm_bridge/depthwise.py) against LiteRT.
+"""The depthwise kernel (tvm_bridge/depthwise.py: vpmaddwd, vpdpwssd on VNNI) against LiteRT.
 
 TFLite DEPTHWISE_CONV_2D models (int8, per-channel weights, bias, a fused
 activation) built here, compiled with the kernel and compared element for
@@ -122,13 +122,53 @@ def test_depthwise_shapes_the_kernel_does_not_take(c, mult, tmp_path):
     np.testing.assert_array_equal(built(x)[0], want)
 
 
-def test_vnni_machines_keep_the_generic_depthwise(tmp_path):
-    """The kernel is built for the vpmaddwd flavors only (on a VNNI machine the depthwise
-    stays the scheduled generic, whose speed there was measured)."""
-    from tvm_bridge import vnni
+@pytest.mark.parametrize("rounding", ["tflite", "litert"])
+@pytest.mark.parametrize("c", [16, 24, 48])
+def test_vnni_depthwise_equals_litert(c, rounding, tmp_path):
+    """On an AVX-512 VNNI machine the kernel takes the depthwise too, its taps one vpdpwssd
+    per 16 channels (16 and 48 channels: 512-bit vectors; 24: 8-channel ones); emulated
+    (as vpmaddwd arithmetic) where the CPU has no VNNI."""
+    from dataclasses import replace
 
-    _, kernels = _compiled(_model(8, 8, 16, 3, 1, 1, "SAME", "NONE"), "tflite", tmp_path, vnni.VNNI)
-    assert kernels == []
+    from tests.tflite_writer import run_tflite
+    from tvm.target.codegen import target_has_features
+
+    from tvm_bridge import vnni
+    from tvm_bridge.compile import host_target
+
+    flavor = vnni.VNNI if target_has_features("avx512vnni", host_target()) else replace(vnni.VNNI, emulate=True)
+    model = _model(9, 10, c, 3, 1, 1, "SAME", "RELU6")
+    built, kernels = _compiled(model, rounding, tmp_path, flavor)
+    assert kernels, "the depthwise convolution did not take the kernel"
+    rng = np.random.default_rng(c)
+    for x in [rng.integers(-128, 128, (1, 9, 10, c)).astype(np.int8), np.full((1, 9, 10, c), -128, np.int8)]:
+        (want,) = run_tflite(model, [x], reference=rounding == "tflite")
+        got = built(x)[0]
+        assert int(np.count_nonzero(got != want)) == 0, f"{np.count_nonzero(got != want)} of {want.size} differ"
+
+
+def test_native_vnni_depthwise_is_vpdpwssd(tmp_path):
+    """Compiled for an AVX-512 VNNI CPU (no need to run it), the taps of a 16-channel
+    depthwise are a sign-extending load and a 512-bit vpdpwssd (no vpmaddwd)."""
+    from transforms import pipelines
+    from tvm_bridge import vnni
+    from tvm_bridge.compile import as_target, build
+    from tvm_bridge.run_cli import load_module
+    from tvm_bridge.translate import translate
+
+    path = tmp_path / "dw.tflite"
+    path.write_bytes(_model(8, 8, 16, 3, 1, 1, "SAME", "NONE"))
+    module = load_module(path, 1)
+    pipelines.lower_to_l3(module)
+    mod, _ = translate(module, dot=vnni.VNNI)
+    # (for Zen 4: LLVM's tuning for Intel's VNNI CPUs -- icelake-server, sapphirerapids --
+    # splits most of them back into vpmaddwd + vpaddd, its own choice for those cores)
+    ex = build(mod, as_target("llvm -mcpu=znver4"))
+
+    asm = assembly(ex)
+    body = asm[asm.index("depthwise_conv2d_compute_:"):]
+    body = body[:body.index(".Lfunc_end")]  # (this function only)
+    assert body.count("vpdpwssd\t%zmm") >= 9 and "vpmovsxbd" in body and "vpmaddwd" not in body
 
 
 def test_native_depthwise_is_vpmaddwd(tmp_path):

@@ -115,14 +115,14 @@ def _choices(module, cpu: str) -> list[tuple]:
 def test_family_follows_the_cpu(cpu, family):
     choices = _choices(_lowered("mobilenetv2_tiny.tflite", "litert"), cpu)
     # every convolution but the classifier (10 output channels: K % 8 != 0, TVM's own
-    # schedule) takes the family's kernel; the depthwise ones on vpmaddwd machines too
+    # schedule) takes the family's kernel
     convs = [c for c in choices if c[0] == "conv2d" and c[1] != "generic"]
     assert len(convs) >= 15 and all(c[2].startswith(family) for c in convs), choices
     assert len([c for c in choices if c[0] == "conv2d" and c[1] == "generic"]) == 1
-    # the 7 depthwise layers: the vpmaddwd kernel, or TVM's own schedule on VNNI machines
+    # the 7 depthwise layers: the depthwise kernel, on vpdpwssd where the CPU has VNNI
     depthwise = [c for c in choices if c[0] == "depthwise"]
-    assert len(depthwise) == 7 and all(c[2].startswith(family if family != "avx512-vnni" else "generic")
-                                       for c in depthwise), choices
+    want = "avx512-vnni (vpdpwssd)" if family == "avx512-vnni" else family
+    assert len(depthwise) == 7 and all(c[2].startswith(want) for c in depthwise), choices
     assert not any("amx" in c[2] for c in choices)
 
 

@@ -46,7 +46,7 @@ from pathlib import Path
 #: this process's cache traffic: {"hits", "misses", "stores", "corrupt"}
 stats = {"hits": 0, "misses": 0, "stores": 0, "corrupt": 0}
 
-_FORMAT = 2  # bump when an entry's layout changes
+_FORMAT = 3  # bump when an entry's layout changes (3: the fused function's `threads` argument)
 
 
 def enabled() -> bool:
@@ -93,7 +93,8 @@ def _versions() -> str:
 #: environment variables read when a model is built that change the code it gets (the parallel
 #: thresholds of tvm_bridge/vnni.py and schedule.py, the requantization pairs of epilogue.py):
 #: their values are part of every key, so a build under other values is another entry
-BUILD_ENV = ("QDIALECT_DOT_PARALLEL_MIN_MACS", "QDIALECT_PARALLEL_MIN_WORK", "QDIALECT_REQUANT_PAIRS")
+BUILD_ENV = ("QDIALECT_DOT_PARALLEL_MIN_MACS", "QDIALECT_FUSED_PARALLEL_MIN_MACS", "QDIALECT_PARALLEL_MIN_WORK",
+             "QDIALECT_REQUANT_PAIRS")
 
 
 def build_env() -> str:

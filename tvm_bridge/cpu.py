@@ -120,6 +120,27 @@ def allow_threads() -> int:
     return int(os.environ["TVM_NUM_THREADS"])
 
 
+#: the thread count set last by `set_threads` (None: not set; `current_threads` then names
+#: TVM's default); the fused models (tvm_bridge/fused.py) read it on every call to choose
+#: between each kernel's parallel and serial form
+THREADS: list = [None]
+
+
+def current_threads() -> int:
+    """The threads TVM's pool runs our kernels on: the count of the last `set_threads`, else
+    TVM 0.27's default (TVM_NUM_THREADS, else half the CPUs this process may use, at least 1).
+    A pool configured behind our back (`runtime.config_threadpool` called directly) is not
+    seen: the fused models then take the serial or parallel forms of the count they know
+    (the results are the same; only the speed differs)."""
+    if THREADS[0] is None:
+        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        try:
+            THREADS[0] = max(1, int(os.environ.get("TVM_NUM_THREADS", "") or usable // 2))
+        except ValueError:
+            THREADS[0] = max(1, usable // 2)
+    return THREADS[0]
+
+
 def set_threads(n: int) -> None:
     """Run TVM's CPU kernels on `n` threads from now on (the parallel loops of the kernels:
     tvm_bridge/vnni.py's `parallel_rows`, tvm_bridge/schedule.py's PARALLEL_MIN_WORK).
@@ -142,3 +163,4 @@ def set_threads(n: int) -> None:
     if int(os.environ.get("TVM_NUM_THREADS", "0") or 0) < n:
         os.environ["TVM_NUM_THREADS"] = str(n)
     tvm.get_global_func("runtime.config_threadpool")(0, n)
+    THREADS[0] = int(n)

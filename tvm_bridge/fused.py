@@ -6,10 +6,12 @@ alloc_tensor, 9 reshape per call).  `fuse` turns a translated Relax module into 
 PrimFunc whose body is every kernel's body in order, and `build_fused` compiles it with
 TVM's TIR build:
 
-    main(input_0, ..., output_0, ..., blob_0, ..., work_0, ...)
+    main(input_0, ..., output_0, ..., blob_0, ..., work_0, ..., threads)
 
 Destination passing: the caller owns every buffer and the function writes the outputs and
-returns nothing.  `blob_k` hold the model's constants (TVM 0.27's TIR has no embedded-constant
+returns nothing; `threads` is the thread count TVM's pool runs on (tvm_bridge/cpu.py's
+`current_threads`, passed on every call): a kernel with parallel loops has a serial twin
+taken at one thread (`_thread_branches`).  `blob_k` hold the model's constants (TVM 0.27's TIR has no embedded-constant
 statement), `work_k` its intermediates: one 1-D array per dtype each, every constant or
 intermediate a region of it starting on a 64-byte boundary, never shared with another (TVM's
 StorageRewrite, left to place intermediates allocated in the body, shared memory between
@@ -35,6 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tvm_bridge.cpu import THREADS, current_threads
+
 
 def enabled() -> bool:
     """False when QDIALECT_FUSED is 0 (or off / no / false): every build takes the VM path."""
@@ -43,7 +47,7 @@ def enabled() -> bool:
 
 @dataclass
 class FusedModel:
-    """A model as one TIR function `main(inputs..., outputs..., constant blobs..., workspaces...)`.
+    """A model as one TIR function `main(inputs..., outputs..., constant blobs..., workspaces..., threads)`.
 
     `inputs` / `outputs`: (shape, dtype string) per model input / output, in L3's bits
     (signless: an unsigned model edge is int8 here); `constants`: the constant blobs
@@ -129,6 +133,70 @@ def _kernel_body(func, prefix: str, bound: list[str]) -> list[ast.stmt]:
     own = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     renamer = _Renamer(prefix, dict(zip(params, bound)), own)
     return [renamer.visit(s) for s in body]
+
+
+#: the parser's recursion: TVMScript's parser nests a frame per buffer declaration to the
+#: end of the function (through TVM FFI callbacks), so a model with many buffers recurses
+#: past Python's default limit (MobileNetV2-0.35 at 96x96, 61 kernels: RecursionError,
+#: then a segfault in the FFI's error path); it is parsed on a thread of its own with a
+#: large stack and a high recursion limit
+_PARSE_STACK_BYTES = 512 * 1024 * 1024
+_PARSE_RECURSION = 200_000
+
+
+def _deep_call(fn):
+    """`fn()` on a thread with a `_PARSE_STACK_BYTES` stack and `_PARSE_RECURSION` frames
+    allowed; its result, or its exception raised here."""
+    import sys
+    import threading
+
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            out["error"] = e
+
+    old_stack, old_limit = threading.stack_size(), sys.getrecursionlimit()
+    try:
+        threading.stack_size(_PARSE_STACK_BYTES)
+        sys.setrecursionlimit(max(old_limit, _PARSE_RECURSION))
+        worker = threading.Thread(target=run, name="qdialect-fuse-parse")
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(old_stack)
+        sys.setrecursionlimit(old_limit)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+class _Serial(ast.NodeTransformer):
+    """`for v in T.parallel(n)` -> `for v in range(n)`."""
+
+    def visit_For(self, node: ast.For):
+        self.generic_visit(node)
+        it = node.iter
+        if isinstance(it, ast.Call) and ast.unparse(it.func) == "T.parallel":
+            node.iter = ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=it.args, keywords=[])
+        return node
+
+
+def _thread_branches(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A kernel's statements with parallel loops as `if threads > 1: <them> else: <them with
+    serial loops>`: TVM launches a parallel loop on its thread pool even when the pool has
+    one thread, about 1.7 us a launch here (a 24-channel ResNet at 96x96: 0.254 ms with its
+    3x3 layers serial, 0.281 ms parallel, at one thread); a kernel without one as it is."""
+    import copy
+
+    if not any(isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and ast.unparse(n.iter.func) == "T.parallel"
+               for s in body for n in ast.walk(s)):
+        return body
+    serial = [_Serial().visit(copy.deepcopy(s)) for s in body]
+    test = ast.Compare(left=ast.Name(id="threads", ctx=ast.Load()), ops=[ast.Gt()], comparators=[ast.Constant(1)])
+    return [ast.If(test=test, body=body, orelse=serial)]
 
 
 def _static_tensor(ty) -> tuple[tuple[int, ...], str]:
@@ -258,7 +326,7 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
             else:
                 outs = [new_buffer(v, *_static_tensor(out_ty))]
                 names[v] = outs[0]
-            statements += _kernel_body(func, f"k{n_kernels}_", arg_names + outs)
+            statements += _thread_branches(_kernel_body(func, f"k{n_kernels}_", arg_names + outs))
             n_kernels += 1
         elif isinstance(value, relax.Call) and value.op.same_as(reshape_op):
             src = operand(value.args[0])
@@ -311,7 +379,7 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
         size = sum(n * np.dtype("bool" if d == "bool" else d).itemsize for d, n in work_sizes.items())
         if size > max_workspace_bytes:
             raise _NotFusable(f"its intermediates take {size} bytes (the fused form's limit: {max_workspace_bytes})")
-    lines[1] = lines[1][:-2] + "".join(f", work_{d}: {_buffer_decl((n,), d)}" for d, n in work_sizes.items()) + "):"
+    lines[1] = lines[1][:-2] + "".join(f", work_{d}: {_buffer_decl((n,), d)}" for d, n in work_sizes.items()) + ", threads: T.int32):"
     where = {name: placed_at for (name, _, _), placed_at in zip(temps, work_placed)}
     for a in allocations:
         if isinstance(a, tuple):  # each intermediate a region of its dtype's workspace, never shared
@@ -328,7 +396,7 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
     from tvm.script import tirx as T  # noqa: N812 - TVMScript's own name
 
     try:
-        func = tvm.script.from_source(text, extra_vars={"T": T}, s_tir=True)
+        func = _deep_call(lambda: tvm.script.from_source(text, extra_vars={"T": T}, s_tir=True))
     except Exception as e:  # noqa: BLE001 - a kernel TVMScript does not read back: the VM path
         raise _NotFusable(f"the fused function does not parse: {str(e).splitlines()[0] if str(e) else e}") from None
     return FusedModel(func, inputs, outputs, list(blobs.values()), n_kernels,
@@ -404,7 +472,7 @@ def spec(fused: FusedModel) -> dict:
 
 
 class FusedRunner:
-    """The fused function `main(inputs..., outputs..., constant blobs..., workspaces...)` called with numpy
+    """The fused function `main(inputs..., outputs..., constant blobs..., workspaces..., threads)` called with numpy
     arrays: inputs copied into 64-byte aligned buffers kept for them, the outputs written
     into buffers kept for them and copied once into arrays the caller owns.  Needs only
     numpy and TVM FFI (qd-run's cached path uses it without `import tvm`).
@@ -429,6 +497,7 @@ class FusedRunner:
         work = [aligned_empty((n,), np.bool_ if d == "bool" else d) for d, n in spec.get("workspace", [])]
         self._ins, self._outs, self._consts, self._work = ins, outs, consts, work  # kept: TVM sees them by DLPack
         self._args = [tvm_ffi.from_dlpack(a) for a in ins + outs + consts + work]
+        current_threads()  # (TVM's default count, unless set_threads named one)
         # per input: (dtype, shape, the buffer seen in that dtype) of the arrays it was given last
         self._views = [(b.dtype, b.shape, b) for b in ins]
         self.call = self._make_call()
@@ -456,6 +525,7 @@ class FusedRunner:
     def _make_call(self):
         function, args, outs, views, stage = self.function, self._args, self._outs, self._views, self._stage
         ndarray, n_in = np.ndarray, len(views)
+        threads = THREADS  # (the thread count, read on every call: its element)
 
         def refuse(inputs):
             raise ValueError(f"the model takes {n_in} inputs, not {len(inputs)}")
@@ -472,7 +542,7 @@ class FusedRunner:
                     view[...] = x
                 else:
                     stage(0, x)
-                function(*args)
+                function(*args, threads[0])
                 return [out.copy()]
 
             return call
@@ -486,7 +556,7 @@ class FusedRunner:
                     view[...] = x
                 else:
                     stage(k, x)
-            function(*args)
+            function(*args, threads[0])
             return [o.copy() for o in outs]
 
         return call

@@ -49,6 +49,7 @@ there by compiling for a CPU that has it and finding the instruction.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from dataclasses import dataclass, replace
@@ -347,11 +348,44 @@ def target_flavor(target) -> Flavor | None:
 #: and below 0.6-0.8x (waking the second thread, busy with other processes, costs more
 #: than half the work).  Re-tune on an idle machine with QDIALECT_DOT_PARALLEL_MIN_MACS.
 DOT_PARALLEL_MIN_MACS = int(os.environ.get("QDIALECT_DOT_PARALLEL_MIN_MACS", 1 << 23))
+#: the same threshold for a model built as one fused function (tvm_bridge/fused.py), whose
+#: kernels with parallel loops also have a serial twin taken at one thread: the parallel
+#: form's cost at one thread (TVM's launch, ~1.7 us, and a slower loop: resnet_h's twelve
+#: 3x3 layers of 3 M MACs parallel took it from 0.25 to 0.305 ms at one thread) is not paid,
+#: so the layers of a small convnet go parallel too (1 M MACs: ~6 us of work at one thread)
+FUSED_DOT_PARALLEL_MIN_MACS = int(os.environ.get("QDIALECT_FUSED_PARALLEL_MIN_MACS", 1 << 20))
+
+#: [threshold in force, whether a kernel went parallel below DOT_PARALLEL_MIN_MACS]
+_PARALLEL = [None, False]
 
 
 def parallel_rows(macs: int, rows: int) -> bool:
-    """Whether a kernel of `macs` multiply-accumulates over `rows` output rows goes parallel."""
-    return rows > 1 and macs >= DOT_PARALLEL_MIN_MACS
+    """Whether a kernel of `macs` multiply-accumulates over `rows` output rows goes parallel
+    (at DOT_PARALLEL_MIN_MACS, or the threshold of an enclosing `parallel_threshold`)."""
+    threshold = DOT_PARALLEL_MIN_MACS if _PARALLEL[0] is None else _PARALLEL[0]
+    if rows > 1 and macs >= threshold:
+        if macs < DOT_PARALLEL_MIN_MACS:
+            _PARALLEL[1] = True
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def parallel_threshold(macs: int):
+    """Kernels built inside go parallel from `macs` multiply-accumulates (the fused form's
+    FUSED_DOT_PARALLEL_MIN_MACS); yields a list whose element says, after the block,
+    whether any kernel went parallel that DOT_PARALLEL_MIN_MACS would have kept serial
+    (a VM build of that translation would pay for it at one thread)."""
+    saved = list(_PARALLEL)
+    _PARALLEL[:] = [macs, False]
+    _bare_kernel.cache_clear()
+    below = [False]
+    try:
+        yield below
+    finally:
+        below[0] = _PARALLEL[1]
+        _PARALLEL[:] = saved
+        _bare_kernel.cache_clear()
 
 
 #: the most an accumulator may start from and the most its products may add, so that no

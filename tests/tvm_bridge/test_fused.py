@@ -61,9 +61,49 @@ def test_small_zoo_model_is_fused_and_bit_exact(name, profile, monkeypatch):
         assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(ours, on_vm))
 
 
+def test_parallel_kernels_have_a_serial_twin(monkeypatch):
+    """With every dot-product kernel parallel (threshold 1 MAC), the fused function holds
+    each such kernel twice, `if threads > 1` parallel else serial, and is bit-exact with
+    LiteRT at one thread and at two (TVM's pool); the call passes the pool's count."""
+    from tvm_bridge import cpu, fused, vnni
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
+    texts = []
+    real_fuse = fused._fuse
+
+    def fuse(mod, *args, **kwargs):
+        made = real_fuse(mod, *args, **kwargs)
+        texts.append(made.func.script())
+        return made
+
+    monkeypatch.setattr(fused, "_fuse", fuse)
+    module, samples = _lowered(ZOO / "cnn_small.tflite", "tflite")
+    theirs = litert_run((ZOO / "cnn_small.tflite").read_bytes(), samples, reference=True)
+    model = compile_module(module)
+    assert model.is_fused and len(texts) == 1
+    import ast
+
+    branches = [n for n in ast.walk(ast.parse(texts[0]))
+                if isinstance(n, ast.If) and ast.unparse(n.test) == "threads > 1"]
+    assert len(branches) >= 2, "the dot kernels did not go parallel"
+    for b in branches:  # parallel loops in the first form, none in its twin
+        assert "T.parallel(" in "\n".join(map(ast.unparse, b.body))
+        assert "T.parallel(" not in "\n".join(map(ast.unparse, b.orelse))
+    before = cpu.current_threads()
+    try:
+        for n in (1, 2):
+            cpu.set_threads(n)
+            assert cpu.current_threads() == n
+            assert sum(_differing(model(*s), t) for s, t in zip(samples, theirs)) == 0
+    finally:
+        cpu.set_threads(before)
+
+
 def test_export_runs_under_tvm_runtime(tmp_path, monkeypatch):
     """The exported library's calling convention: main(inputs..., outputs..., constant blobs...,
-    workspaces...)."""
+    workspaces..., threads) (threads: the thread count of TVM's pool, choosing the kernels'
+    serial or parallel forms; 1 here)."""
     import tvm
 
     monkeypatch.setenv("QDIALECT_CACHE", "0")
@@ -78,7 +118,7 @@ def test_export_runs_under_tvm_runtime(tmp_path, monkeypatch):
                for x, (_, d) in zip(sample, spec["inputs"])]
         outs = [tvm.runtime.tensor(np.zeros(s, d)) for s, d in spec["outputs"]]
         work = [tvm.runtime.tensor(np.zeros(n, d)) for d, n in spec["workspace"]]
-        main(*ins, *outs, *[tvm.runtime.tensor(c) for c in constants], *work)
+        main(*ins, *outs, *[tvm.runtime.tensor(c) for c in constants], *work, 1)
         assert _differing([o.numpy() for o in outs], expected) == 0
 
 
@@ -156,4 +196,4 @@ def test_workspace_limit_keeps_the_vm_and_the_same_bits(monkeypatch):
         assert _differing(model(*xs), ref) == 0
     monkeypatch.undo()
     monkeypatch.setenv("QDIALECT_CACHE", "0")
-    assert compile_module(module).is_fused  # the default limit (256 KiB) keeps it fused
+    assert compile_module(module).is_fused  # the default limit (512 KiB) keeps it fused

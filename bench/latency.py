@@ -69,6 +69,7 @@ def interleaved_medians(fns: dict, runs: int, warmup: int, rounds: int, settle: 
         for _ in range(warmup):
             fn()
     times = {k: [] for k in fns}
+    per_round = {k: [] for k in fns}
     per = max(1, runs // rounds)
     for _ in range(rounds):
         for k, fn in fns.items():
@@ -79,11 +80,19 @@ def interleaved_medians(fns: dict, runs: int, warmup: int, rounds: int, settle: 
             # alone): let them go to sleep, then one untimed call
             time.sleep(settle)
             fn()
+            these = []
             for _ in range(per):
                 t0 = time.perf_counter()
                 fn()
-                times[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) * 1000 for k, v in times.items()}
+                these.append(time.perf_counter() - t0)
+            times[k] += these
+            per_round[k].append(statistics.median(these))
+    group = id(fns)
+    out = {k: statistics.median(v) * 1000 for k, v in times.items()}
+    # each candidate's round medians (print_table's ratios: the median over rounds of the
+    # ratio within a round, so a slower or faster stretch of the machine cancels)
+    out.update({f"{k}@rounds": (group, v) for k, v in per_round.items()})
+    return out
 
 
 def set_tvm_threads(n: int) -> None:
@@ -297,7 +306,9 @@ def onnx_rows(names: list[str], args) -> list[dict]:
 
 def print_table(rows: list[dict], header: list[str], width: int, bases: dict | None = None) -> None:
     """One line per model: the peer's latency (header[1]), then each candidate with its ratio to
-    it (or to the column `bases` names for it: a 2-thread candidate against the 2-thread peer)."""
+    it (or to the column `bases` names for it: a 2-thread candidate against the 2-thread peer):
+    for candidates timed interleaved with it, the median over the rounds of their ratio in
+    that round, else the ratio of the medians."""
     base = header[1]
     bases = bases or {}
     print(" | ".join(f"{h:>20}" if i == 0 else f"{h:>{width}}" for i, h in enumerate(header)))
@@ -307,7 +318,12 @@ def print_table(rows: list[dict], header: list[str], width: int, bases: dict | N
             v = row.get(h, "n/a")
             b = bases.get(h, base)
             if isinstance(v, float) and h != b and isinstance(row.get(b), float):
-                cells.append(f"{v:7.3f} x{v / row[b]:.2f}".rjust(width))
+                mine, theirs = row.get(f"{h}@rounds"), row.get(f"{b}@rounds")
+                if mine and theirs and mine[0] == theirs[0]:  # timed interleaved: round by round
+                    ratio = statistics.median(x / y for x, y in zip(mine[1], theirs[1]))
+                else:
+                    ratio = v / row[b]
+                cells.append(f"{v:7.3f} x{ratio:.2f}".rjust(width))
             elif isinstance(v, float):
                 cells.append(f"{v:{width}.3f}")
             else:
@@ -421,8 +437,9 @@ def main(argv=None) -> int:
     from tvm_bridge.cpu import describe
 
     print(describe())
-    print("latency, ms (median); ratio = x / LiteRT default (XNNPACK) at the same thread count "
-          "(_2: 2 threads, TVM's pool and LiteRT num_threads=2); mismatches vs the matching LiteRT path")
+    print("latency, ms (median); ratio = x / LiteRT default (XNNPACK) at the same thread count, the median "
+          "of the per-round ratios (_2: 2 threads, TVM's pool and LiteRT num_threads=2; litert_2's own: of the "
+          "medians); mismatches vs the matching LiteRT path")
     print_table(rows, ["model", "litert_1", "ours_tflite", "ours_litert", "litert_2", "ours_tflite_2",
                        "ours_litert_2", "ref_1", "tvm_frontend"], 13,
                 bases={"ours_tflite_2": "litert_2", "ours_litert_2": "litert_2", "litert_2": "litert_1"})

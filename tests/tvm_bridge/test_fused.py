@@ -196,4 +196,4 @@ def test_workspace_limit_keeps_the_vm_and_the_same_bits(monkeypatch):
         assert _differing(model(*xs), ref) == 0
     monkeypatch.undo()
     monkeypatch.setenv("QDIALECT_CACHE", "0")
-    assert compile_module(module).is_fused  # the default limit (512 KiB) keeps it fused
+    assert compile_module(module).is_fused  # the default limit (1 MiB) keeps it fused

@@ -147,11 +147,10 @@ def test_vnni_depthwise_equals_litert(c, rounding, tmp_path):
         assert int(np.count_nonzero(got != want)) == 0, f"{np.count_nonzero(got != want)} of {want.size} differ"
 
 
-def test_native_vnni_depthwise_is_vpdpwssd(tmp_path):
-    """Compiled for an AVX-512 VNNI CPU (no need to run it), the taps of a 16-channel
-    depthwise are a sign-extending load and a 512-bit vpdpwssd (no vpmaddwd)."""
+def _depthwise_assembly(tmp_path, flavor, cpu: str) -> str:
+    """The assembly of a 16-channel 3x3 depthwise kernel built with `flavor` for LLVM cpu
+    `cpu` (compiled only, not run): that function's body alone."""
     from transforms import pipelines
-    from tvm_bridge import vnni
     from tvm_bridge.compile import as_target, build
     from tvm_bridge.run_cli import load_module
     from tvm_bridge.translate import translate
@@ -160,33 +159,27 @@ def test_native_vnni_depthwise_is_vpdpwssd(tmp_path):
     path.write_bytes(_model(8, 8, 16, 3, 1, 1, "SAME", "NONE"))
     module = load_module(path, 1)
     pipelines.lower_to_l3(module)
-    mod, _ = translate(module, dot=vnni.VNNI)
-    # (for Zen 4: LLVM's tuning for Intel's VNNI CPUs -- icelake-server, sapphirerapids --
-    # splits most of them back into vpmaddwd + vpaddd, its own choice for those cores)
-    ex = build(mod, as_target("llvm -mcpu=znver4"))
-
-    asm = assembly(ex)
+    mod, _ = translate(module, dot=flavor)
+    asm = assembly(build(mod, as_target(f"llvm -mcpu={cpu}")))
     body = asm[asm.index("depthwise_conv2d_compute_:"):]
-    body = body[:body.index(".Lfunc_end")]  # (this function only)
+    return body[:body.index(".Lfunc_end")]
+
+
+def test_native_vnni_depthwise_is_vpdpwssd(tmp_path):
+    """Compiled for an AVX-512 VNNI CPU (no need to run it), the taps of a 16-channel
+    depthwise are a sign-extending load and a 512-bit vpdpwssd (no vpmaddwd).  (For Zen 4:
+    LLVM's tuning for Intel's VNNI CPUs -- icelake-server, sapphirerapids -- splits most of
+    them back into vpmaddwd + vpaddd, its own choice for those cores.)"""
+    from tvm_bridge import vnni
+
+    body = _depthwise_assembly(tmp_path, vnni.VNNI, "znver4")
     assert body.count("vpdpwssd\t%zmm") >= 9 and "vpmovsxbd" in body and "vpmaddwd" not in body
 
 
 def test_native_depthwise_is_vpmaddwd(tmp_path):
     """Compiled for an AVX2 CPU (no need to run it), the kernel's taps are a sign-extending
     load and a vpmaddwd."""
-    from transforms import pipelines
     from tvm_bridge import vnni
-    from tvm_bridge.compile import as_target, build
-    from tvm_bridge.run_cli import load_module
-    from tvm_bridge.translate import translate
 
-    path = tmp_path / "dw.tflite"
-    path.write_bytes(_model(8, 8, 16, 3, 1, 1, "SAME", "NONE"))
-    module = load_module(path, 1)
-    pipelines.lower_to_l3(module)
-    mod, _ = translate(module, dot=vnni.PMADDWD)
-    ex = build(mod, as_target("llvm -mcpu=haswell"))
-
-    asm = assembly(ex)
-    body = asm[asm.index("depthwise_conv2d_compute_:"):]
+    body = _depthwise_assembly(tmp_path, vnni.PMADDWD, "haswell")
     assert body.count("vpmaddwd\t%ymm") >= 9 and "vpmovsxbd" in body

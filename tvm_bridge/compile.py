@@ -379,9 +379,9 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
     machine can run are cached.
 
     The form: one fused TIR function (tvm_bridge/fused.py) when `main` is a static chain of
-    kernels whose intermediates take at most `FUSED_MAX_WORKSPACE_BYTES` (every zoo model;
-    larger models compile faster on the VM and
-    run no slower), the Relax VM otherwise or with QDIALECT_FUSED=0."""
+    kernels whose intermediates take at most `FUSED_MAX_WORKSPACE_BYTES` (every zoo model and
+    a MobileNetV2-0.35 at 96x96; larger models keep the VM, whose build is faster), the
+    Relax VM otherwise or with QDIALECT_FUSED=0."""
     from tvm_bridge import cache as build_cache
     from tvm_bridge.vnni import target_flavor
 
@@ -432,11 +432,11 @@ FUSED_MAX_KERNELS = None
 #: workspace, all dtypes) take at most this many bytes; larger ones keep the VM form.  The
 #: workspace stands for the run time: the fused form saves the VM's fixed cost per kernel
 #: (a few us a call), which is lost in a large model's run, while its compile time grows
-#: with the model (TVMScript parses the whole function back).  Measured 2026-11-27 on the
-#: loaded Zen 4: MobileNetV2-0.35 at 96x96 (models/calib/mobilenetv2_035_tf_int8.tflite,
+#: with the model (TVMScript parses the whole function back).  Session 14 set 256 KiB on the
+#: loaded Zen 4 from MobileNetV2-0.35 at 96x96 (models/calib/mobilenetv2_035_tf_int8.tflite,
 #: 605 KB of intermediates, 61 kernels): cold `qd-run --samples 1 --compare none` 19.1 s CPU
 #: fused vs 12.3 s VM (the fuse step alone 14.9 s CPU, ~90 % of it TVMScript parsing), steady
-#: call 243 vs 240 us (no gain).  Zoo: mobilenetv2_tiny 154 KB, ds_cnn_kws 89 KB, kws_attn
+#: call then 243 vs 240 us (its depthwise layers were TVM's schedule then).  Zoo: mobilenetv2_tiny 154 KB, ds_cnn_kws 89 KB, kws_attn
 #: 65 KB, vit_tiny 33 KB, cnn_small 16 KB: all stay fused (they need it to be at or below
 #: XNNPACK, README).  Raised from 256 KiB to 1 MiB in session 15, measured on the same
 #: machine at one thread, `tflite` profile, interleaved with XNNPACK: the held-out

@@ -120,6 +120,21 @@ def allow_threads() -> int:
     return int(os.environ["TVM_NUM_THREADS"])
 
 
+def env_int(name: str, default: int, least: int = 0) -> int:
+    """The whole number environment variable `name` holds (`default` when unset or empty);
+    ValueError naming the variable and its value when it is not a whole number >= `least`."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r}: not a whole number (unset it for the default, {default})") from None
+    if value < least:
+        raise ValueError(f"{name}={value}: must be >= {least} (unset it for the default, {default})")
+    return value
+
+
 #: the thread count set last by `set_threads` (None: not set; `current_threads` then names
 #: TVM's default); the fused models (tvm_bridge/fused.py) read it on every call to choose
 #: between each kernel's parallel and serial form
@@ -128,16 +143,20 @@ THREADS: list = [None]
 
 def current_threads() -> int:
     """The threads TVM's pool runs our kernels on: the count of the last `set_threads`, else
-    TVM 0.27's default (TVM_NUM_THREADS, else half the CPUs this process may use, at least 1).
+    TVM 0.27's default (TVM_NUM_THREADS, else OMP_NUM_THREADS, else half the CPUs this
+    process may use; at least 1).
     A pool configured behind our back (`runtime.config_threadpool` called directly) is not
     seen: the fused models then take the serial or parallel forms of the count they know
     (the results are the same; only the speed differs)."""
     if THREADS[0] is None:
         usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        try:
-            THREADS[0] = max(1, int(os.environ.get("TVM_NUM_THREADS", "") or usable // 2))
-        except ValueError:
-            THREADS[0] = max(1, usable // 2)
+        count = usable // 2
+        for name in ("TVM_NUM_THREADS", "OMP_NUM_THREADS"):
+            text = os.environ.get(name, "").strip()
+            if text.isdigit() and int(text) > 0:  # (TVM ignores what it cannot read, so do we)
+                count = int(text)
+                break
+        THREADS[0] = max(1, count)
     return THREADS[0]
 
 

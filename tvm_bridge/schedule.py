@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import os
 
+from tvm_bridge.cpu import env_int
+
 #: multiply-accumulates (iterations of an accumulation block) from which its outer loop
 #: is parallel.  Measured on mobilenetv2_tiny (kernels of 10^4-10^5.5 MACs): a threshold
 #: of 2^17 made it slower at 1 thread (0.143 -> 0.220 ms) and at 2 (0.192 ms), so only
 #: kernels far larger than the zoo's go parallel
-PARALLEL_MIN_WORK = int(os.environ.get("QDIALECT_PARALLEL_MIN_WORK", 1 << 22))
+PARALLEL_MIN_WORK = env_int("QDIALECT_PARALLEL_MIN_WORK", 1 << 22)
 
 #: set QDIALECT_NO_SCHEDULE=1 to build without these schedules (A/B measurements)
 DISABLE_ENV = "QDIALECT_NO_SCHEDULE"

@@ -57,6 +57,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tvm_bridge.common import TranslationError, call_tir, tensor_constant
+from tvm_bridge.cpu import env_int
 
 
 @dataclass(frozen=True)
@@ -347,13 +348,13 @@ def target_flavor(target) -> Flavor | None:
 #: 32x32x32->32 (9.4 M) 1.6x; 28x28x32->32 (7.2 M) and 24x24x32->32 (5.3 M) 0.9x, 1.3 M
 #: and below 0.6-0.8x (waking the second thread, busy with other processes, costs more
 #: than half the work).  Re-tune on an idle machine with QDIALECT_DOT_PARALLEL_MIN_MACS.
-DOT_PARALLEL_MIN_MACS = int(os.environ.get("QDIALECT_DOT_PARALLEL_MIN_MACS", 1 << 23))
+DOT_PARALLEL_MIN_MACS = env_int("QDIALECT_DOT_PARALLEL_MIN_MACS", 1 << 23)
 #: the same threshold for a model built as one fused function (tvm_bridge/fused.py), whose
 #: kernels with parallel loops also have a serial twin taken at one thread: the parallel
 #: form's cost at one thread (TVM's launch, ~1.7 us, and a slower loop: resnet_h's twelve
 #: 3x3 layers of 3 M MACs parallel took it from 0.25 to 0.305 ms at one thread) is not paid,
 #: so the layers of a small convnet go parallel too (1 M MACs: ~6 us of work at one thread)
-FUSED_DOT_PARALLEL_MIN_MACS = int(os.environ.get("QDIALECT_FUSED_PARALLEL_MIN_MACS", 1 << 20))
+FUSED_DOT_PARALLEL_MIN_MACS = env_int("QDIALECT_FUSED_PARALLEL_MIN_MACS", 1 << 20)
 
 #: [threshold in force, whether a kernel went parallel below DOT_PARALLEL_MIN_MACS]
 _PARALLEL = [None, False]

@@ -106,6 +106,19 @@ def test_key_changes_with_the_module_and_the_target(lowered, cache_dir):
     assert cache.key(text, "t", "entry main") != cache.key(text, "t", "entry other")
 
 
+@pytest.mark.parametrize("text, message", [("lots", "not a whole number"), ("-5", "must be >= 0")])
+def test_bad_build_variable_is_named(monkeypatch, text, message):
+    """A tuning variable that is not a whole number >= 0 is refused by name and value (it
+    is read when the kernels' module is imported), never a bare int() traceback."""
+    from tvm_bridge.cpu import env_int
+
+    monkeypatch.setenv("QDIALECT_DOT_PARALLEL_MIN_MACS", text)
+    with pytest.raises(ValueError, match=f"QDIALECT_DOT_PARALLEL_MIN_MACS=.*{message}"):
+        env_int("QDIALECT_DOT_PARALLEL_MIN_MACS", 1 << 23)
+    monkeypatch.setenv("QDIALECT_DOT_PARALLEL_MIN_MACS", " ")
+    assert env_int("QDIALECT_DOT_PARALLEL_MIN_MACS", 1 << 23) == 1 << 23
+
+
 @pytest.mark.parametrize("variable", cache.BUILD_ENV)
 def test_key_changes_with_the_build_variables(lowered, cache_dir, monkeypatch, variable):
     """A variable that changes the generated code (a parallel threshold, the requantization

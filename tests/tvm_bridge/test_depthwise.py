@@ -124,10 +124,12 @@ def test_depthwise_shapes_the_kernel_does_not_take(c, mult, tmp_path):
 
 @pytest.mark.parametrize("rounding", ["tflite", "litert"])
 @pytest.mark.parametrize("c", [16, 24, 48])
-def test_vnni_depthwise_equals_litert(c, rounding, tmp_path):
-    """On an AVX-512 VNNI machine the kernel takes the depthwise too, its taps one vpdpwssd
-    per 16 channels (16 and 48 channels: 512-bit vectors; 24: 8-channel ones); emulated
-    (as vpmaddwd arithmetic) where the CPU has no VNNI."""
+@pytest.mark.parametrize("name, feature", [("VNNI", "avx512vnni"), ("PMADDWD_512", "avx512bw")])
+def test_512_bit_depthwise_equals_litert(name, feature, c, rounding, tmp_path):
+    """The flavors with 512-bit vectors: on an AVX-512 VNNI machine the taps are one
+    vpdpwssd per 16 channels, on AVX-512BW one 512-bit vpmaddwd (16 and 48 channels: 512-bit
+    vectors; 24: 8-channel ones); emulated (as vpmaddwd arithmetic) where the CPU lacks
+    the feature."""
     from dataclasses import replace
 
     from tests.tflite_writer import run_tflite
@@ -136,7 +138,9 @@ def test_vnni_depthwise_equals_litert(c, rounding, tmp_path):
     from tvm_bridge import vnni
     from tvm_bridge.compile import host_target
 
-    flavor = vnni.VNNI if target_has_features("avx512vnni", host_target()) else replace(vnni.VNNI, emulate=True)
+    flavor = getattr(vnni, name)
+    if not target_has_features(feature, host_target()):
+        flavor = replace(flavor, emulate=True)
     model = _model(9, 10, c, 3, 1, 1, "SAME", "RELU6")
     built, kernels = _compiled(model, rounding, tmp_path, flavor)
     assert kernels, "the depthwise convolution did not take the kernel"

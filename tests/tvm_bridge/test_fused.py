@@ -100,6 +100,36 @@ def test_parallel_kernels_have_a_serial_twin(monkeypatch):
         cpu.set_threads(before)
 
 
+def test_vm_fallback_keeps_its_threshold(monkeypatch):
+    """A model that does not take the fused form (here: a workspace limit of 0) is
+    translated again for the VM, whose kernels stay serial below DOT_PARALLEL_MIN_MACS even
+    when the fused form's threshold would have made them parallel (the VM has no serial
+    twin: a parallel loop costs its launch at one thread); still LiteRT's bits."""
+    import tvm
+
+    import tvm_bridge.compile as compile_mod
+    from tvm_bridge import vnni
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
+    monkeypatch.setattr(compile_mod, "FUSED_MAX_WORKSPACE_BYTES", 0)
+    built = []
+    real_build = compile_mod.build
+
+    def build(mod, target):
+        built.append([f.script() for _, f in mod.functions_items() if isinstance(f, tvm.tirx.PrimFunc)])
+        return real_build(mod, target)
+
+    monkeypatch.setattr(compile_mod, "build", build)
+    module, samples = _lowered(ZOO / "cnn_small.tflite", "tflite")
+    theirs = litert_run((ZOO / "cnn_small.tflite").read_bytes(), samples, reference=True)
+    model = compile_module(module)
+    assert not model.is_fused and len(built) == 1
+    kernels = [t for t in built[0] if "vnni_conv2d" in t or "vpdpbusd" in t]
+    assert kernels and not any("T.parallel(" in t for t in kernels)
+    assert sum(_differing(model(*s), t) for s, t in zip(samples, theirs)) == 0
+
+
 def test_export_runs_under_tvm_runtime(tmp_path, monkeypatch):
     """The exported library's calling convention: main(inputs..., outputs..., constant blobs...,
     workspaces..., threads) (threads: the thread count of TVM's pool, choosing the kernels'

@@ -1,36 +1,41 @@
-"""One TIR function per model: the whole model in one call, without the Relax VM (issue 25).
+"""One TIR entry function per model: the whole model in one call, without the Relax VM (issue 25).
 
 A small model's call is mostly the VM's: storage and tensor allocations, reshapes, shape
 checks and one packed call per kernel (mlp_act: 10 kernels, 4 alloc_storage, 10
 alloc_tensor, 9 reshape per call).  `fuse` turns a translated Relax module into one TIR
-PrimFunc whose body is every kernel's body in order, and `build_fused` compiles it with
-TVM's TIR build:
+IRModule whose entry `main` calls every kernel in order, and `build_fused` compiles it with
+TVM's TIR pipeline:
 
     main(input_0, ..., output_0, ..., blob_0, ..., work_0, ..., threads)
 
 Destination passing: the caller owns every buffer and the function writes the outputs and
 returns nothing; `threads` is the thread count TVM's pool runs on (tvm_bridge/cpu.py's
 `current_threads`, passed on every call): a kernel with parallel loops has a serial twin
-taken at one thread (`_thread_branches`).  `blob_k` hold the model's constants (TVM 0.27's TIR has no embedded-constant
-statement), `work_k` its intermediates: one 1-D array per dtype each, every constant or
-intermediate a region of it starting on a 64-byte boundary, never shared with another (TVM's
-StorageRewrite, left to place intermediates allocated in the body, shared memory between
+called at one thread.  `blob_k` hold the model's constants (TVM 0.27's TIR has no
+embedded-constant statement), `work_k` its intermediates: one 1-D array per dtype each,
+every constant or intermediate a region of it starting on a 64-byte boundary, never shared
+with another (TVM's StorageRewrite, left to place intermediates, shared memory between
 intermediates still live in the masked encoders' function: 16 elements wrong).  A reshape is
-a second view of its input's bytes (`T.decl_buffer(..., data=x.data)`); an output that is an
-input, a constant or a reshape of one is copied in the body.
+its input's address; an output that is an input, a constant or a reshape of one is copied.
 
 How: our Relax pipeline runs up to and including our schedule pass (before memory
-planning), so `main` is a chain of `call_tir`s, reshapes, constants and tuples; each
-kernel is lowered on its own to flat, block-free TIR (TVM's own passes up to
-FlattenBuffer), printed as TVMScript, its names made unique with a prefix and its buffer
-parameters renamed to the model's buffers, and the function parsed back.  Anything else
-in `main` (a dynamic shape, an op not listed, a packed call) makes `fuse` return None and
-the caller keeps the VM path: the fused function is an optimisation, never a requirement.
+planning), so `main` is a chain of `call_tir`s, reshapes, constants and tuples.  Each
+kernel becomes a private TIR function of the module, built from its PrimFunc object (no
+TVMScript text): a kernel in block form first lowered to flat, block-free TIR (TVM's own
+passes up to FlattenBuffer), its buffer parameters turned into pointers (`T.handle`) with a
+buffer declared on each, returning int32 (the status of a parallel launch).  `main` calls
+them with the addresses of the model's buffers: a direct call, which LLVM may inline.  Until
+session 16 the kernels' bodies were printed as TVMScript, renamed, pasted into one function
+and parsed back: MobileNetV2-0.35 at 96x96 spent 4.6 s there and 2.5 s more in LLVM on the
+one huge function (cold compile 13.5 s; now 0.04 s and 1.3 s).
+
+Anything else in `main` (a dynamic shape, an op not listed, a packed call) makes `fuse`
+return None and the caller keeps the VM path: the fused form is an optimisation, never a
+requirement.
 """
 
 from __future__ import annotations
 
-import ast
 import math
 import os
 from dataclasses import dataclass, field
@@ -47,14 +52,16 @@ def enabled() -> bool:
 
 @dataclass
 class FusedModel:
-    """A model as one TIR function `main(inputs..., outputs..., constant blobs..., workspaces..., threads)`.
+    """A model as one TIR entry `main(inputs..., outputs..., constant blobs..., workspaces..., threads)`.
 
     `inputs` / `outputs`: (shape, dtype string) per model input / output, in L3's bits
     (signless: an unsigned model edge is int8 here); `constants`: the constant blobs
     (1-D numpy arrays, one per dtype) passed after the outputs on every call; `workspace`:
-    (dtype, elements) of the 1-D arrays for the intermediates, passed last; `func`: the PrimFunc (None once built and dropped)."""
+    (dtype, elements) of the 1-D arrays for the intermediates, passed last; `module`: the
+    IRModule (`main` and one private function per kernel, `<kernel>_serial` beside a
+    kernel with parallel loops)."""
 
-    func: object
+    module: object
     inputs: list[tuple[tuple[int, ...], str]]
     outputs: list[tuple[tuple[int, ...], str]]
     constants: list[np.ndarray] = field(default_factory=list)
@@ -91,112 +98,69 @@ def _prelower():
     return _PRELOWER
 
 
-class _Renamer(ast.NodeTransformer):
-    """Every name a printed kernel binds made unique in the fused function: a buffer parameter
-    becomes the model buffer it is bound to, any other name it binds gets the kernel's prefix;
-    names it does not bind (TVMScript's `T`, Python's `range`) stay."""
+def _contains(stmt, node_type, test=lambda node: True) -> bool:
+    """Whether `stmt` holds a node of `node_type` for which `test` holds."""
+    import tvm_ffi
 
-    def __init__(self, prefix: str, bound: dict[str, str], own: set[str]):
-        self.prefix, self.bound, self.own = prefix, bound, own
+    seen = []
 
-    def visit_Name(self, node: ast.Name):
-        if node.id in self.bound:
-            node.id = self.bound[node.id]
-        elif node.id in self.own:
-            node.id = self.prefix + node.id
+    def look(node):
+        if not seen and test(node):
+            seen.append(node)
         return node
 
+    tvm_ffi.structural_map(stmt, (node_type, look))
+    return bool(seen)
 
-def _kernel_body(func, prefix: str, bound: list[str]) -> list[ast.stmt]:
-    """`func` (a scheduled kernel PrimFunc) as TVMScript statements whose parameters are
-    renamed to `bound` (one model buffer name per parameter, in order).  A kernel in block
-    form is first lowered to flat, block-free TIR; one written without blocks (ours in
-    tvm_bridge/vnni.py and friends) is taken as it is: TVM's CompactBufferAllocation, run
-    on it twice, breaks its vector accesses."""
+
+def _has_parallel_loop(stmt) -> bool:
+    from tvm import tirx
+
+    return _contains(stmt, tirx.For, lambda loop: loop.kind == tirx.ForKind.PARALLEL)
+
+
+def _serial(stmt):
+    """`stmt` with every parallel loop serial (the kernel's twin for one thread)."""
+    import tvm_ffi
+    from tvm import tirx
+
+    def on_for(loop):
+        if loop.kind != tirx.ForKind.PARALLEL:
+            return loop
+        return tirx.For(loop.loop_var, loop.min, loop.extent, tirx.ForKind.SERIAL, loop.body,
+                        loop.thread_binding, loop.annotations)
+
+    return tvm_ffi.structural_map(stmt, (tirx.For, on_for))
+
+
+def _subroutines(func) -> tuple[object, object | None]:
+    """`func` (a scheduled kernel PrimFunc) as a private function of the fused module taking
+    one pointer per buffer parameter and returning int32, and its serial twin when it has
+    parallel loops (else None).  A kernel in block form is first lowered to flat, block-free
+    TIR; one written without blocks (ours in tvm_bridge/vnni.py and friends) is taken as it
+    is: TVM's CompactBufferAllocation, run on it twice, breaks its vector accesses."""
     import tvm
+    from tvm import ir, tirx
+    from tvm.s_tir import SBlockRealize
 
-    text = func.script(show_meta=True)
-    if "T.sblock(" in text:  # block form: flat and block-free, to sit beside the others
-        text = _prelower()(tvm.IRModule({"main": func}))["main"].script(show_meta=True)
-    if "metadata[" in text.split("@T.prim_func", 1)[1]:
-        raise _NotFusable("a kernel holds metadata (constants) in its TIR")
-    tree = ast.parse(text)
-    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    if len(funcs) != 1:
-        raise _NotFusable("a kernel did not print as one function")
-    fdef = funcs[0]
-    params = [a.arg for a in fdef.args.args]
-    if len(params) != len(bound):
-        raise _NotFusable(f"a kernel takes {len(params)} buffers where the call passes {len(bound)}")
-    body = [s for s in fdef.body
-            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and ast.unparse(s.value.func) == "T.func_attr")]
-    own = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    renamer = _Renamer(prefix, dict(zip(params, bound)), own)
-    return [renamer.visit(s) for s in body]
+    if _contains(func.body, SBlockRealize):
+        func = _prelower()(tvm.IRModule({"main": func}))["main"]
+    pointers, declarations = [], []
+    for p in func.params:
+        if not isinstance(p.ty, tirx.BufferType):
+            raise _NotFusable(f"a kernel parameter {p.name} that is not a buffer")
+        dtype = p.ty.dtype
+        pointer = tirx.Var(p.name + "_ptr", ir.PointerType(dtype if isinstance(dtype, ir.PrimType) else ir.PrimType(dtype)))
+        pointers.append(pointer)
+        declarations.append(tirx.DeclBuffer(p, data=pointer))
 
+    def make(body):
+        # int32: a parallel loop's launch returns its status from the function it is in
+        return tirx.PrimFunc(pointers, tirx.SeqStmt(declarations + [body]),
+                             ret_type=ir.PrimType("int32")).with_attr({"tirx.noalias": True})
 
-#: the parser's recursion: TVMScript's parser nests a frame per buffer declaration to the
-#: end of the function (through TVM FFI callbacks), so a model with many buffers recurses
-#: past Python's default limit (MobileNetV2-0.35 at 96x96, 61 kernels: RecursionError,
-#: then a segfault in the FFI's error path); it is parsed on a thread of its own with a
-#: large stack and a high recursion limit
-_PARSE_STACK_BYTES = 512 * 1024 * 1024
-_PARSE_RECURSION = 200_000
-
-
-def _deep_call(fn):
-    """`fn()` on a thread with a `_PARSE_STACK_BYTES` stack and `_PARSE_RECURSION` frames
-    allowed; its result, or its exception raised here."""
-    import sys
-    import threading
-
-    out: dict = {}
-
-    def run():
-        try:
-            out["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
-            out["error"] = e
-
-    old_stack, old_limit = threading.stack_size(), sys.getrecursionlimit()
-    try:
-        threading.stack_size(_PARSE_STACK_BYTES)
-        sys.setrecursionlimit(max(old_limit, _PARSE_RECURSION))
-        worker = threading.Thread(target=run, name="qdialect-fuse-parse")
-        worker.start()
-        worker.join()
-    finally:
-        threading.stack_size(old_stack)
-        sys.setrecursionlimit(old_limit)
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
-
-
-class _Serial(ast.NodeTransformer):
-    """`for v in T.parallel(n)` -> `for v in range(n)`."""
-
-    def visit_For(self, node: ast.For):
-        self.generic_visit(node)
-        it = node.iter
-        if isinstance(it, ast.Call) and ast.unparse(it.func) == "T.parallel":
-            node.iter = ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=it.args, keywords=[])
-        return node
-
-
-def _thread_branches(body: list[ast.stmt]) -> list[ast.stmt]:
-    """A kernel's statements with parallel loops as `if threads > 1: <them> else: <them with
-    serial loops>`: TVM launches a parallel loop on its thread pool even when the pool has
-    one thread, about 1.7 us a launch here (a 24-channel ResNet at 96x96: 0.254 ms with its
-    3x3 layers serial, 0.281 ms parallel, at one thread); a kernel without one as it is."""
-    import copy
-
-    if not any(isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and ast.unparse(n.iter.func) == "T.parallel"
-               for s in body for n in ast.walk(s)):
-        return body
-    serial = [_Serial().visit(copy.deepcopy(s)) for s in body]
-    test = ast.Compare(left=ast.Name(id="threads", ctx=ast.Load()), ops=[ast.Gt()], comparators=[ast.Constant(1)])
-    return [ast.If(test=test, body=body, orelse=serial)]
+    parallel = _has_parallel_loop(func.body)
+    return make(func.body), (make(_serial(func.body)) if parallel else None)
 
 
 def _static_tensor(ty) -> tuple[tuple[int, ...], str]:
@@ -212,45 +176,41 @@ def _static_tensor(ty) -> tuple[tuple[int, ...], str]:
     return shape, str(ty.dtype)
 
 
-def _buffer_decl(shape, dtype: str) -> str:
-    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
-    return f'T.Buffer(({dims}), "{dtype}")'
-
-
 def fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel | None:
-    """`mod` (scheduled by our pipeline up to `schedule_pass`) as one TIR function, or None
+    """`mod` (scheduled by our pipeline up to `schedule_pass`) as one fused IRModule, or None
     when its `main` is not a static chain of `call_tir`s, reshapes, constants and tuples,
-    or when its intermediates need more than `max_workspace_bytes` (None: no limit; checked
-    before the costly parse, see `tvm_bridge.compile.FUSED_MAX_WORKSPACE_BYTES`)."""
+    or when its intermediates need more than `max_workspace_bytes` (None: no limit; see
+    `tvm_bridge.compile.FUSED_MAX_WORKSPACE_BYTES`)."""
     try:
         return _fuse(mod, max_workspace_bytes)
     except _NotFusable:
         return None
-    except Exception:  # noqa: BLE001 - TVM refusing a step (printing, parsing a kernel): the VM path
+    except Exception:  # noqa: BLE001 - TVM refusing a step (lowering a kernel): the VM path
         return None
+
+
+def _itemsize(dtype: str) -> int:
+    return np.dtype("bool" if dtype == "bool" else dtype).itemsize
 
 
 def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
     import tvm
-    from tvm import relax
+    from tvm import ir, relax, tirx
 
     main = mod["main"]
     call_tir_op = tvm.ir.Op.get("relax.call_tir")
     reshape_op = tvm.ir.Op.get("relax.reshape")
-    names: dict[object, str] = {}  # Relax var -> the buffer holding it (name in the fused text)
+    names: dict[object, str] = {}  # Relax var -> the buffer holding it
     shapes: dict[str, tuple[tuple[int, ...], str]] = {}  # buffer name -> (shape, dtype)
     tuples: dict[object, list[str]] = {}  # Relax var of a tuple -> its fields' buffers
     storage: dict[str, str] = {}  # buffer name -> the buffer whose bytes it views (itself if none)
-    kind: dict[str, str] = {}  # buffer name -> "input" / "constant" / "temp" / "output"
     constants: list[np.ndarray] = []
-    header_inputs = []
     inputs = []
     for k, p in enumerate(main.params):
         shape, dtype = _static_tensor(p.ty)
         name = f"input_{k}"
-        names[p], shapes[name], storage[name], kind[name] = name, (shape, dtype), name, "input"
+        names[p], shapes[name], storage[name] = name, (shape, dtype), name
         inputs.append((shape, dtype))
-        header_inputs.append(f"{name}: {_buffer_decl(shape, dtype)}")
 
     body = main.body
     if not isinstance(body, relax.SeqExpr):
@@ -283,13 +243,12 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
             shape, dtype = _static_tensor(e.ty)
             name = f"constant_{len(constants)}"
             constants.append(e.value.numpy())
-            names[e], shapes[name], storage[name], kind[name] = name, (shape, dtype), name, "constant"
+            names[e], shapes[name], storage[name] = name, (shape, dtype), name
             return name
         raise _NotFusable(f"an operand {type(e).__name__} the fused function does not take")
 
-    statements: list[ast.stmt] = []
-    allocations: list = []  # intermediates (name, shape, dtype) and views (T.decl_buffer lines), in order
-    n_kernels = 0
+    temps: list[tuple[str, tuple[int, ...], str]] = []  # intermediates (name, shape, dtype), in order
+    calls: list[tuple[object, list[str]]] = []  # (kernel GlobalVar, its buffers in order)
     temp = 0
 
     def new_buffer(var, shape, dtype) -> str:
@@ -298,10 +257,7 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
         if name is None:
             name = f"t{temp}"
             temp += 1
-            allocations.append((name, tuple(shape), dtype))  # a region of the workspace, placed below
-            kind[name] = "temp"
-        else:
-            kind[name] = "output"
+            temps.append((name, tuple(shape), dtype))  # a region of the workspace, placed below
         shapes[name], storage[name] = (shape, dtype), name
         return name
 
@@ -313,21 +269,18 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
             callee = value.args[0]
             if not isinstance(callee, relax.GlobalVar) or len(value.args) != 2:
                 raise _NotFusable("a call_tir with symbolic arguments or a callee that is not a module function")
-            func = mod[callee]
-            if not isinstance(func, tvm.tirx.PrimFunc):
+            if not isinstance(mod[callee], tvm.tirx.PrimFunc):
                 raise _NotFusable(f"call_tir of {callee.name_hint}, which is not a PrimFunc")
             args = value.args[1]
             args = list(args.fields) if isinstance(args, relax.Tuple) else [args]
             arg_names = [operand(a) for a in args]
-            out_ty = v.ty
-            if isinstance(out_ty, relax.TupleType):
-                outs = [new_buffer(None, *_static_tensor(t)) for t in out_ty.fields]
+            if isinstance(v.ty, relax.TupleType):
+                outs = [new_buffer(None, *_static_tensor(t)) for t in v.ty.fields]
                 tuples[v] = outs
             else:
-                outs = [new_buffer(v, *_static_tensor(out_ty))]
+                outs = [new_buffer(v, *_static_tensor(v.ty))]
                 names[v] = outs[0]
-            statements += _thread_branches(_kernel_body(func, f"k{n_kernels}_", arg_names + outs))
-            n_kernels += 1
+            calls.append((callee, arg_names + outs))
         elif isinstance(value, relax.Call) and value.op.same_as(reshape_op):
             src = operand(value.args[0])
             shape, dtype = _static_tensor(v.ty)
@@ -335,8 +288,7 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
                 raise _NotFusable("a reshape that changes the number of elements")
             name = f"t{temp}"
             temp += 1
-            allocations.append(f"{name} = T.decl_buffer({tuple(shape)!r}, \"{dtype}\", data={storage[src]}.data)")
-            names[v], shapes[name], storage[name], kind[name] = name, (shape, dtype), storage[src], "view"
+            names[v], shapes[name], storage[name] = name, (shape, dtype), storage[src]
         elif isinstance(value, relax.TupleGetItem) and value.tuple_value in tuples:
             names[v] = tuples[value.tuple_value][value.index]
         elif isinstance(value, relax.Tuple):
@@ -351,55 +303,71 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
     # outputs no kernel wrote: copies (an input, a constant, a view, a value returned twice)
     copies = []
     for k, v in enumerate(result_vars):
-        out = f"output_{k}"
         if v not in names:
             raise _NotFusable("main returns a tuple variable")
-        src = names[v]
-        if src == out:
-            continue
-        shape, dtype = outputs[k]
-        n = math.prod(shape)
-        copies.append(f"{out}_flat = T.decl_buffer(({n},), \"{dtype}\", data={out}.data)\n"
-                      f"{out}_src = T.decl_buffer(({n},), \"{dtype}\", data={storage[src]}.data)\n"
-                      f"for {out}_i in range({n}):\n"
-                      f"    {out}_flat[{out}_i] = {out}_src[{out}_i]")
+        if names[v] != f"output_{k}":
+            copies.append((f"output_{k}", names[v]))
 
-    header = header_inputs + [f"output_{k}: {_buffer_decl(*o)}" for k, o in enumerate(outputs)]
-    blobs, placed = _pack(constants)
-    header += [f"blob_{d}: {_buffer_decl(b.shape, d)}" for d, b in blobs.items()]
-    lines = ["@T.prim_func(s_tir=True)", f"def main({', '.join(header)}):",
-             '    T.func_attr({"global_symbol": "main", "tirx.noalias": True})']
-    for k, (c, (d, offset)) in enumerate(zip(constants, placed)):  # each constant a view into its blob
-        lines.append(f"    constant_{k}_data = T.address_of(blob_{d}[{offset}])")
-        lines.append(f"    constant_{k} = T.decl_buffer({tuple(c.shape)!r}, \"{d}\", data=constant_{k}_data)")
-    temps = [a for a in allocations if isinstance(a, tuple)]
-    work_sizes, work_placed = _layout([(d, math.prod(shape), np.dtype("bool" if d == "bool" else d).itemsize)
-                                       for _, shape, d in temps])
+    work_sizes, work_placed = _layout([(d, math.prod(shape), _itemsize(d)) for _, shape, d in temps])
     if max_workspace_bytes is not None:
-        size = sum(n * np.dtype("bool" if d == "bool" else d).itemsize for d, n in work_sizes.items())
+        size = sum(n * _itemsize(d) for d, n in work_sizes.items())
         if size > max_workspace_bytes:
             raise _NotFusable(f"its intermediates take {size} bytes (the fused form's limit: {max_workspace_bytes})")
-    lines[1] = lines[1][:-2] + "".join(f", work_{d}: {_buffer_decl((n,), d)}" for d, n in work_sizes.items()) + ", threads: T.int32):"
-    where = {name: placed_at for (name, _, _), placed_at in zip(temps, work_placed)}
-    for a in allocations:
-        if isinstance(a, tuple):  # each intermediate a region of its dtype's workspace, never shared
-            name, shape, d = a
-            lines.append(f"    {name}_data = T.address_of(work_{d}[{where[name][1]}])")
-            lines.append(f"    {name} = T.decl_buffer({shape!r}, \"{d}\", data={name}_data)")
-        else:
-            lines.append("    " + a)
-    lines += ["    " + ln for s in statements for ln in ast.unparse(s).splitlines()]
-    lines += ["    " + ln for c in copies for ln in c.splitlines()]
-    if not statements and not copies:
-        lines.append("    T.evaluate(0)")
-    text = "\n".join(lines) + "\n"
-    from tvm.script import tirx as T  # noqa: N812 - TVMScript's own name
+    blobs, placed = _pack(constants)
 
-    try:
-        func = _deep_call(lambda: tvm.script.from_source(text, extra_vars={"T": T}, s_tir=True))
-    except Exception as e:  # noqa: BLE001 - a kernel TVMScript does not read back: the VM path
-        raise _NotFusable(f"the fused function does not parse: {str(e).splitlines()[0] if str(e) else e}") from None
-    return FusedModel(func, inputs, outputs, list(blobs.values()), n_kernels,
+    # main's parameters, and the address of every buffer the kernels take
+    params = {f"input_{k}": tirx.decl_buffer(s, d, f"input_{k}") for k, (s, d) in enumerate(inputs)}
+    params.update({f"output_{k}": tirx.decl_buffer(s, d, f"output_{k}") for k, (s, d) in enumerate(outputs)})
+    blob_params = [tirx.decl_buffer(b.shape, d, f"blob_{d}") for d, b in blobs.items()]
+    blob_of = dict(zip(blobs, blob_params))
+    work_params = {d: tirx.decl_buffer((n,), d, f"work_{d}") for d, n in work_sizes.items()}
+    threads = tirx.Var("threads", "int32")
+    address = {name: buf.data for name, buf in params.items()}
+
+    def element(buf, offset: int):
+        return tirx.address_of(tirx.BufferLoad(buf, [tirx.const(offset, "int32")]))
+
+    for k, (d, offset) in enumerate(placed):
+        address[f"constant_{k}"] = element(blob_of[d], offset)
+    for (name, _, _), (d, offset) in zip(temps, work_placed):
+        address[name] = element(work_params[d], offset)
+
+    functions: dict[object, object] = {}
+    kernels: dict[str, tuple[object, object | None]] = {}  # callee -> (its function, its serial twin)
+    statements = []
+    int32 = ir.PrimType("int32")
+    for callee, buffers in calls:
+        if callee.name_hint not in kernels:
+            parallel, serial = _subroutines(mod[callee])
+            gv = ir.GlobalVar(f"k_{callee.name_hint}")
+            functions[gv] = parallel
+            gv_serial = None
+            if serial is not None:
+                gv_serial = ir.GlobalVar(f"k_{callee.name_hint}_serial")
+                functions[gv_serial] = serial
+            kernels[callee.name_hint] = (gv, gv_serial)
+        gv, gv_serial = kernels[callee.name_hint]
+        args = [address[storage[b]] for b in buffers]
+        call = tirx.Evaluate(ir.expr.Call(gv, args, ret_ty=int32))
+        if gv_serial is not None:  # TVM launches a parallel loop on its pool even with one thread
+            call = tirx.IfThenElse(threads > 1, call, tirx.Evaluate(ir.expr.Call(gv_serial, args, ret_ty=int32)))
+        statements.append(call)
+    for out, src in copies:
+        shape, d = outputs[int(out.removeprefix("output_"))]
+        n = math.prod(shape)
+        i = tirx.Var(f"{out}_i", "int32")
+        flat = tirx.decl_buffer((n,), d, f"{out}_flat")
+        source = tirx.decl_buffer((n,), d, f"{out}_src")
+        statements += [tirx.DeclBuffer(flat, data=params[out].data), tirx.DeclBuffer(source, data=address[storage[src]]),
+                       tirx.For(i, tirx.const(0, "int32"), tirx.const(n, "int32"), tirx.ForKind.SERIAL,
+                                tirx.BufferStore(flat, tirx.BufferLoad(source, [i]), [i]))]
+    if not statements:
+        statements.append(tirx.Evaluate(tirx.const(0, "int32")))
+    signature = list(params.values()) + blob_params + list(work_params.values()) + [threads]
+    functions[ir.GlobalVar("main")] = tirx.PrimFunc(
+        signature, tirx.SeqStmt(statements) if len(statements) > 1 else statements[0]).with_attr(
+        {"global_symbol": "main", "tirx.noalias": True})
+    return FusedModel(tvm.IRModule(functions), inputs, outputs, list(blobs.values()), len(calls),
                       [(d, n) for d, n in work_sizes.items()])
 
 
@@ -432,11 +400,36 @@ def _pack(constants: list[np.ndarray]):
 
 
 def build_fused(fused: FusedModel, target):
-    """Compile `fused.func` with TVM's TIR build for `target`: a runtime Module whose
-    `main` runs the model (`tvm.compile` of an IRModule of PrimFuncs)."""
-    import tvm
+    """Compile `fused.module` with TVM's TIR pipeline for `target`: an Executable whose
+    `main` runs the model.
 
-    return tvm.compile(tvm.IRModule({"main": fused.func}), target=target)
+    `tvm.compile`'s steps (tvm/tirx/build.py), with one more before the host's finalizing
+    passes: each kernel's body is put in the CPU device's scope, as MakePackedAPI does for
+    the entry.  LowerTVMBuiltin places a small buffer on the stack only in that scope; a
+    private function's buffers would otherwise go through TVM's workspace allocator (or,
+    where the allocation was hoisted, fail to lower: "Unknown device id")."""
+    import importlib
+
+    import tvm
+    from tvm import tirx
+    from tvm.runtime import Executable
+
+    builder = importlib.import_module("tvm.tirx.build")  # (the module, not `tirx.build` the function)
+    host = target.with_host(target) if target.host is None else target
+    mod = tirx.transform.BindTarget(host)(fused.module)
+    lower, finalize_host, _ = tirx.get_default_tir_pipeline(target)
+    mod = lower(mod)
+    functions = {}
+    for gv, func in mod.functions.items():
+        if isinstance(func, tirx.PrimFunc) and not func.attrs.get("tirx.is_entry_func", False):
+            zero, cpu = tirx.const(0, "int32"), tirx.const(1, "int32")
+            func = func.with_body(tirx.AttrStmt("default", "device_id", zero,
+                                                tirx.AttrStmt("default", "device_type", cpu, func.body)))
+        functions[gv] = func
+    host_mod, device_mods = builder.split_host_device_mods(tvm.IRModule(functions, attrs=mod.attrs))
+    if device_mods:
+        raise _NotFusable("kernels for another device")
+    return Executable(builder.tir_to_runtime(finalize_host()(host_mod), {}, host.host))
 
 
 def prefix_module(mod, target):

@@ -62,34 +62,38 @@ def test_small_zoo_model_is_fused_and_bit_exact(name, profile, monkeypatch):
 
 
 def test_parallel_kernels_have_a_serial_twin(monkeypatch):
-    """With every dot-product kernel parallel (threshold 1 MAC), the fused function holds
-    each such kernel twice, `if threads > 1` parallel else serial, and is bit-exact with
-    LiteRT at one thread and at two (TVM's pool); the call passes the pool's count."""
+    """With every dot-product kernel parallel (threshold 1 MAC), the fused module holds each
+    such kernel twice, `k_<name>` with parallel loops and `k_<name>_serial` without, `main`
+    calling the first when `threads > 1` and the twin otherwise; bit-exact with LiteRT at
+    one thread and at two (TVM's pool); the call passes the pool's count."""
     from tvm_bridge import cpu, fused, vnni
 
     monkeypatch.setenv("QDIALECT_CACHE", "0")
     monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
-    texts = []
+    made_modules = []
     real_fuse = fused._fuse
 
     def fuse(mod, *args, **kwargs):
         made = real_fuse(mod, *args, **kwargs)
-        texts.append(made.func.script())
+        made_modules.append(made.module)
         return made
 
     monkeypatch.setattr(fused, "_fuse", fuse)
     module, samples = _lowered(ZOO / "cnn_small.tflite", "tflite")
     theirs = litert_run((ZOO / "cnn_small.tflite").read_bytes(), samples, reference=True)
     model = compile_module(module)
-    assert model.is_fused and len(texts) == 1
-    import ast
+    assert model.is_fused and len(made_modules) == 1
+    functions = {gv.name_hint: f for gv, f in made_modules[0].functions.items()}
+    twins = [name for name in functions if name.endswith("_serial")]
+    assert len(twins) >= 2, "the dot kernels did not go parallel"
+    for twin in twins:  # parallel loops in the first form, none in its twin
+        assert "T.parallel(" in functions[twin.removesuffix("_serial")].script()
+        assert "T.parallel(" not in functions[twin].script()
+    from tvm import tirx
 
-    branches = [n for n in ast.walk(ast.parse(texts[0]))
-                if isinstance(n, ast.If) and ast.unparse(n.test) == "threads > 1"]
-    assert len(branches) >= 2, "the dot kernels did not go parallel"
-    for b in branches:  # parallel loops in the first form, none in its twin
-        assert "T.parallel(" in "\n".join(map(ast.unparse, b.body))
-        assert "T.parallel(" not in "\n".join(map(ast.unparse, b.orelse))
+    branches = {(str(st.condition), st.then_case.value.op.name_hint, st.else_case.value.op.name_hint)
+                for st in functions["main"].body.seq if isinstance(st, tirx.IfThenElse)}
+    assert branches == {("threads > 1", twin.removesuffix("_serial"), twin) for twin in twins}
     before = cpu.current_threads()
     try:
         for n in (1, 2):

@@ -378,10 +378,9 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
     (tvm_bridge/cache.py); None (default) follows QDIALECT_CACHE.  Only targets this
     machine can run are cached.
 
-    The form: one fused TIR function (tvm_bridge/fused.py) when `main` is a static chain of
-    kernels whose intermediates take at most `FUSED_MAX_WORKSPACE_BYTES` (every zoo model and
-    a MobileNetV2-0.35 at 96x96; larger models keep the VM, whose build is faster), the
-    Relax VM otherwise or with QDIALECT_FUSED=0."""
+    The form: one fused TIR module (tvm_bridge/fused.py) when `main` is a static chain of
+    kernels (whose intermediates take at most `FUSED_MAX_WORKSPACE_BYTES`, when that is
+    set), the Relax VM otherwise or with QDIALECT_FUSED=0."""
     from tvm_bridge import cache as build_cache
     from tvm_bridge.vnni import target_flavor
 
@@ -429,23 +428,17 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
 FUSED_MAX_KERNELS = None
 
 #: the fused form is built only for models whose intermediates (the fused function's
-#: workspace, all dtypes) take at most this many bytes; larger ones keep the VM form.  The
-#: workspace stands for the run time: the fused form saves the VM's fixed cost per kernel
-#: (a few us a call), which is lost in a large model's run, while its compile time grows
-#: with the model (TVMScript parses the whole function back).  Session 14 set 256 KiB on the
-#: loaded Zen 4 from MobileNetV2-0.35 at 96x96 (models/calib/mobilenetv2_035_tf_int8.tflite,
-#: 605 KB of intermediates, 61 kernels): cold `qd-run --samples 1 --compare none` 19.1 s CPU
-#: fused vs 12.3 s VM (the fuse step alone 14.9 s CPU, ~90 % of it TVMScript parsing), steady
-#: call then 243 vs 240 us (its depthwise layers were TVM's schedule then).  Zoo: mobilenetv2_tiny 154 KB, ds_cnn_kws 89 KB, kws_attn
-#: 65 KB, vit_tiny 33 KB, cnn_small 16 KB: all stay fused (they need it to be at or below
-#: XNNPACK, README).  Raised from 256 KiB to 1 MiB in session 15, measured on the same
-#: machine at one thread, `tflite` profile, interleaved with XNNPACK: the held-out
-#: MobileNetV2-0.35 at 96x96 (606 KB, 61 kernels) 0.229 ms on the VM, 0.203 fused (XNNPACK
-#: 0.217; compile 7.4 -> 9.8 s in a warm process), now that its depthwise layers are our
-#: kernel too; the held-out 24-channel ResNet (265 KB) has its twelve 3x3 layers of 3 M MACs
-#: parallel at two threads only in the fused form, which keeps a serial twin of each for one
-#: thread (the VM form pays TVM's parallel launch at one thread: 0.25 -> 0.305 ms).
-FUSED_MAX_WORKSPACE_BYTES = 1024 * 1024
+#: workspace, all dtypes) take at most this many bytes (None: all); larger ones keep the VM
+#: form.  Sessions 14-15 held it at 256 KiB, then 1 MiB, because the fused build then printed
+#: every kernel as TVMScript and parsed the whole function back (MobileNetV2-0.35 at 96x96:
+#: cold `qd-run` 14.1 s wall against 12.6 s CPU on the VM).  Since session 16 the fused module
+#: is built from the kernels' PrimFunc objects and its intermediates share bytes when their
+#: lifetimes do not meet; measured on the 2-core Zen 4, cold build fused / VM, steady call
+#: fused / VM (one thread, same bits): mobilenetv2_035_h 6.6 / 8.9 s wall, 0.198 / 0.229 ms
+#: (workspace 606 -> 162 KB); mobilenetv2_050 2.7 / 3.2 s, 0.262 / 0.277 ms; resnet_small
+#: 2.7 / 1.9 s, 0.200 / 0.207 ms; resnet_h 3.5 / 2.3 s, 0.248 / 0.254 ms; bert_s20 20.0 / 20.1
+#: s, 0.055 / 0.075 ms.  No model left where the VM form runs faster: no limit.
+FUSED_MAX_WORKSPACE_BYTES = None
 
 
 def fused_enabled() -> bool:

@@ -120,6 +120,22 @@ def _loads_of(stmt, buffer) -> int:
 INLINE_BUDGET = 3000
 
 
+def _squares(stmt, buffer) -> bool:
+    """Whether `stmt` multiplies a load of `buffer` by another load of it (`d * d`, the
+    variance of a layer norm)."""
+    import re
+
+    load = rf"(?<![\w.]){re.escape(buffer.name)}\[[^\]]*\]"
+    return re.search(rf"{load}\)* \* (T\.Cast\(\"\w+\", )*{load}", str(stmt)) is not None
+
+
+#: a producer with a rescale (a Select) is not inlined into a consumer that squares it at
+#: more than this many characters: TVM's StmtSimplify takes about 0.5 s on each such
+#: product of two copies (the transformers' layer-norm variance: 4 passes x 7 layers made
+#: 20 of bert_s20's 26 s cold build), and the square costs one more loop over a row
+SQUARE_INLINE_BUDGET = 400
+
+
 def _inline_is_cheap(sch, block) -> bool:
     stmt = sch.get(block)
     if not stmt.writes:
@@ -129,6 +145,8 @@ def _inline_is_cheap(sch, block) -> bool:
     for consumer in sch.get_consumers(block):
         c = sch.get(consumer)
         if _loads_of(c.body, buf) * size + _expr_size(c.body) > INLINE_BUDGET:
+            return False
+        if size > SQUARE_INLINE_BUDGET and "Select" in str(stmt.body) and _squares(c.body, buf):
             return False
     return True
 

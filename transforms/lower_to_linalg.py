@@ -396,6 +396,8 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
             # then a 32-bit shift by the rest: floor(floor(u / 2^32) / 2^(S-32)) = floor(u / 2^S)
             total = [31 - shift_in + r for r in right]
             hi_form = min(total) >= 32
+            split = _split32_plan(m, pos, [p - (1 << (31 - shift_in)) if r > 0 else p for p, r in zip(pos, right)],
+                                  total, 30 - shift_in, x_lo, x_hi, in_w) if fold_left else None
             if hi_form:
                 channel([t - 32 for t in total], 32)
             else:
@@ -437,6 +439,7 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
     if not narrow:
         folded = 0
         hi_form = False
+        split = None
 
     def body(s: Scalar, *args):
         def p(k):
@@ -460,6 +463,18 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
             #   (t' + 2^(30-L) + 2^(30-L+e) - [t' < -2^(30-L)] * 2^(31-L)) >> (31 - L + e):
             # the left shift disappears and both factors of the product stay 32-bit.
             # |t'| < 2^(62-L) and the constants are below 2^(30-L) + 2^(61-L): it fits i64.
+            if split is not None:
+                # all in 32-bit lanes (`_split32_plan`): d * M + c = d*Mh * 2^S + (d*Ml + c)
+                mh, ml, d_neg, c_pos, c_neg, sh = split
+                d = s.ext(args[0], 32, unsigned)
+                if izp:
+                    d = s.sub(d, izp)
+                c = c_pos if c_pos == c_neg else s.select(s.cmp("sle", d, d_neg), s.const(c_neg, I32), s.const(c_pos, I32))
+                x32 = s.add(s.mul(d, mh), s.shr(s.add(s.mul(d, ml), c), sh))
+                r = s.min(s.max(x32, lo - ozp), hi - ozp)
+                if ozp:
+                    r = s.add(r, ozp)
+                return s.trunc(r, out_w)
             if fold_left:
                 a, k = v, 1
             else:
@@ -483,6 +498,13 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
                 if ozp:
                     r = s.add(r, ozp)
                 return s.trunc(r, out_w)
+            if a.type.width.data == 64 and 16 < s.fits(a) <= 32 and a not in s.extended:
+                # an i64 value known to fit 32 bits (a sum of rescaled int8 inputs) made the
+                # sign extension of its i32 truncation, which the Scalar's folds would drop:
+                # the product is then extsi(i32) * extsi(i32), which tvm_bridge/epilogue.py
+                # computes in pairs of 32-bit lanes (one vpmuldq per 8) instead of vpmullq
+                a = s.make((arith.ExtSIOp, 64), lambda x: arith.ExtSIOp(x, I64),
+                           s.make((arith.TruncIOp, 32), lambda x: arith.TruncIOp(x, I32), a))
             t = s.mul(a, mult)
             if not (isinstance(pos, int) and pos == neg):
                 pos = s.select(s.cmp("slt", t, -(1 << (30 - folded))), neg, pos)
@@ -543,8 +565,40 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
 
     # everything `body` reads (floats by their bits: 0.0 and -0.0 are different literals)
     key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, fold_left, folded, hi_form, never_min, _literal_key(offset),
-           tuple((kind, _literal_key(v)) for kind, v in params))
+           tuple((kind, _literal_key(v)) for kind, v in params), split)
     return inputs, maps, body, key
+
+
+def _split32_plan(mult, pos, neg, total, k: int, x_lo: int, x_hi: int, in_w: int):
+    """The folded double rounding floor((d*M + c) / 2^S), c = neg when d*M < -2^k else pos,
+    in 32-bit lanes, or None where it does not fit or the parameters differ per channel.
+
+    With M = Mh * 2^S + Ml (0 <= Ml < 2^S), d*M + c = (d*Mh) * 2^S + (d*Ml + c), and for an
+    integer A, floor((A * 2^S + B) / 2^S) = A + floor(B / 2^S): the result is
+    d*Mh + ((d*Ml + c) >> S) with no 64-bit product, when d*Mh and d*Ml + c fit int32;
+    d*M < -2^k (M > 0) is d <= -floor(2^k / M) - 1.  A small input (ADD's int8 inputs:
+    |d| <= 255, S = 12) is the case: two vpmulld on 16 lanes instead of vpmuldq pairs on
+    8 (the `tflite` profile's residual blocks).  The plan is checked on every d the input
+    can hold (inputs of at most 16 bits) against the 64-bit formula before it is taken:
+    (Mh, Ml, the last d taking `neg`, pos, neg, min(S, 31)) or None."""
+    if in_w > 16 or len(set(mult)) != 1 or len(set(pos)) != 1 or len(set(neg)) != 1 or len(set(total)) != 1:
+        return None
+    m, c_pos, c_neg, sh = int(mult[0]), int(pos[0]), int(neg[0]), int(total[0])
+    if m <= 0 or sh < 1 or m & (m - 1) == 0:  # (a power of two: one shift, in the body)
+        return None
+    mh, ml = m >> sh, m & ((1 << sh) - 1)
+    d_neg = -((1 << k) // m) - 1
+    d = np.arange(x_lo, x_hi + 1, dtype=np.int64)
+    want = (d * m + np.where(d * m < -(1 << k), c_neg, c_pos)) >> sh
+    a = d * mh
+    b = d * ml + np.where(d <= d_neg, c_neg, c_pos)
+    sh32 = min(sh, 31)
+    got = a + (b >> sh32)
+    fits = lambda v: bool(((v >= -(1 << 31)) & (v < (1 << 31))).all())  # noqa: E731
+    if not (fits(a) and fits(b) and fits(got) and np.array_equal(got, want)
+            and -(1 << 31) <= c_pos < 1 << 31 and -(1 << 31) <= c_neg < 1 << 31):
+        return None
+    return mh, ml, d_neg, c_pos, c_neg, sh32
 
 
 def _literal_key(value):

@@ -66,6 +66,11 @@ CASES = [
     # ADD's input rescale: (x - zp) << 20, int8 (the left shift folds into the final shift)
     ((1 << 30, 1992864825, 1 << 30, 1257966797), (-1, -3, -20, -20), 0, None, "i32", "i8", -5, 20),
     ((1340029796,) * 4, (-18,) * 4, -3, None, "i8", "i8", 7, 20),
+    # ... per tensor at full precision: the 32-bit form (`_split32_plan`, d*Mh + (d*Ml + c) >> S)
+    ((1795261357,) * 4, (-1,) * 4, 0, None, "i32", "i8", -5, 20),
+    ((1795262416,) * 4, (-1,) * 4, 0, None, "i32", "i8", -5, 20),  # M mod 2^12 where the sign's nudge shows at d = -1
+    ((1331439820,) * 4, (0,) * 4, 0, None, "i32", "i8", 127, 20),
+    ((1193046471,) * 4, (-4,) * 4, 0, None, "i32", "i8", -128, 20),
     ((1 << 30, 1 << 30, 1 << 30, 1 << 30), (-1, -9, -16, 0), 2, None, "i16", "i16", 0, 15),
     ((1 << 30, 1 << 30, 1 << 30, 1 << 30), (1, 1, 1, 1), 0, None, "i32", "i8", -5, 20),  # left 21 in all
     # the larger-scale input of ADD: multiplier 2^30, shift 0 -- (x - zp) << 19, no multiply

@@ -168,9 +168,13 @@ func.func @offset(%x: tensor<4xi32>) -> tensor<4xi8> {
 // the scalar function its own generic would apply), [3] broadcast through (d1) as the sub did.
 // x: (x + 3) << 19 (multiplier 2^30, shift 0, left shift 20 folded: see rescale.mlir).
 // y: ((y - 5) * 1374389504 + c) >> 12 with c = 2^10 + 2^11 = 3072, or 1024 when the product is
-// below -2^10 (left shift 20 folded, right shift 1).  Their difference, in i64.  The output:
-// multiplier 1518500250, right shift 18 -- 2^30 + 2^48 or that minus 2^31 by the sign, >> 32,
-// >> 17 -- then clamp(r, -128 - 2, 127 - 2) + 2.
+// below -2^10 (left shift 20 folded, right shift 1), in 32-bit lanes: with d = y - 5 in
+// [-255, 250] and 1374389504 = 335544 * 2^12 + 1280, it is d * 335544 + ((d * 1280 + c) >> 12)
+// (exact: floor((A * 2^12 + B) / 2^12) = A + floor(B / 2^12)), and the product is below -2^10
+// exactly when d <= -1.  Their difference, in i64, which fits 32 bits: made the extension of
+// its i32 truncation for the output's product (a pair of 32-bit lanes, tvm_bridge/epilogue.py).
+// The output: multiplier 1518500250, right shift 18 -- 2^30 + 2^48 or that minus 2^31 by the
+// sign, >> 32, >> 17 -- then clamp(r, -128 - 2, 127 - 2) + 2.
 // CHECK-LABEL: func.func @rescaled_sum
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %y : tensor<2x3xi8>, tensor<3xi8>)
 // CHECK-NEXT:    ^bb0(%[[X:.*]]: i8, %[[Y:.*]]: i8, %{{.*}}: i8):
@@ -179,21 +183,23 @@ func.func @offset(%x: tensor<4xi32>) -> tensor<4xi8> {
 // CHECK-NEXT:      %[[XC:.*]] = arith.subi %[[X64]], %[[XZP]] : i64
 // CHECK-NEXT:      %[[C19:.*]] = arith.constant 19 : i64
 // CHECK-NEXT:      %[[SX:.*]] = arith.shli %[[XC]], %[[C19]] : i64
-// CHECK-NEXT:      %[[Y64:.*]] = arith.extsi %[[Y]] : i8 to i64
-// CHECK-NEXT:      %[[YZP:.*]] = arith.constant 5 : i64
-// CHECK-NEXT:      %[[YC:.*]] = arith.subi %[[Y64]], %[[YZP]] : i64
-// CHECK-NEXT:      %[[MY:.*]] = arith.constant 1374389504 : i64
-// CHECK-NEXT:      %[[TY:.*]] = arith.muli %[[YC]], %[[MY]] : i64
-// CHECK-NEXT:      %[[NEG:.*]] = arith.constant -1024 : i64
-// CHECK-NEXT:      %[[ISNEG:.*]] = arith.cmpi slt, %[[TY]], %[[NEG]] : i64
-// CHECK-NEXT:      %[[C1024:.*]] = arith.constant 1024 : i64
-// CHECK-NEXT:      %[[C3072:.*]] = arith.constant 3072 : i64
-// CHECK-NEXT:      %[[CY:.*]] = arith.select %[[ISNEG]], %[[C1024]], %[[C3072]] : i64
-// CHECK-NEXT:      %[[UY:.*]] = arith.addi %[[TY]], %[[CY]] : i64
-// CHECK-NEXT:      %[[C12:.*]] = arith.constant 12 : i64
-// CHECK-NEXT:      %[[RY:.*]] = arith.shrsi %[[UY]], %[[C12]] : i64
-// CHECK-NEXT:      %[[RY32:.*]] = arith.trunci %[[RY]] : i64 to i32
-// CHECK-NEXT:      %[[SY:.*]] = arith.extsi %[[RY32]] : i32 to i64
+// CHECK-NEXT:      %[[Y32:.*]] = arith.extsi %[[Y]] : i8 to i32
+// CHECK-NEXT:      %[[YZP:.*]] = arith.constant 5 : i32
+// CHECK-NEXT:      %[[YC:.*]] = arith.subi %[[Y32]], %[[YZP]] : i32
+// CHECK-NEXT:      %[[DNEG:.*]] = arith.constant -1 : i32
+// CHECK-NEXT:      %[[ISNEG:.*]] = arith.cmpi sle, %[[YC]], %[[DNEG]] : i32
+// CHECK-NEXT:      %[[C1024:.*]] = arith.constant 1024 : i32
+// CHECK-NEXT:      %[[C3072:.*]] = arith.constant 3072 : i32
+// CHECK-NEXT:      %[[CY:.*]] = arith.select %[[ISNEG]], %[[C1024]], %[[C3072]] : i32
+// CHECK-NEXT:      %[[MH:.*]] = arith.constant 335544 : i32
+// CHECK-NEXT:      %[[AY:.*]] = arith.muli %[[YC]], %[[MH]] : i32
+// CHECK-NEXT:      %[[ML:.*]] = arith.constant 1280 : i32
+// CHECK-NEXT:      %[[LY:.*]] = arith.muli %[[YC]], %[[ML]] : i32
+// CHECK-NEXT:      %[[BY:.*]] = arith.addi %[[LY]], %[[CY]] : i32
+// CHECK-NEXT:      %[[C12:.*]] = arith.constant 12 : i32
+// CHECK-NEXT:      %[[QY:.*]] = arith.shrsi %[[BY]], %[[C12]] : i32
+// CHECK-NEXT:      %[[RY:.*]] = arith.addi %[[AY]], %[[QY]] : i32
+// CHECK-NEXT:      %[[SY:.*]] = arith.extsi %[[RY]] : i32 to i64
 // CHECK-NEXT:      %[[D:.*]] = arith.subi %[[SX]], %[[SY]] : i64
 // CHECK-NEXT:      %[[D32:.*]] = arith.trunci %[[D]] : i64 to i32
 // CHECK-NEXT:      %[[D64:.*]] = arith.extsi %[[D32]] : i32 to i64

@@ -13,11 +13,12 @@ returns nothing; `threads` is the thread count TVM's pool runs on (tvm_bridge/cp
 `current_threads`, passed on every call): a kernel with parallel loops has a serial twin
 called at one thread.  `blob_k` hold the model's constants (TVM 0.27's TIR has no
 embedded-constant statement), `work_k` its intermediates: one 1-D array per dtype each,
-every constant or intermediate a region of it starting on a 64-byte boundary.  Two
-intermediates share bytes only when no kernel call lies in both their lifetimes (`_layout`;
-our own plan: TVM's StorageRewrite, left to place intermediates of the one inlined
-function of sessions 13-15, shared memory between intermediates still live in the masked
-encoders' function: 16 elements wrong).  A reshape is
+every constant or intermediate a region of it starting on a 64-byte boundary, never shared
+with another.  (Sharing bytes between intermediates never live at once was tried: LLVM's
+type-based alias analysis sees each intermediate through a pointer of its own, one TBAA type
+each, and may then move one kernel's store above another's load of the same bytes: an ONNX
+MLP, 29 elements wrong.  TVM's StorageRewrite sharing broke the masked encoders' function the
+same way in session 13.)  A reshape is
 its input's address; an output that is an input, a constant or a reshape of one is copied.
 
 How: our Relax pipeline runs up to and including our schedule pass (before memory
@@ -310,18 +311,7 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
         if names[v] != f"output_{k}":
             copies.append((f"output_{k}", names[v]))
 
-    # each intermediate lives from the kernel that writes it to the last that reads it (or
-    # to the copies at the end): regions are shared between intermediates never live at once
-    index = {name: k for k, (name, _, _) in enumerate(temps)}
-    lifetimes = [None] * len(temps)
-    uses = [(k, storage[b]) for k, (_, buffers) in enumerate(calls) for b in buffers]
-    uses += [(len(calls), storage[src]) for _, src in copies]
-    for k, name in uses:
-        if name in index:
-            first, last = lifetimes[index[name]] or (k, k)
-            lifetimes[index[name]] = (min(first, k), max(last, k))
-    lifetimes = [life or (0, len(calls)) for life in lifetimes]
-    work_sizes, work_placed = _layout([(d, math.prod(shape), _itemsize(d)) for _, shape, d in temps], lifetimes)
+    work_sizes, work_placed = _layout([(d, math.prod(shape), _itemsize(d)) for _, shape, d in temps])
     if max_workspace_bytes is not None:
         size = sum(n * _itemsize(d) for d, n in work_sizes.items())
         if size > max_workspace_bytes:
@@ -342,8 +332,11 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
 
     for k, (d, offset) in enumerate(placed):
         address[f"constant_{k}"] = element(blob_of[d], offset)
+    bindings = []
     for (name, _, _), (d, offset) in zip(temps, work_placed):
-        address[name] = element(work_params[d], offset)
+        pointer = tirx.Var(f"{name}_data", ir.PointerType(ir.PrimType(d)))
+        bindings.append(tirx.Bind(pointer, element(work_params[d], offset)))
+        address[name] = pointer
 
     functions: dict[object, object] = {}
     kernels: dict[str, tuple[object, object | None]] = {}  # callee -> (its function, its serial twin)
@@ -374,6 +367,7 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
         statements += [tirx.DeclBuffer(flat, data=params[out].data), tirx.DeclBuffer(source, data=address[storage[src]]),
                        tirx.For(i, tirx.const(0, "int32"), tirx.const(n, "int32"), tirx.ForKind.SERIAL,
                                 tirx.BufferStore(flat, tirx.BufferLoad(source, [i]), [i]))]
+    statements = bindings + statements
     if not statements:
         statements.append(tirx.Evaluate(tirx.const(0, "int32")))
     signature = list(params.values()) + blob_params + list(work_params.values()) + [threads]
@@ -388,31 +382,16 @@ def _dtype_name(a: np.ndarray) -> str:
     return "bool" if a.dtype == np.bool_ else str(a.dtype)
 
 
-def _layout(items, lifetimes=None) -> tuple[dict[str, int], list[tuple[str, int]]]:
+def _layout(items) -> tuple[dict[str, int], list[tuple[str, int]]]:
     """Regions of one 1-D array per dtype for `items` ((dtype, elements, itemsize) each), each
-    starting on a 64-byte boundary: ({dtype: elements}, [(dtype, element offset) per item]).
-
-    `lifetimes` (one (first, last) pair of call indices per item, None: all live at once):
-    two items share bytes only when their lifetimes do not meet, so an item is never placed
-    over one a kernel still reads, nor over its own kernel's inputs (first fit, in order)."""
+    starting on a 64-byte boundary: ({dtype: elements}, [(dtype, element offset) per item])."""
     sizes: dict[str, int] = {}
     placed = []
-    live: dict[str, list[tuple[int, int, int, int]]] = {}  # dtype -> (start, end, first, last)
-    for k, (d, n, itemsize) in enumerate(items):
+    for d, n, itemsize in items:
         step = max(1, 64 // itemsize)
-        n = max(n, 1)
-        if lifetimes is None:
-            offset = -(-sizes.get(d, 0) // step) * step
-        else:
-            first, last = lifetimes[k]
-            offset = 0
-            for start, end, f, l in sorted(r for r in live.get(d, []) if r[2] <= last and first <= r[3]):
-                if offset + n <= start:
-                    break
-                offset = max(offset, -(-end // step) * step)
-            live.setdefault(d, []).append((offset, offset + n, first, last))
+        offset = -(-sizes.get(d, 0) // step) * step
         placed.append((d, offset))
-        sizes[d] = max(sizes.get(d, 0), offset + n)
+        sizes[d] = offset + max(n, 1)
     return sizes, placed
 
 
@@ -454,7 +433,11 @@ def build_fused(fused: FusedModel, target):
             func = func.with_body(tirx.AttrStmt("default", "device_id", zero,
                                                 tirx.AttrStmt("default", "device_type", cpu, func.body)))
         functions[gv] = func
-    host_mod, device_mods = builder.split_host_device_mods(tvm.IRModule(functions, attrs=mod.attrs))
+    # the kernels inlined here, in TIR, not by LLVM (see the module's docstring): each kernel's
+    # buffers then take the very pointer variable `main` binds for that intermediate, so the
+    # producer's stores and the consumer's loads carry one TBAA type
+    mod = tirx.transform.InlinePrivateFunctions()(tvm.IRModule(functions, attrs=mod.attrs))
+    host_mod, device_mods = builder.split_host_device_mods(mod)
     if device_mods:
         raise _NotFusable("kernels for another device")
     return Executable(builder.tir_to_runtime(finalize_host()(host_mod), {}, host.host))

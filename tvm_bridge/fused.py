@@ -14,11 +14,7 @@ returns nothing; `threads` is the thread count TVM's pool runs on (tvm_bridge/cp
 called at one thread.  `blob_k` hold the model's constants (TVM 0.27's TIR has no
 embedded-constant statement), `work_k` its intermediates: one 1-D array per dtype each,
 every constant or intermediate a region of it starting on a 64-byte boundary, never shared
-with another.  (Sharing bytes between intermediates never live at once was tried: LLVM's
-type-based alias analysis sees each intermediate through a pointer of its own, one TBAA type
-each, and may then move one kernel's store above another's load of the same bytes: an ONNX
-MLP, 29 elements wrong.  TVM's StorageRewrite sharing broke the masked encoders' function the
-same way in session 13.)  A reshape is
+with another (see below).  A reshape is
 its input's address; an output that is an input, a constant or a reshape of one is copied.
 
 How: our Relax pipeline runs up to and including our schedule pass (before memory
@@ -26,11 +22,21 @@ planning), so `main` is a chain of `call_tir`s, reshapes, constants and tuples. 
 kernel becomes a private TIR function of the module, built from its PrimFunc object (no
 TVMScript text): a kernel in block form first lowered to flat, block-free TIR (TVM's own
 passes up to FlattenBuffer), its buffer parameters turned into pointers (`T.handle`) with a
-buffer declared on each, returning int32 (the status of a parallel launch).  `main` calls
-them with the addresses of the model's buffers: a direct call, which LLVM may inline.  Until
-session 16 the kernels' bodies were printed as TVMScript, renamed, pasted into one function
-and parsed back: MobileNetV2-0.35 at 96x96 spent 4.6 s there and 2.5 s more in LLVM on the
-one huge function (cold compile 13.5 s; now 0.04 s and 1.3 s).
+buffer declared on each, returning int32 (the status of a parallel launch).  `main` binds
+one pointer variable per intermediate (its region of the workspace) and calls the kernels
+with them.  `build_fused` runs TVM's lowering passes on these small functions, then inlines
+every kernel into `main` in TIR (InlinePrivateFunctions), so each kernel's buffers take the
+pointer variable of the intermediate they are bound to.  That is why the inlining is TVM's
+and not LLVM's: TVM gives every pointer variable a TBAA type of its own and marks a
+`noalias` function's buffers as not aliasing, so kernels left for LLVM to inline would see
+one intermediate through two types, and LLVM may then move one kernel's store past another's
+load of the same bytes (found when intermediates shared bytes: an ONNX MLP, 29 elements
+wrong; TVM's StorageRewrite sharing broke the masked encoders' function the same way in
+session 13).  Through one variable per intermediate, and no two intermediates sharing bytes,
+the producer's stores and the consumers' loads carry one type.  Until session 16 the
+kernels' bodies were printed as TVMScript, renamed, pasted into one function and parsed
+back: MobileNetV2-0.35 at 96x96 spent 4.6 s of a 13.5 s cold compile there (now 0.04 s;
+whole cold `qd-run` about 8.8 s).
 
 Anything else in `main` (a dynamic shape, an op not listed, a packed call) makes `fuse`
 return None and the caller keeps the VM path: the fused form is an optimisation, never a

@@ -103,6 +103,10 @@ def test_format_scale_is_an_mlir_float_literal():
     assert format_scale(1 / 3) == "0.33333333333333331"
     assert format_scale(1e38) == "9.9999999999999997E+37"
     assert format_scale(10704349.0) == "0x41646ABBA0000000"
+    # remembered texts keep the sign of zero (0.0 and -0.0 compare equal; mlir-opt 22 prints
+    # `arith.constant -0.0 : f64` as -0.000000e+00), whichever is printed first
+    assert format_scale(0.0) == "0.000000e+00" and format_scale(-0.0) == "-0.000000e+00"
+    assert format_scale(0.0) == "0.000000e+00"
 
 
 def test_per_axis_length_checked_with_location():

@@ -437,7 +437,9 @@ FUSED_MAX_KERNELS = None
 #: 2-core Zen 4, cold build fused / VM, steady call fused / VM (one thread, same bits):
 #: mobilenetv2_035_h (606 KB) 6.6 / 8.9 s wall, 0.198 / 0.229 ms; mobilenetv2_050 2.7 /
 #: 3.2 s, 0.262 / 0.277 ms; resnet_small 2.7 / 1.9 s, 0.200 / 0.207 ms; resnet_h 3.5 / 2.3 s,
-#: 0.248 / 0.254 ms; bert_s20 20.0 / 20.1 s, 0.055 / 0.075 ms.  No model measured runs faster
+#: 0.248 / 0.254 ms; bert_s20 20.0 / 20.1 s, 0.055 / 0.075 ms (cold times with LLVM inlining
+#: the kernels; inlined in TIR, as now for correctness, mobilenetv2_035_h takes 7.4 s wall in
+#: bench/time_to_first.py, bert_s20 22.7 s).  No model measured runs faster
 #: on the VM; the limit stays, at 16 MiB, only as a memory bound for models far larger than
 #: any measured.
 FUSED_MAX_WORKSPACE_BYTES = 16 * 1024 * 1024

@@ -36,7 +36,7 @@ session 13).  Through one variable per intermediate, and no two intermediates sh
 the producer's stores and the consumers' loads carry one type.  Until session 16 the
 kernels' bodies were printed as TVMScript, renamed, pasted into one function and parsed
 back: MobileNetV2-0.35 at 96x96 spent 4.6 s of a 13.5 s cold compile there (now 0.04 s;
-whole cold `qd-run` about 8.8 s).
+a whole cold `qd-run` 7.4 s wall in bench/time_to_first.py).
 
 Anything else in `main` (a dynamic shape, an op not listed, a packed call) makes `fuse`
 return None and the caller keeps the VM path: the fused form is an optimisation, never a

@@ -106,10 +106,17 @@ def _expr_size(stmt) -> int:
     return len(str(stmt))
 
 
+def _load_pattern(buffer) -> str:
+    """A regular expression for the start of a load of `buffer` in printed TIR (`name[`)."""
+    import re
+
+    return rf"(?<![\w.]){re.escape(buffer.name)}\["
+
+
 def _loads_of(stmt, buffer) -> int:
     import re
 
-    return len(re.findall(rf"(?<![\w.]){re.escape(buffer.name)}\[", str(stmt)))
+    return len(re.findall(_load_pattern(buffer), str(stmt)))
 
 
 #: inlining copies the producer's expression into every load of it; a rescale reads
@@ -125,7 +132,7 @@ def _squares(stmt, buffer) -> bool:
     variance of a layer norm)."""
     import re
 
-    load = rf"(?<![\w.]){re.escape(buffer.name)}\[[^\]]*\]"
+    load = _load_pattern(buffer) + r"[^\]]*\]"
     return re.search(rf"{load}\)* \* (T\.Cast\(\"\w+\", )*{load}", str(stmt)) is not None
 
 

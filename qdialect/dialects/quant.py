@@ -311,11 +311,19 @@ def _read_in_format(text: str, fmt: FloatFormat) -> float:
     return sign * float(rounded) if rounded <= Fraction(fmt.largest) else sign * math.inf
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def format_scale(value: float) -> str:
     """A scale (a double) as mlir-opt 22 prints it in a `!quant.uniform` type (remembered:
     a model's per-channel scales are printed again for every print of the module, and the
-    compiled-model cache keys print it twice: 0.4 s of a 5 s cold build of MobileNetV2)."""
+    compiled-model cache keys print it twice: 0.4 s of a 5 s cold build of MobileNetV2).
+    Zero and NaN are formatted anew: 0.0 and -0.0 are one key of a cache (equal, same
+    hash) but print differently, and NaN never equals its key (a diagnostic can print them)."""
+    if value == 0 or value != value:
+        return format_float(value)
+    return _format_nonzero_scale(value)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _format_nonzero_scale(value: float) -> str:
     return format_float(value)
 
 

@@ -17,8 +17,6 @@ from transforms.pipelines import lower_to_l3
 from tvm_bridge.compile import compile_module
 from tvm_bridge.run_cli import litert_run, load_module
 
-pytest.importorskip("ai_edge_litert")
-
 
 def _add_model(a_q, b_q, out_q, activation=None) -> bytes:
     g = GraphBuilder()

@@ -118,3 +118,19 @@ def test_every_convolution_of_mobilenet_is_tiled():
     assert conv_blocks and all(name in tiled for name in conv_blocks)
     # 17 convolutions and depthwise convolutions; the few left are the final pooling/FC/softmax
     assert len(tiled) >= 20, outcomes
+
+
+def test_square_of_a_load_is_recognized():
+    """`_squares` finds a product of two loads of the same buffer (a layer norm's d * d, cast
+    or not) and nothing else: another buffer, a product by a constant, a name that only
+    ends like the buffer's."""
+    from types import SimpleNamespace
+
+    from tvm_bridge.schedule import _squares
+
+    d = SimpleNamespace(name="d")
+    assert _squares('T.Cast("int64", d[v0, v1]) * T.Cast("int64", d[v0, v1])', d)
+    assert _squares("d[i] * d[i]", d)
+    assert not _squares("d[i] * e[i]", d)
+    assert not _squares('T.Cast("int64", d[i]) * T.int64(1561589347)', d)
+    assert not _squares("xd[i] * xd[i]", d)

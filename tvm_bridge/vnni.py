@@ -313,7 +313,9 @@ def _prim_func(params, body):
     from tvm import tirx
 
     attrs = tvm.ir.make_node("ir.DictAttrs", **{"tirx.noalias": True, "tirx.is_scheduled": True, "s_tir": True})
-    return tirx.PrimFunc(params, tirx.SeqStmt(body), ret_type=tvm.ir.TupleType([]), attrs=attrs)
+    # (one statement is the body itself: TVM refuses a SeqStmt of length 1, the body of a
+    # parallel depthwise kernel without a border to pad)
+    return tirx.PrimFunc(params, _seq(list(body)), ret_type=tvm.ir.TupleType([]), attrs=attrs)
 
 
 def _has(target, feature: str) -> bool:

@@ -95,6 +95,40 @@ def test_depthwise_kernel_equals_litert(case, rounding, tmp_path):
         assert int(np.count_nonzero(got != want)) == 0, f"{np.count_nonzero(got != want)} of {want.size} differ"
 
 
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_depthwise_rows_in_parallel(padding, tmp_path, monkeypatch):
+    """A depthwise kernel whose output rows go parallel (every kernel, with the threshold at
+    one multiply-accumulate), run on TVM's pool at 2 threads, equals LiteRT.  VALID: the
+    kernel is its parallel loop alone (no border to pad), the shape a 112x112x32 layer of
+    MobileNetV2-1.0 at 224x224 takes and that once failed to build (a SeqStmt of one)."""
+    from tests.tflite_writer import run_tflite
+    from tvm_bridge import vnni
+    from tvm_bridge.cpu import set_threads
+
+    monkeypatch.setattr(vnni, "DOT_PARALLEL_MIN_MACS", 1)
+    monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
+    vnni.clear_caches()
+    model = _model(12, 10, 32, 3, 1, 1, padding, "RELU6")
+    before = int(tvm.get_global_func("runtime.NumThreads")())
+    try:
+        built, kernels = _compiled(model, "tflite", tmp_path, _flavor())
+        assert kernels
+        from tvm_bridge.translate import translate
+
+        mod, _ = translate(lowered_tflite(model, "tflite", tmp_path, "dw.tflite")(), dot=_flavor())
+        assert all("T.parallel" in mod[name].script() for name in kernels)
+        set_threads(2)
+        rng = np.random.default_rng(11)
+        for _ in range(3):
+            x = rng.integers(-128, 128, (1, 12, 10, 32)).astype(np.int8)
+            (want,) = run_tflite(model, [x], reference=True)
+            got = built(x)[0]
+            assert int(np.count_nonzero(got != want)) == 0, f"{np.count_nonzero(got != want)} of {want.size} differ"
+    finally:
+        set_threads(before)
+        vnni.clear_caches()
+
+
 @pytest.mark.parametrize("wfill", [-127, 127])
 def test_depthwise_kernel_extremes(wfill, tmp_path):
     """All -128 activations (x + 128 = 0 in the generic's form, the largest |x| here)."""

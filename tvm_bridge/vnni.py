@@ -88,12 +88,17 @@ class Flavor:
 #: AVX-512 VNNI: `vpdpbusd`, u8 x s8, four products per lane, the add inside the instruction
 #: (register tiles: 12 accumulators where the shape allows, so that vpdpbusd's 4-5 cycle latency
 #: is hidden behind independent chains; 4 x 1 left 24-channel 3x3 convolutions at 101 GMAC/s
-#: against 149 for 4 x 3 on Zen 4, bench/conv_gmacs.py)
+#: against 149 for 4 x 3 on Zen 4, bench/conv_gmacs.py).  7-column tiles for rows of 7 and 14
+#: (MobileNetV2-1.0's last stages): with 1 x 4 tiles every weight vector served one pixel and
+#: the 7x7 pointwise layers ran at 105 GMAC/s, 1.9x XNNPACK's time; 7 x 2 / 7 x 3 run them
+#: at 195-215 GMAC/s, x0.95-0.99 (one-op models of those layers, one thread, Zen 4)
 VNNI = Flavor("vnni", 4, "uint8", "int8", 128, 16,
-              ((6, 2), (4, 3), (4, 2), (3, 2), (2, 2), (4, 1), (3, 1), (2, 1), (1, 4), (1, 2), (1, 1)))
+              ((6, 2), (4, 3), (4, 2), (7, 3), (7, 2), (3, 2), (2, 2), (4, 1), (3, 1), (2, 1), (1, 4), (1, 2), (1, 1)))
 #: AVX2 `vpmaddwd` on 256-bit vectors: s16 x s16, two products per lane, then a vector add
+#: (7 x 1 for rows of 7: the 7x7 pointwise layers of MobileNetV2-1.0 1.4x faster than 1 x 2,
+#: built for haswell and run on Zen 4)
 PMADDWD = Flavor("pmaddwd", 2, "int16", "int8", 0, 8,
-                 ((3, 2), (4, 2), (5, 2), (2, 2), (1, 2), (4, 1), (3, 1), (5, 1), (2, 1), (1, 1)))
+                 ((3, 2), (4, 2), (5, 2), (2, 2), (7, 1), (1, 2), (4, 1), (3, 1), (5, 1), (2, 1), (1, 1)))
 #: AVX-512BW `vpmaddwd` on 512-bit vectors
 PMADDWD_512 = replace(PMADDWD, name="pmaddwd512", max_lanes=16)
 

@@ -175,7 +175,8 @@ def _kernel(g: dict, f: Flavor, eparams, acc_buf, loop_vars, temps, value):
 
     body.append(_tiles(g, KB, C // KB, acc_buf, INIT, Y, loop_vars, temps, value,
                         _loops("serial", (KH, KW), ("rh", "rw"), accumulate)))
-    return _prim_func([X, WP, INIT, *eparams, Y], body)
+    # (the border loop writes Y's border, the tiles Y's interior)
+    return _prim_func([X, WP, INIT, *eparams, Y], body, launch_macs=g["OH"] * g["OW"] * C * KH * KW)
 
 
 def emit(tr, op, g: dict, flavor: Flavor):

@@ -51,7 +51,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tvm_bridge.cpu import THREADS, current_threads
+from tvm_bridge.cpu import THREADS, current_threads, env_int
+
+
+def launch_mode() -> str:
+    """How a fused model uses TVM's thread pool: "one" (default): one parallel launch per call
+    for the whole model (`_fuse`); "per-loop" with QDIALECT_FUSED_LAUNCH=0: each parallel loop
+    is its own launch at more than one thread, serial twins at one (the form until session
+    17, kept for comparisons: bench/latency.py A/B)."""
+    off = os.environ.get("QDIALECT_FUSED_LAUNCH", "1").strip().lower() in ("0", "off", "no", "false")
+    return "per-loop" if off else "one"
+
+
+#: the multiply-accumulates of a model's kernels with a one-launch form from which the model
+#: is built as one parallel launch; below it every kernel runs serially (cnn_small, 0.55 M
+#: MACs, paid ~1 us for the launch at one thread, 8 -> 9 us, and gained nothing at two)
+FUSED_LAUNCH_MIN_MACS = env_int("QDIALECT_FUSED_LAUNCH_MIN_MACS", 1 << 20)
 
 
 def enabled() -> bool:
@@ -169,7 +184,124 @@ def _subroutines(func) -> tuple[object, object | None]:
                              ret_type=ir.PrimType("int32")).with_attr({"tirx.noalias": True})
 
     parallel = _has_parallel_loop(func.body)
-    return make(func.body), (make(_serial(func.body)) if parallel else None)
+    launch = _launch_variant(func, pointers, declarations) if parallel else None
+    return make(func.body), (make(_serial(func.body)) if parallel else None), launch
+
+
+_BARRIER = "pragma_parallel_barrier_when_finish"
+_LAUNCH = "pragma_parallel_launch_point"
+
+
+def _statements(stmt) -> list:
+    from tvm import tirx
+
+    if isinstance(stmt, tirx.SeqStmt):
+        return [s for part in stmt.seq for s in _statements(part)]
+    return [stmt]
+
+
+def _compute_scope(stmt, name: str):
+    """`stmt` made its own function by TVM's CPU codegen (the `compute_scope` attribute: an
+    LLVM function, never inlined, whose pointer arguments are `noalias`).  Inside the
+    parallel launch the captured pointers are loads from the closure, which LLVM must assume
+    may alias: a kernel compiled there ran 30 % slower (mobilenetv2_035_h 0.195 -> 0.26 ms)."""
+    from tvm import ir, tirx
+
+    return tirx.AttrStmt(tirx.const(0, "int32"), "compute_scope", ir.StringImm(name), stmt)
+
+
+_TASK_ZERO = "qdialect_task_zero"
+
+
+def _on_task_zero(stmts, name: str):
+    """`stmts` marked to run on the first thread of the parallel launch only: `build_fused`
+    puts them in a parallel loop of one iteration (TVM's CPU codegen splits a parallel loop's
+    iterations among the launch's threads) after TVM's lowering passes, whose StmtSimplify
+    removes a loop of one iteration, parallel or not."""
+    from tvm import tirx
+
+    body = stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+    return tirx.AttrStmt(tirx.const(0, "int32"), _TASK_ZERO, tirx.const(1, "int32"), _compute_scope(body, name))
+
+
+def _rows_scoped(loop, name: str, threads):
+    """The parallel loop `loop` as `threads` contiguous chunks of its iterations, a parallel
+    loop over the chunks whose body, a serial loop over one chunk, is a compute scope of its
+    own (see `_compute_scope`): one call per thread, not one per iteration (one per row cost
+    mobilenetv2_035_h 15 % at one thread)."""
+    from tvm import tirx
+
+    i32 = "int32"
+    count = tirx.Max(threads, tirx.const(1, i32))
+    chunk = tirx.FloorDiv(loop.extent + count - tirx.const(1, i32), count)
+    task = tirx.Var(f"{loop.loop_var.name}_chunk", i32)
+    first = task * chunk
+    size = tirx.Max(tirx.Min(chunk, loop.extent - first), tirx.const(0, i32))
+    inner = tirx.For(loop.loop_var, loop.min + first, size, tirx.ForKind.SERIAL, loop.body)
+    return tirx.For(task, tirx.const(0, i32), count, tirx.ForKind.PARALLEL, _compute_scope(inner, name))
+
+
+def _launch_variant(func, pointers, declarations):
+    """The kernel's form for the one-launch `main` at more than one thread (see `_fuse`), or
+    None: (PrimFunc, [(shape, dtype) of each buffer it takes from the caller]).
+
+    Only a kernel of ours marked LAUNCH_GROUPS (tvm_bridge/vnni.py), flat TIR whose top level
+    holds buffer allocations and loops, no parallel loop nested in another loop.  Inside
+    the model's one parallel launch every thread runs the kernel's body: its top-level
+    buffers (the staged input) are the caller's, so that the threads share them; each
+    serial statement runs on the first thread only (a parallel loop of one iteration); the
+    statements before the last parallel loop run side by side (they write disjoint bytes),
+    then a barrier, then the last loop (the output tiles).  The caller puts a barrier
+    after the kernel."""
+    from tvm import ir, tirx
+
+    from tvm_bridge.vnni import LAUNCH_GROUPS
+
+    macs = func.attrs.get(LAUNCH_GROUPS, None) if func.attrs is not None else None
+    if macs is None:
+        return None
+    stmts = _statements(func.body)
+    hoisted, rest = [], []
+    for st in stmts:
+        if isinstance(st, tirx.AllocBuffer):
+            hoisted.append(st.buffer)
+        elif isinstance(st, tirx.For) and st.kind == tirx.ForKind.PARALLEL:
+            if _has_parallel_loop(st.body):
+                return None
+            rest.append(st)
+        elif isinstance(st, (tirx.For, tirx.IfThenElse)) and not _has_parallel_loop(st):
+            rest.append(st)
+        else:
+            return None
+    last = max((k for k, st in enumerate(rest) if isinstance(st, tirx.For) and st.kind == tirx.ForKind.PARALLEL),
+               default=None)
+    if last is None:
+        return None
+
+    def grouped(part):
+        out, serial = [], []
+        for st in part:
+            if isinstance(st, tirx.For) and st.kind == tirx.ForKind.PARALLEL:
+                out.append(_rows_scoped(st, "rows", threads))
+            else:
+                serial.append(st)
+        if serial:  # (one loop of one iteration for all of them: they touch disjoint bytes too)
+            out.append(_on_task_zero(serial, "once"))
+        return out
+
+    threads = tirx.Var("threads", "int32")
+    before, tail = grouped(rest[:last]), grouped(rest[last:])
+    extra = [tirx.Var(b.name + "_shared", ir.PointerType(b.dtype if isinstance(b.dtype, ir.PrimType)
+                                                         else ir.PrimType(b.dtype))) for b in hoisted]
+    body = list(declarations) + [tirx.DeclBuffer(b, data=v) for b, v in zip(hoisted, extra)]
+    if before:
+        seq = before[0] if len(before) == 1 else tirx.SeqStmt(before)
+        body.append(tirx.AttrStmt(tirx.const(0, "int32"), _BARRIER, tirx.const(1, "int32"), seq))
+    body += tail
+    shapes = [(tuple(int(d) for d in b.shape), str(b.dtype)) for b in hoisted]
+    launched = tirx.PrimFunc(list(pointers) + extra + [threads], tirx.SeqStmt(body),
+                             ret_type=ir.PrimType("int32")).with_attr({"tirx.noalias": True})
+    return launched, shapes, int(macs)
 
 
 def _static_tensor(ty) -> tuple[tuple[int, ...], str]:
@@ -317,6 +449,27 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
         if names[v] != f"output_{k}":
             copies.append((f"output_{k}", names[v]))
 
+    # each kernel's forms; a kernel's one-launch form takes its staging buffers from here (one
+    # region per kernel, shared by its calls, which run one after the other)
+    kernels: dict[str, tuple] = {}  # callee -> (its function, its serial twin, its one-launch form)
+    for callee, _ in calls:
+        if callee.name_hint not in kernels:
+            kernels[callee.name_hint] = _subroutines(mod[callee])
+    # the one-launch form (see below) where the kernels that split their loops among the
+    # threads add up to FUSED_LAUNCH_MIN_MACS; below it every kernel runs serially
+    parallel_macs = sum(kernels[c.name_hint][2][2] for c, _ in calls if kernels[c.name_hint][2] is not None)
+    mode = launch_mode()
+    one_launch = mode == "one" and parallel_macs >= FUSED_LAUNCH_MIN_MACS
+    all_serial = mode == "one" and not one_launch
+    shared: dict[str, list[str]] = {}  # callee -> the intermediates standing for its staging buffers
+    for name, (_, _, launch) in kernels.items():
+        if launch is not None and one_launch:
+            shared[name] = []
+            for shape, dtype in launch[1]:
+                temp_name = f"s{len(temps)}"
+                temps.append((temp_name, shape, dtype))
+                shapes[temp_name], storage[temp_name] = (shape, dtype), temp_name
+                shared[name].append(temp_name)
     work_sizes, work_placed = _layout([(d, math.prod(shape), _itemsize(d)) for _, shape, d in temps])
     if max_workspace_bytes is not None:
         size = sum(n * _itemsize(d) for d, n in work_sizes.items())
@@ -345,25 +498,60 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
         address[name] = pointer
 
     functions: dict[object, object] = {}
-    kernels: dict[str, tuple[object, object | None]] = {}  # callee -> (its function, its serial twin)
-    statements = []
-    int32 = ir.PrimType("int32")
-    for callee, buffers in calls:
-        if callee.name_hint not in kernels:
-            parallel, serial = _subroutines(mod[callee])
-            gv = ir.GlobalVar(f"k_{callee.name_hint}")
+    gvs: dict[str, tuple] = {}  # callee -> GlobalVars of (its function, serial twin, one-launch form)
+    for name, (parallel, serial, launch) in kernels.items():
+        gv = ir.GlobalVar(f"k_{name}")
+        if serial is None or mode == "per-loop":  # (else only the serial twin and the one-launch form are called)
             functions[gv] = parallel
-            gv_serial = None
-            if serial is not None:
-                gv_serial = ir.GlobalVar(f"k_{callee.name_hint}_serial")
-                functions[gv_serial] = serial
-            kernels[callee.name_hint] = (gv, gv_serial)
-        gv, gv_serial = kernels[callee.name_hint]
-        args = [address[storage[b]] for b in buffers]
-        call = tirx.Evaluate(ir.expr.Call(gv, args, ret_ty=int32))
-        if gv_serial is not None:  # TVM launches a parallel loop on its pool even with one thread
-            call = tirx.IfThenElse(threads > 1, call, tirx.Evaluate(ir.expr.Call(gv_serial, args, ret_ty=int32)))
-        statements.append(call)
+        gv_serial = gv_launch = None
+        if serial is not None and name not in shared:
+            gv_serial = ir.GlobalVar(f"k_{name}_serial")
+            functions[gv_serial] = serial
+        if name in shared:
+            gv_launch = ir.GlobalVar(f"k_{name}_launched")
+            functions[gv_launch] = launch[0]
+        gvs[name] = (gv, gv_serial, gv_launch)
+    int32 = ir.PrimType("int32")
+    statements = []
+    if one_launch:
+        # The whole model in one parallel launch of TVM's pool, at any thread count: one
+        # wake-up of its workers per call instead of one per parallel loop (~1.5 us each).  A
+        # kernel with a one-launch form splits its loops among the threads, the others run on
+        # the first thread; a barrier after each kernel.  At one thread the launch runs on the
+        # calling thread and the barriers return at once.
+        launched, pending = [], []
+
+        def flush():
+            if pending:
+                launched.append(tirx.AttrStmt(tirx.const(0, "int32"), _BARRIER, tirx.const(1, "int32"),
+                                              _on_task_zero(list(pending), "serial_kernels")))
+                pending.clear()
+
+        for callee, buffers in calls:
+            gv, gv_serial, gv_launch = gvs[callee.name_hint]
+            args = [address[storage[b]] for b in buffers]
+            if gv_launch is None:
+                pending.append(tirx.Evaluate(ir.expr.Call(gv_serial or gv, args, ret_ty=int32)))
+                continue
+            flush()
+            extra = [address[b] for b in shared[callee.name_hint]]
+            launched.append(tirx.AttrStmt(tirx.const(0, "int32"), _BARRIER, tirx.const(1, "int32"),
+                                          tirx.Evaluate(ir.expr.Call(gv_launch, args + extra + [threads],
+                                                                     ret_ty=int32))))
+        flush()
+        region = tirx.AttrStmt(tirx.const(0, "int32"), _LAUNCH, tirx.const(1, "int32"),
+                               launched[0] if len(launched) == 1 else tirx.SeqStmt(launched))
+        statements.append(region)
+    else:
+        for callee, buffers in calls:
+            gv, gv_serial, _ = gvs[callee.name_hint]
+            args = [address[storage[b]] for b in buffers]
+            serial = tirx.Evaluate(ir.expr.Call(gv_serial or gv, args, ret_ty=int32))
+            if all_serial or gv_serial is None:
+                statements.append(serial)
+            else:  # (per-loop: TVM launches a parallel loop on its pool even with one thread)
+                statements.append(tirx.IfThenElse(threads > 1, tirx.Evaluate(ir.expr.Call(gv, args, ret_ty=int32)),
+                                                  serial))
     for out, src in copies:
         shape, d = outputs[int(out.removeprefix("output_"))]
         n = math.prod(shape)
@@ -443,10 +631,36 @@ def build_fused(fused: FusedModel, target):
     # buffers then take the very pointer variable `main` binds for that intermediate, so the
     # producer's stores and the consumer's loads carry one TBAA type
     mod = tirx.transform.InlinePrivateFunctions()(tvm.IRModule(functions, attrs=mod.attrs))
+    mod = _finish_launches(mod)
     host_mod, device_mods = builder.split_host_device_mods(mod)
     if device_mods:
         raise _NotFusable("kernels for another device")
     return Executable(builder.tir_to_runtime(finalize_host()(host_mod), {}, host.host))
+
+
+def _finish_launches(mod):
+    """`mod` (lowered, kernels inlined) with each `_on_task_zero` mark made a parallel loop of
+    one iteration, and a no-op statement after each compute scope in the entry: TVM's CPU
+    codegen (0.27) leaves the debug location of a compute scope inside a parallel launch in
+    force after it, and LLVM's verifier refuses the entry's next instruction when the launch
+    returns ("!dbg attachment points at wrong subprogram"); a statement visited after the
+    scope resets it."""
+    import tvm
+    import tvm_ffi
+    from tvm import tirx
+
+    def on_attr(node):
+        if node.attr_key == _TASK_ZERO:
+            return tirx.For(tirx.Var("once", "int32"), tirx.const(0, "int32"), tirx.const(1, "int32"),
+                            tirx.ForKind.PARALLEL, node.body)
+        if node.attr_key == "compute_scope" and str(node.value) != '"main_compute_"':
+            # (a no-op statement: TVM drops an Evaluate of a constant; LLVM this intrinsic)
+            return tirx.SeqStmt([node, tirx.Evaluate(tirx.call_llvm_intrin("void", "llvm.donothing"))])
+        return node
+
+    functions = {gv: (func.with_body(tvm_ffi.structural_map(func.body, (tirx.AttrStmt, on_attr)))
+                      if isinstance(func, tirx.PrimFunc) else func) for gv, func in mod.functions.items()}
+    return tvm.IRModule(functions, attrs=mod.attrs)
 
 
 def prefix_module(mod, target):

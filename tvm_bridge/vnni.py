@@ -250,7 +250,10 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
 
     body.append(_tiles(g, KB, g["K16"], acc_buf, INIT, Y, loop_vars, temps, value,
                         _loops("serial", (g["KH"], g["KWE"], g["C4"]), ("rh", "rw", "rc"), accumulate)))
-    return _prim_func([X, WP, INIT, *eparams, Y], body)
+    # (staging and pad fill write XU's interior and border, the border loop Y's border, the
+    # tiles read XU and write Y's interior)
+    return _prim_func([X, WP, INIT, *eparams, Y], body,
+                      launch_macs=g["OH"] * g["OW"] * K * g["KH"] * g["KW"] * C)
 
 
 def _pad_border(Y, g: dict, channels: int):
@@ -312,12 +315,24 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
     return _seq(allocs + [main])
 
 
-def _prim_func(params, body):
-    """A scheduled PrimFunc of `params` (buffers) and the statements `body`."""
+#: the attribute of a kernel whose top-level statements before its last parallel loop touch
+#: disjoint bytes (input staging, its pad, the output's border: tvm_bridge/fused.py's
+#: one-launch form runs them side by side, then the last loop after a barrier); its value is
+#: the kernel's multiply-accumulates
+LAUNCH_GROUPS = "qdialect.launch_groups"
+
+
+def _prim_func(params, body, launch_macs: int | None = None):
+    """A scheduled PrimFunc of `params` (buffers) and the statements `body` (`launch_macs`:
+    the kernel's multiply-accumulates, for a kernel whose statements before the last parallel
+    loop write disjoint bytes and read none of each other's, see LAUNCH_GROUPS)."""
     import tvm
     from tvm import tirx
 
-    attrs = tvm.ir.make_node("ir.DictAttrs", **{"tirx.noalias": True, "tirx.is_scheduled": True, "s_tir": True})
+    flags = {"tirx.noalias": True, "tirx.is_scheduled": True, "s_tir": True}
+    if launch_macs is not None:
+        flags[LAUNCH_GROUPS] = int(launch_macs)
+    attrs = tvm.ir.make_node("ir.DictAttrs", **flags)
     # (one statement is the body itself: TVM refuses a SeqStmt of length 1, the body of a
     # parallel depthwise kernel without a border to pad)
     return tirx.PrimFunc(params, _seq(list(body)), ret_type=tvm.ir.TupleType([]), attrs=attrs)
@@ -357,11 +372,11 @@ def target_flavor(target) -> Flavor | None:
 #: than half the work).  Re-tune on an idle machine with QDIALECT_DOT_PARALLEL_MIN_MACS.
 DOT_PARALLEL_MIN_MACS = env_int("QDIALECT_DOT_PARALLEL_MIN_MACS", 1 << 23)
 #: the same threshold for a model built as one fused function (tvm_bridge/fused.py), whose
-#: kernels with parallel loops also have a serial twin taken at one thread: the parallel
-#: form's cost at one thread (TVM's launch, ~1.7 us, and a slower loop: resnet_h's twelve
-#: 3x3 layers of 3 M MACs parallel took it from 0.25 to 0.305 ms at one thread) is not paid,
-#: so the layers of a small convnet go parallel too (1 M MACs: ~6 us of work at one thread)
-FUSED_DOT_PARALLEL_MIN_MACS = env_int("QDIALECT_FUSED_PARALLEL_MIN_MACS", 1 << 20)
+#: whole call is one parallel launch of TVM's pool: a kernel's parallel loops cost a barrier
+#: there (~0.2 us), not a launch (~1.7 us), so small layers split too.  mobilenetv2_035_h at
+#: two threads (one-op-launch form, Zen 4): 2^17 MACs 0.155-0.158 ms, 2^16 0.151-0.153, 2^15
+#: 0.147, against 0.195 with each parallel loop its own launch from 2^20 (one thread 0.195-0.20)
+FUSED_DOT_PARALLEL_MIN_MACS = env_int("QDIALECT_FUSED_PARALLEL_MIN_MACS", 1 << 16)
 
 #: [threshold in force, whether a kernel went parallel below DOT_PARALLEL_MIN_MACS]
 _PARALLEL = [None, False]

@@ -62,13 +62,15 @@ def test_small_zoo_model_is_fused_and_bit_exact(name, profile, monkeypatch):
 
 
 def test_parallel_kernels_have_a_serial_twin(monkeypatch):
-    """With every dot-product kernel parallel (threshold 1 MAC), the fused module holds each
+    """Per-loop launches (QDIALECT_FUSED_LAUNCH=0, the form before the one-launch `main`):
+    with every dot-product kernel parallel (threshold 1 MAC), the fused module holds each
     such kernel twice, `k_<name>` with parallel loops and `k_<name>_serial` without, `main`
     calling the first when `threads > 1` and the twin otherwise; bit-exact with LiteRT at
     one thread and at two (TVM's pool); the call passes the pool's count."""
     from tvm_bridge import cpu, fused, vnni
 
     monkeypatch.setenv("QDIALECT_CACHE", "0")
+    monkeypatch.setenv("QDIALECT_FUSED_LAUNCH", "0")
     monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
     made_modules = []
     real_fuse = fused._fuse
@@ -99,6 +101,109 @@ def test_parallel_kernels_have_a_serial_twin(monkeypatch):
         for n in (1, 2):
             cpu.set_threads(n)
             assert cpu.current_threads() == n
+            assert sum(_differing(model(*s), t) for s, t in zip(samples, theirs)) == 0
+    finally:
+        cpu.set_threads(before)
+
+
+def _attr_keys(stmt) -> list[str]:
+    import tvm_ffi
+    from tvm import tirx
+
+    keys = []
+
+    def look(node):
+        keys.append(node.attr_key)
+        return node
+
+    tvm_ffi.structural_map(stmt, (tirx.AttrStmt, look))
+    return keys
+
+
+@pytest.mark.parametrize("name", ["cnn_small", "mobilenetv2_tiny", "ds_cnn_kws"])
+def test_one_launch_form_equals_litert_at_one_and_two_threads(name, monkeypatch):
+    """The default form at any thread count: the whole model one parallel launch of TVM's
+    pool.  With every dot-product kernel parallel (thresholds at 1 MAC), `main` is one
+    launch holding each such kernel's one-launch form (`k_<name>_launched`, its staging
+    buffer the caller's, a barrier after it) and the other kernels' serial forms; no kernel
+    keeps a form with its own launches.  Bit-exact with LiteRT's reference kernels at one
+    thread and at two, call after call (a missing barrier shows as a race)."""
+    from tvm_bridge import cpu, fused, vnni
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
+    monkeypatch.setattr(fused, "FUSED_LAUNCH_MIN_MACS", 1)
+    made_modules = []
+    real_fuse = fused._fuse
+
+    def fuse(mod, *args, **kwargs):
+        made = real_fuse(mod, *args, **kwargs)
+        made_modules.append(made.module)
+        return made
+
+    monkeypatch.setattr(fused, "_fuse", fuse)
+    module, samples = _lowered(ZOO / f"{name}.tflite", "tflite")
+    theirs = litert_run((ZOO / f"{name}.tflite").read_bytes(), samples, reference=True)
+    model = compile_module(module)
+    assert model.is_fused and len(made_modules) == 1
+    functions = {gv.name_hint: f for gv, f in made_modules[0].functions.items()}
+    launched = [n for n in functions if n.endswith("_launched")]
+    assert len(launched) >= 2, "the dot kernels have no one-launch form"
+    staged = 0
+    for n in launched:  # its loops parallel, no form of it with loops of its own launch or a twin
+        text = functions[n].script()
+        assert "T.parallel(" in text
+        assert n.removesuffix("_launched") not in functions and n.replace("_launched", "_serial") not in functions
+        if text.count("T.parallel(") > 1:  # input rows staged in parallel: a barrier before the output rows
+            staged += 1             # (a race the runs below may not show: without it mobilenetv2_035_h
+            assert "pragma_parallel_barrier_when_finish" in _attr_keys(functions[n].body)  # had 9 wrong)
+    assert staged, "no kernel staged its input rows in parallel"
+    keys = _attr_keys(functions["main"].body)
+    assert keys.count("pragma_parallel_launch_point") == 1
+    assert keys.count("pragma_parallel_barrier_when_finish") >= len(launched)
+    before = cpu.current_threads()
+    try:
+        for n in (1, 2, 1, 2):
+            cpu.set_threads(n)
+            for _ in range(5):
+                assert sum(_differing(model(*s), t) for s, t in zip(samples, theirs)) == 0
+    finally:
+        cpu.set_threads(before)
+
+
+def test_small_model_runs_serially(monkeypatch):
+    """Below FUSED_LAUNCH_MIN_MACS of splittable kernels a model is all serial at any thread
+    count (cnn_small: 0.55 M MACs, whose launch cost ~1 us of its 8 and gained nothing at
+    two threads): no launch, no parallel loop, no branch on the thread count."""
+    from tvm_bridge import cpu, fused, vnni
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
+    monkeypatch.setattr(fused, "FUSED_LAUNCH_MIN_MACS", 1 << 40)
+    made_modules = []
+    real_fuse = fused._fuse
+
+    def fuse(mod, *args, **kwargs):
+        made = real_fuse(mod, *args, **kwargs)
+        made_modules.append(made.module)
+        return made
+
+    monkeypatch.setattr(fused, "_fuse", fuse)
+    module, samples = _lowered(ZOO / "cnn_small.tflite", "tflite")
+    theirs = litert_run((ZOO / "cnn_small.tflite").read_bytes(), samples, reference=True)
+    model = compile_module(module)
+    assert model.is_fused
+    import tvm_ffi
+    from tvm import tirx
+
+    branches = []
+    tvm_ffi.structural_map(made_modules[0]["main"].body, (tirx.IfThenElse, lambda n: branches.append(n) or n))
+    assert not branches and "pragma_parallel_launch_point" not in _attr_keys(made_modules[0]["main"].body)
+    assert not any("T.parallel(" in f.script() for _, f in made_modules[0].functions.items())
+    before = cpu.current_threads()
+    try:
+        for n in (1, 2):
+            cpu.set_threads(n)
             assert sum(_differing(model(*s), t) for s, t in zip(samples, theirs)) == 0
     finally:
         cpu.set_threads(before)

@@ -10,8 +10,15 @@ TVM's TIR pipeline:
 
 Destination passing: the caller owns every buffer and the function writes the outputs and
 returns nothing; `threads` is the thread count TVM's pool runs on (tvm_bridge/cpu.py's
-`current_threads`, passed on every call): a kernel with parallel loops has a serial twin
-called at one thread.  `blob_k` hold the model's constants (TVM 0.27's TIR has no
+`current_threads`, passed on every call).  Threads (session 17): when the model's
+convolution and depthwise kernels that can split their rows add up to FUSED_LAUNCH_MIN_MACS,
+the whole body of `main` is ONE parallel launch of TVM's pool, at every thread count: those
+kernels split their rows in `threads` chunks, one call of an outlined function (a compute
+scope) per chunk, with barriers between dependent steps, and the other kernels run on the
+first thread; one wake-up of the pool per call instead of one per parallel loop.  Below
+that, every kernel runs serially.  (QDIALECT_FUSED_LAUNCH=0: the earlier form, each parallel
+loop its own launch at more than one thread and a serial twin at one.)  `blob_k` hold the
+model's constants (TVM 0.27's TIR has no
 embedded-constant statement), `work_k` its intermediates: one 1-D array per dtype each,
 every constant or intermediate a region of it starting on a 64-byte boundary, never shared
 with another (see below).  A reshape is

@@ -61,17 +61,10 @@ def test_small_zoo_model_is_fused_and_bit_exact(name, profile, monkeypatch):
         assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(ours, on_vm))
 
 
-def test_parallel_kernels_have_a_serial_twin(monkeypatch):
-    """Per-loop launches (QDIALECT_FUSED_LAUNCH=0, the form before the one-launch `main`):
-    with every dot-product kernel parallel (threshold 1 MAC), the fused module holds each
-    such kernel twice, `k_<name>` with parallel loops and `k_<name>_serial` without, `main`
-    calling the first when `threads > 1` and the twin otherwise; bit-exact with LiteRT at
-    one thread and at two (TVM's pool); the call passes the pool's count."""
-    from tvm_bridge import cpu, fused, vnni
+def _capture_fused(monkeypatch) -> list:
+    """The modules `fused._fuse` makes from now on (a list filled as builds run)."""
+    from tvm_bridge import fused
 
-    monkeypatch.setenv("QDIALECT_CACHE", "0")
-    monkeypatch.setenv("QDIALECT_FUSED_LAUNCH", "0")
-    monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
     made_modules = []
     real_fuse = fused._fuse
 
@@ -81,6 +74,21 @@ def test_parallel_kernels_have_a_serial_twin(monkeypatch):
         return made
 
     monkeypatch.setattr(fused, "_fuse", fuse)
+    return made_modules
+
+
+def test_parallel_kernels_have_a_serial_twin(monkeypatch):
+    """Per-loop launches (QDIALECT_FUSED_LAUNCH=0, the form before the one-launch `main`):
+    with every dot-product kernel parallel (threshold 1 MAC), the fused module holds each
+    such kernel twice, `k_<name>` with parallel loops and `k_<name>_serial` without, `main`
+    calling the first when `threads > 1` and the twin otherwise; bit-exact with LiteRT at
+    one thread and at two (TVM's pool); the call passes the pool's count."""
+    from tvm_bridge import cpu, vnni
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    monkeypatch.setenv("QDIALECT_FUSED_LAUNCH", "0")
+    monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
+    made_modules = _capture_fused(monkeypatch)
     module, samples = _lowered(ZOO / "cnn_small.tflite", "tflite")
     theirs = litert_run((ZOO / "cnn_small.tflite").read_bytes(), samples, reference=True)
     model = compile_module(module)
@@ -133,15 +141,7 @@ def test_one_launch_form_equals_litert_at_one_and_two_threads(name, monkeypatch)
     monkeypatch.setenv("QDIALECT_CACHE", "0")
     monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
     monkeypatch.setattr(fused, "FUSED_LAUNCH_MIN_MACS", 1)
-    made_modules = []
-    real_fuse = fused._fuse
-
-    def fuse(mod, *args, **kwargs):
-        made = real_fuse(mod, *args, **kwargs)
-        made_modules.append(made.module)
-        return made
-
-    monkeypatch.setattr(fused, "_fuse", fuse)
+    made_modules = _capture_fused(monkeypatch)
     module, samples = _lowered(ZOO / f"{name}.tflite", "tflite")
     theirs = litert_run((ZOO / f"{name}.tflite").read_bytes(), samples, reference=True)
     model = compile_module(module)
@@ -180,15 +180,7 @@ def test_small_model_runs_serially(monkeypatch):
     monkeypatch.setenv("QDIALECT_CACHE", "0")
     monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
     monkeypatch.setattr(fused, "FUSED_LAUNCH_MIN_MACS", 1 << 40)
-    made_modules = []
-    real_fuse = fused._fuse
-
-    def fuse(mod, *args, **kwargs):
-        made = real_fuse(mod, *args, **kwargs)
-        made_modules.append(made.module)
-        return made
-
-    monkeypatch.setattr(fused, "_fuse", fuse)
+    made_modules = _capture_fused(monkeypatch)
     module, samples = _lowered(ZOO / "cnn_small.tflite", "tflite")
     theirs = litert_run((ZOO / "cnn_small.tflite").read_bytes(), samples, reference=True)
     model = compile_module(module)

@@ -61,13 +61,17 @@ import numpy as np
 from tvm_bridge.cpu import THREADS, current_threads, env_int
 
 
+def _switched_off(name: str) -> bool:
+    """Whether the environment variable `name` is 0 (or off / no / false)."""
+    return os.environ.get(name, "1").strip().lower() in ("0", "off", "no", "false")
+
+
 def launch_mode() -> str:
     """How a fused model uses TVM's thread pool: "one" (default): one parallel launch per call
     for the whole model (`_fuse`); "per-loop" with QDIALECT_FUSED_LAUNCH=0: each parallel loop
     is its own launch at more than one thread, serial twins at one (the form until session
     17, kept for comparisons: bench/latency.py A/B)."""
-    off = os.environ.get("QDIALECT_FUSED_LAUNCH", "1").strip().lower() in ("0", "off", "no", "false")
-    return "per-loop" if off else "one"
+    return "per-loop" if _switched_off("QDIALECT_FUSED_LAUNCH") else "one"
 
 
 #: the multiply-accumulates of a model's kernels with a one-launch form from which the model
@@ -78,7 +82,7 @@ FUSED_LAUNCH_MIN_MACS = env_int("QDIALECT_FUSED_LAUNCH_MIN_MACS", 1 << 20)
 
 def enabled() -> bool:
     """False when QDIALECT_FUSED is 0 (or off / no / false): every build takes the VM path."""
-    return os.environ.get("QDIALECT_FUSED", "1").strip().lower() not in ("0", "off", "no", "false")
+    return not _switched_off("QDIALECT_FUSED")
 
 
 @dataclass
@@ -207,6 +211,11 @@ def _statements(stmt) -> list:
     return [stmt]
 
 
+#: the names of the compute scopes `_launch_variant` and `_fuse` make (`_finish_launches`
+#: puts a statement after each: not after TVM's own `main_compute_`)
+_SCOPES = ("rows", "once", "serial_kernels")
+
+
 def _compute_scope(stmt, name: str):
     """`stmt` made its own function by TVM's CPU codegen (the `compute_scope` attribute: an
     LLVM function, never inlined, whose pointer arguments are `noalias`).  Inside the
@@ -249,11 +258,12 @@ def _rows_scoped(loop, name: str, threads):
 
 
 def _launch_variant(func, pointers, declarations):
-    """The kernel's form for the one-launch `main` at more than one thread (see `_fuse`), or
-    None: (PrimFunc, [(shape, dtype) of each buffer it takes from the caller]).
+    """The kernel's form for the one-launch `main`, run at every thread count (see `_fuse`), or
+    None: (PrimFunc, [(shape, dtype) of each buffer it takes from the caller], its MACs).
 
     Only a kernel of ours marked LAUNCH_GROUPS (tvm_bridge/vnni.py), flat TIR whose top level
-    holds buffer allocations and loops, no parallel loop nested in another loop.  Inside
+    holds buffer allocations and loops, no parallel loop nested in another loop, the last
+    statement a parallel loop.  Inside
     the model's one parallel launch every thread runs the kernel's body: its top-level
     buffers (the staged input) are the caller's, so that the threads share them; each
     serial statement runs on the first thread only (a parallel loop of one iteration); the
@@ -282,8 +292,8 @@ def _launch_variant(func, pointers, declarations):
             return None
     last = max((k for k, st in enumerate(rest) if isinstance(st, tirx.For) and st.kind == tirx.ForKind.PARALLEL),
                default=None)
-    if last is None:
-        return None
+    if last is None or last != len(rest) - 1:
+        return None  # (a statement after the last parallel loop would run beside it, unordered)
 
     def grouped(part):
         out, serial = [], []
@@ -660,7 +670,7 @@ def _finish_launches(mod):
         if node.attr_key == _TASK_ZERO:
             return tirx.For(tirx.Var("once", "int32"), tirx.const(0, "int32"), tirx.const(1, "int32"),
                             tirx.ForKind.PARALLEL, node.body)
-        if node.attr_key == "compute_scope" and str(node.value) != '"main_compute_"':
+        if node.attr_key == "compute_scope" and getattr(node.value, "value", None) in _SCOPES:
             # (a no-op statement: TVM drops an Evaluate of a constant; LLVM this intrinsic)
             return tirx.SeqStmt([node, tirx.Evaluate(tirx.call_llvm_intrin("void", "llvm.donothing"))])
         return node

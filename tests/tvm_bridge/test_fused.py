@@ -355,3 +355,30 @@ def test_kernels_reach_llvm_inlined_in_one_function(monkeypatch):
     assert model.is_fused and fused_builds == [["main"]], seen
     theirs = litert_run((ZOO / "cnn_small.tflite").read_bytes(), samples, reference=True)
     assert sum(_differing(model(*s), t) for s, t in zip(samples, theirs)) == 0
+
+
+def test_launch_form_only_for_marked_kernels_ending_in_their_parallel_loop():
+    """`_launch_variant` takes a kernel only when tvm_bridge/vnni.py marked it (LAUNCH_GROUPS:
+    its steps before the last parallel loop touch disjoint bytes) and its last statement is
+    that loop; a statement after it would run beside it, unordered, on the first thread."""
+    from tvm import ir, tirx
+
+    from tvm_bridge import fused
+    from tvm_bridge.vnni import LAUNCH_GROUPS
+
+    y = tirx.decl_buffer((8,), "int32", "Y")
+    i, j = tirx.Var("i", "int32"), tirx.Var("j", "int32")
+    zero, eight = tirx.const(0, "int32"), tirx.const(8, "int32")
+    rows = tirx.For(i, zero, eight, tirx.ForKind.PARALLEL, tirx.BufferStore(y, i, [i]))
+    after = tirx.For(j, zero, eight, tirx.ForKind.SERIAL, tirx.BufferStore(y, j + 1, [j]))
+    pointer = tirx.Var("Y_ptr", ir.PointerType(ir.PrimType("int32")))
+    declarations = [tirx.DeclBuffer(y, data=pointer)]
+
+    def kernel(body, marked):
+        func = tirx.PrimFunc([y], body)
+        return func.with_attr({LAUNCH_GROUPS: 64}) if marked else func
+
+    made = fused._launch_variant(kernel(rows, True), [pointer], declarations)
+    assert made is not None and made[1] == [] and made[2] == 64
+    assert fused._launch_variant(kernel(rows, False), [pointer], declarations) is None
+    assert fused._launch_variant(kernel(tirx.SeqStmt([rows, after]), True), [pointer], declarations) is None

@@ -232,6 +232,24 @@ def _fma(it, op, args):
     return _result(op, _fma_f32(*args))
 
 
+@handles(math_dialect.CountLeadingZerosOp)
+def _ctlz(it, op, args):
+    """Leading zero bits of the integer read as unsigned (its width for 0)."""
+    a = np.asarray(args[0])
+    width = op.results[0].type.width.data
+    u = _unsigned(a).astype(np.uint64) & np.uint64((1 << width) - 1)
+    # bit length by float64's exponent is exact below 2^53; above it, count in two halves
+    hi, lo = (u >> np.uint64(32)).astype(np.int64), (u & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    length = np.where(hi > 0, 32 + _bit_length32(hi), _bit_length32(lo))
+    return _result(op, (width - length).astype(a.dtype))
+
+
+def _bit_length32(v: np.ndarray) -> np.ndarray:
+    """Bit lengths of non-negative int64 values below 2^32 (0 for 0)."""
+    _, exponent = np.frexp(v.astype(np.float64))
+    return np.where(v > 0, exponent, 0).astype(np.int64)
+
+
 @handles(arith.BitcastOp)
 def _bitcast(it, op, args):
     return np.asarray(args[0]).view(element_dtype(op.results[0].type))

@@ -1155,7 +1155,8 @@ class QnnLowerToLinalgPass(ModulePass):
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + "; ".join(dict.fromkeys(failures)))
         left = sorted(o.name for o in op_types(op)
                       if o.dialect_name() not in ("builtin", "func", "arith", "linalg", "tensor")
-                      and o.name != "math.fma")  # ORT's float kernels' fused multiply-add chains
+                      and o.name not in ("math.fma", "math.ctlz"))  # ORT's float kernels' fused
+        # multiply-add chains; count leading zeros (TFLite's reciprocals and softmax)
         if left:
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + ", ".join(left)
-                                      + " (not an upstream func/arith/linalg/tensor/math.fma op)")
+                                      + " (not an upstream func/arith/linalg/tensor/math.fma/math.ctlz op)")

@@ -27,7 +27,7 @@ from xdsl.passes import ModulePass
 from qdialect import cyclic_gc
 from qdialect.dialects.quant import quantized_element_type
 
-L3_DIALECTS = frozenset({"builtin", "func", "arith", "linalg", "tensor", "math"})  # math: math.fma (float chains)
+L3_DIALECTS = frozenset({"builtin", "func", "arith", "linalg", "tensor", "math"})  # math.fma (float chains), math.ctlz
 
 
 def _dialects(module: ModuleOp) -> set[str]:

@@ -94,7 +94,8 @@ def _versions() -> str:
 #: thresholds of tvm_bridge/vnni.py and schedule.py, the requantization pairs of epilogue.py):
 #: their values are part of every key, so a build under other values is another entry
 BUILD_ENV = ("QDIALECT_DOT_PARALLEL_MIN_MACS", "QDIALECT_FUSED_PARALLEL_MIN_MACS", "QDIALECT_PARALLEL_MIN_WORK",
-             "QDIALECT_REQUANT_PAIRS", "QDIALECT_FUSED_LAUNCH", "QDIALECT_FUSED_LAUNCH_MIN_MACS")
+             "QDIALECT_REQUANT_PAIRS", "QDIALECT_FUSED_LAUNCH", "QDIALECT_FUSED_LAUNCH_MIN_MACS",
+             "QDIALECT_FUSED_PARTS_MIN_CALLS")
 
 
 def build_env() -> str:

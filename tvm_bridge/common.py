@@ -352,6 +352,8 @@ def _scalar_rules():
         arith.MaximumfOp: lambda op, a: tirx.max(a[0], a[1]),
         arith.MinimumfOp: lambda op, a: tirx.min(a[0], a[1]),
         arith.NegfOp: lambda op, a: -a[0],
+        # LLVM's ctlz, defined at 0 (the operand's width)
+        math_dialect.CountLeadingZerosOp: lambda op, a: tirx.clz(a[0]),
         # one rounding (ORT's float kernels' FMA approximations, e.g. MLAS's exp)
         math_dialect.FmaOp: lambda op, a: tirx.call_llvm_pure_intrin(
             dtype_of(op.results[0].type), llvm_lookup_intrinsic_id("llvm.fma"), a[0], a[1], a[2]),

@@ -22,14 +22,29 @@ from tvm_bridge import vnni
 from tvm_bridge.translate import TranslationError, Translator, aligned_empty, translate
 
 
+#: LLVM's optimisation level for our llvm targets when the target does not name one.  Level
+#: 2, not TVM's default 3: the kernels are explicit vector code that level 3 does not make
+#: faster (session 18, 1 thread, AMD Zen 4: MobileNetV2-0.35 0.209 / 0.210 ms at 3 / 2,
+#: ResNet block 0.248 / 0.251, DS-CNN 0.126 / 0.127, attention 0.085 / 0.082), and its
+#: passes cost a fifth of a cold compile (MobileNetV2-0.35: LLVM 3.15 -> 2.63 s)
+LLVM_OPT_LEVEL = 2
+
+
+def _llvm_spec(spec: dict) -> dict:
+    """An llvm target's dict with our default optimisation level where it names none."""
+    if spec.get("kind") == "llvm" and "opt-level" not in spec:
+        return {**spec, "opt-level": LLVM_OPT_LEVEL}
+    return spec
+
+
 def host_target():
     """The host CPU as an llvm target, in TVM 0.27's dict form (its name: tvm_bridge/cpu.py,
-    `QDIALECT_TARGET_CPU` overrides it)."""
+    `QDIALECT_TARGET_CPU` overrides it; LLVM at `LLVM_OPT_LEVEL`)."""
     import tvm
 
     from tvm_bridge.cpu import host_cpu
 
-    return tvm.target.Target({"kind": "llvm", "mcpu": host_cpu()})
+    return tvm.target.Target(_llvm_spec({"kind": "llvm", "mcpu": host_cpu()}))
 
 
 #: x86 instruction-set features a kernel compiled for a target may use (LLVM's names)
@@ -82,14 +97,14 @@ def as_target(target):
     if isinstance(target, tvm.target.Target):
         return target
     if isinstance(target, dict):
-        return tvm.target.Target(target)
+        return tvm.target.Target(_llvm_spec(target))
     if isinstance(target, str):
         parts = target.split()
         spec = {"kind": parts[0]}
         for p in parts[1:]:
             key, _, value = p.lstrip("-").partition("=")
-            spec[key] = value
-        return tvm.target.Target(spec)
+            spec[key] = int(value) if key == "opt-level" and value.isdigit() else value
+        return tvm.target.Target(_llvm_spec(spec))
     raise TranslationError(f"target {target!r} is not a TVM target, dict or string")
 
 
@@ -110,6 +125,9 @@ def pipeline(target, schedule: bool = True):
         from tvm_bridge.schedule import schedule_pass
 
         passes.append(schedule_pass(target))
+    from tvm_bridge.schedule import fold_casts_pass
+
+    passes.append(fold_casts_pass())  # exact; spares TVM's simplifier nested casts (schedule.py)
     passes += cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target)
 
     @tvm.transform.module_pass(opt_level=0, name="QdialectCPUPipeline")
@@ -161,14 +179,14 @@ class CompiledModel:
         (`fused.FusedRunner`)."""
         runner = self._fused_runner
         if runner is None:
-            from tvm_bridge.fused import FusedRunner
+            from tvm_bridge.fused import FusedRunner, entry_functions
 
             why = cannot_run_here(self.target)
             if why is not None:
                 raise TranslationError(f"the model was compiled for {self.target} and cannot run here: {why} "
                                        f"(export it with export_library and run it on such a machine)")
             library = self.library if self.library is not None else self.executable
-            runner = self._fused_runner = FusedRunner(library["main"], *self.fused)
+            runner = self._fused_runner = FusedRunner(entry_functions(library, self.fused[0]), *self.fused)
         outs = runner(*inputs)
         return outs if self.out_dtypes is None else as_declared(outs, self.out_dtypes)
 
@@ -316,7 +334,10 @@ class CompiledModel:
         The library holds whichever form was built: a Relax VM executable, or the fused
         form (`is_fused`), one function `main(inputs..., outputs..., constants...,
         workspaces..., threads)` that writes the outputs into the buffers it is given and
-        returns nothing; its constants (`self.fused[1]`, in order) are not in the library
+        returns nothing (a model of many kernels: the entries `self.fused[0]["entries"]`,
+        `main` then `main_1`, called in that order with the same arguments, the first
+        writing intermediates into the workspaces the second reads); its constants
+        (`self.fused[1]`, in order) are not in the library
         and must be passed by the caller, as must the workspaces (`self.fused[0]["workspace"]`:
         dtype and elements of each) and the thread count of TVM's pool (an int: 1 takes each
         kernel's serial form, more its parallel one).

@@ -181,9 +181,9 @@ class RuntimeModel:
         self.n_outputs = n_outputs
         self._fused = None
         if fused is not None:
-            from tvm_bridge.fused import FusedRunner
+            from tvm_bridge.fused import FusedRunner, entry_functions
 
-            self._fused = FusedRunner(library["main"], *fused)
+            self._fused = FusedRunner(entry_functions(library, fused[0]), *fused)
             return
         vm = library["vm_load_executable"]()
         vm["vm_initialization"](1, 0, 2)  # CPU (kDLCPU 1), device 0, pooled allocator (relax.VirtualMachine's)

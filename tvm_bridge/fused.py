@@ -9,7 +9,10 @@ TVM's TIR pipeline:
     main(input_0, ..., output_0, ..., blob_0, ..., work_0, ..., threads)
 
 Destination passing: the caller owns every buffer and the function writes the outputs and
-returns nothing; `threads` is the thread count TVM's pool runs on (tvm_bridge/cpu.py's
+returns nothing (a model of FUSED_PARTS_MIN_CALLS kernel calls or more: two entries, `main`
+and `main_1`, each half of the calls, called in that order with the same arguments and built
+as two LLVM modules on two threads, which halves TVM's passes and LLVM in a cold compile on
+two cores); `threads` is the thread count TVM's pool runs on (tvm_bridge/cpu.py's
 `current_threads`, passed on every call).  Threads (session 17): when the model's
 convolution and depthwise kernels that can split their rows add up to FUSED_LAUNCH_MIN_MACS,
 the whole body of `main` is ONE parallel launch of TVM's pool, at every thread count: those
@@ -80,6 +83,25 @@ def launch_mode() -> str:
 FUSED_LAUNCH_MIN_MACS = env_int("QDIALECT_FUSED_LAUNCH_MIN_MACS", 1 << 20)
 
 
+#: a model of at least this many kernel calls is fused into two entry functions, `main` and
+#: `main_1` (each half of the calls; the same arguments; called one after the other), built
+#: as two LLVM modules on two threads: TVM's passes and LLVM are the bulk of a cold compile
+#: and each works on one module on one core.  MobileNetV2-0.35 (53 calls), session 18, 2-core
+#: Zen 4: see `build_fused`.  The cost is one more packed call (and, in the one-launch form,
+#: one more wake-up of the pool) per model call, noise beside a model of this size.
+FUSED_PARTS_MIN_CALLS = env_int("QDIALECT_FUSED_PARTS_MIN_CALLS", 24)
+
+
+def parts(n_calls: int) -> int:
+    """How many entry functions a fused model of `n_calls` kernel calls is built as."""
+    return 2 if FUSED_PARTS_MIN_CALLS > 0 and n_calls >= FUSED_PARTS_MIN_CALLS else 1
+
+
+def entry_name(k: int) -> str:
+    """The name of a fused model's `k`-th entry function: main, main_1, main_2, ..."""
+    return "main" if k == 0 else f"main_{k}"
+
+
 def enabled() -> bool:
     """False when QDIALECT_FUSED is 0 (or off / no / false): every build takes the VM path."""
     return not _switched_off("QDIALECT_FUSED")
@@ -102,6 +124,7 @@ class FusedModel:
     constants: list[np.ndarray] = field(default_factory=list)
     n_kernels: int = 0
     workspace: list[tuple[str, int]] = field(default_factory=list)
+    entries: list[str] = field(default_factory=lambda: ["main"])
 
 
 class _NotFusable(Exception):
@@ -529,38 +552,40 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
             functions[gv_launch] = launch[0]
         gvs[name] = (gv, gv_serial, gv_launch)
     int32 = ir.PrimType("int32")
-    statements = []
-    if one_launch:
-        # The whole model in one parallel launch of TVM's pool, at any thread count: one
-        # wake-up of its workers per call instead of one per parallel loop (~1.5 us each).  A
-        # kernel with a one-launch form splits its loops among the threads, the others run on
-        # the first thread; a barrier after each kernel.  At one thread the launch runs on the
-        # calling thread and the barriers return at once.
-        launched, pending = [], []
 
-        def flush():
-            if pending:
+    def kernel_statements(part_calls) -> list:
+        if one_launch:
+            # The whole model in one parallel launch of TVM's pool, at any thread count: one
+            # wake-up of its workers per call instead of one per parallel loop (~1.5 us
+            # each).  A kernel with a one-launch form splits its loops among the threads, the
+            # others run on the first thread; a barrier after each kernel.  At one thread the
+            # launch runs on the calling thread and the barriers return at once.
+            launched, pending = [], []
+
+            def flush():
+                if pending:
+                    launched.append(tirx.AttrStmt(tirx.const(0, "int32"), _BARRIER, tirx.const(1, "int32"),
+                                                  _on_task_zero(list(pending), "serial_kernels")))
+                    pending.clear()
+
+            for callee, buffers in part_calls:
+                gv, gv_serial, gv_launch = gvs[callee.name_hint]
+                args = [address[storage[b]] for b in buffers]
+                if gv_launch is None:
+                    pending.append(tirx.Evaluate(ir.expr.Call(gv_serial or gv, args, ret_ty=int32)))
+                    continue
+                flush()
+                extra = [address[b] for b in shared[callee.name_hint]]
                 launched.append(tirx.AttrStmt(tirx.const(0, "int32"), _BARRIER, tirx.const(1, "int32"),
-                                              _on_task_zero(list(pending), "serial_kernels")))
-                pending.clear()
-
-        for callee, buffers in calls:
-            gv, gv_serial, gv_launch = gvs[callee.name_hint]
-            args = [address[storage[b]] for b in buffers]
-            if gv_launch is None:
-                pending.append(tirx.Evaluate(ir.expr.Call(gv_serial or gv, args, ret_ty=int32)))
-                continue
+                                              tirx.Evaluate(ir.expr.Call(gv_launch, args + extra + [threads],
+                                                                         ret_ty=int32))))
             flush()
-            extra = [address[b] for b in shared[callee.name_hint]]
-            launched.append(tirx.AttrStmt(tirx.const(0, "int32"), _BARRIER, tirx.const(1, "int32"),
-                                          tirx.Evaluate(ir.expr.Call(gv_launch, args + extra + [threads],
-                                                                     ret_ty=int32))))
-        flush()
-        region = tirx.AttrStmt(tirx.const(0, "int32"), _LAUNCH, tirx.const(1, "int32"),
-                               launched[0] if len(launched) == 1 else tirx.SeqStmt(launched))
-        statements.append(region)
-    else:
-        for callee, buffers in calls:
+            if not launched:
+                return []
+            return [tirx.AttrStmt(tirx.const(0, "int32"), _LAUNCH, tirx.const(1, "int32"),
+                                  launched[0] if len(launched) == 1 else tirx.SeqStmt(launched))]
+        statements = []
+        for callee, buffers in part_calls:
             gv, gv_serial, _ = gvs[callee.name_hint]
             args = [address[storage[b]] for b in buffers]
             serial = tirx.Evaluate(ir.expr.Call(gv_serial or gv, args, ret_ty=int32))
@@ -569,24 +594,39 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
             else:  # (per-loop: TVM launches a parallel loop on its pool even with one thread)
                 statements.append(tirx.IfThenElse(threads > 1, tirx.Evaluate(ir.expr.Call(gv, args, ret_ty=int32)),
                                                   serial))
+        return statements
+
+    copy_statements = []
     for out, src in copies:
         shape, d = outputs[int(out.removeprefix("output_"))]
         n = math.prod(shape)
         i = tirx.Var(f"{out}_i", "int32")
         flat = tirx.decl_buffer((n,), d, f"{out}_flat")
         source = tirx.decl_buffer((n,), d, f"{out}_src")
-        statements += [tirx.DeclBuffer(flat, data=params[out].data), tirx.DeclBuffer(source, data=address[storage[src]]),
-                       tirx.For(i, tirx.const(0, "int32"), tirx.const(n, "int32"), tirx.ForKind.SERIAL,
-                                tirx.BufferStore(flat, tirx.BufferLoad(source, [i]), [i]))]
-    statements = bindings + statements
-    if not statements:
-        statements.append(tirx.Evaluate(tirx.const(0, "int32")))
+        copy_statements += [tirx.DeclBuffer(flat, data=params[out].data),
+                            tirx.DeclBuffer(source, data=address[storage[src]]),
+                            tirx.For(i, tirx.const(0, "int32"), tirx.const(n, "int32"), tirx.ForKind.SERIAL,
+                                     tirx.BufferStore(flat, tirx.BufferLoad(source, [i]), [i]))]
+    # the entries: one, or, for a model of FUSED_PARTS_MIN_CALLS kernel calls or more, one per
+    # contiguous share of the calls, called in order with the same arguments (see `parts`)
+    n_parts = parts(len(calls))
+    cuts = [round(k * len(calls) / n_parts) for k in range(n_parts + 1)]
     signature = list(params.values()) + blob_params + list(work_params.values()) + [threads]
-    functions[ir.GlobalVar("main")] = tirx.PrimFunc(
-        signature, tirx.SeqStmt(statements) if len(statements) > 1 else statements[0]).with_attr(
-        {"global_symbol": "main", "tirx.noalias": True})
+    entries = []
+    for k in range(n_parts):
+        statements = kernel_statements(calls[cuts[k]:cuts[k + 1]])
+        if k == n_parts - 1:
+            statements += copy_statements
+        statements = list(bindings) + statements
+        if not statements:
+            statements.append(tirx.Evaluate(tirx.const(0, "int32")))
+        name = entry_name(k)
+        entries.append(name)
+        functions[ir.GlobalVar(name)] = tirx.PrimFunc(
+            signature, tirx.SeqStmt(statements) if len(statements) > 1 else statements[0]).with_attr(
+            {"global_symbol": name, "tirx.noalias": True})
     return FusedModel(tvm.IRModule(functions), inputs, outputs, list(blobs.values()), len(calls),
-                      [(d, n) for d, n in work_sizes.items()])
+                      [(d, n) for d, n in work_sizes.items()], entries)
 
 
 def _dtype_name(a: np.ndarray) -> str:
@@ -619,22 +659,67 @@ def _pack(constants: list[np.ndarray]):
 
 def build_fused(fused: FusedModel, target):
     """Compile `fused.module` with TVM's TIR pipeline for `target`: an Executable whose
-    `main` runs the model.
+    `main` runs the model, or, for a model of several entries (`parts`), a `PartsLibrary`
+    of one LLVM module per entry, built on threads of their own (TVM's passes and LLVM
+    release the GIL: MobileNetV2-0.35, two entries on the 2-core Zen 4, TIR passes + LLVM IR
+    2.0 -> 1.2 s, machine code 1.3 -> 0.7 s; session 18)."""
+    import tvm
+    from tvm.runtime import Executable
 
-    `tvm.compile`'s steps (tvm/tirx/build.py), with one more before the host's finalizing
-    passes: each kernel's body is put in the CPU device's scope, as MakePackedAPI does for
-    the entry.  LowerTVMBuiltin places a small buffer on the stack only in that scope; a
-    private function's buffers would otherwise go through TVM's workspace allocator (or,
-    where the allocation was hoisted, fail to lower: "Unknown device id")."""
+    if len(fused.entries) == 1:
+        return Executable(_build_entry(fused.module, target))
+    modules = [_entry_module(fused.module, name) for name in fused.entries]
+    return PartsLibrary(_on_threads([lambda m=m: _build_entry(m, target) for m in modules]))
+
+
+def _on_threads(jobs: list) -> list:
+    """The results of `jobs` (functions of no argument), the first run on this thread and
+    the others each on a thread of its own; the first exception raised is raised here."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if len(jobs) == 1:
+        return [jobs[0]()]
+    with ThreadPoolExecutor(max_workers=len(jobs) - 1) as pool:
+        others = [pool.submit(job) for job in jobs[1:]]
+        first = jobs[0]()
+        return [first] + [f.result() for f in others]
+
+
+def _entry_module(module, name: str):
+    """The IRModule of entry `name` of a fused module and the kernels it calls."""
+    import tvm
+    import tvm_ffi
+    from tvm import ir, tirx
+
+    entry = module[name]
+    called = set()
+
+    def on_call(node):
+        if isinstance(node.op, ir.GlobalVar):
+            called.add(node.op.name_hint)
+        return node
+
+    tvm_ffi.structural_map(entry.body, (ir.expr.Call, on_call))
+    functions = {gv: f for gv, f in module.functions.items()
+                 if gv.name_hint == name or (gv.name_hint in called and isinstance(f, tirx.PrimFunc))}
+    return tvm.IRModule(functions, attrs=module.attrs)
+
+
+def _build_entry(module, target):
+    """The runtime module (LLVM) of one fused entry and its kernels: `tvm.compile`'s steps
+    (tvm/tirx/build.py), with one more before the host's finalizing passes: each kernel's
+    body is put in the CPU device's scope, as MakePackedAPI does for the entry.
+    LowerTVMBuiltin places a small buffer on the stack only in that scope; a private
+    function's buffers would otherwise go through TVM's workspace allocator (or, where the
+    allocation was hoisted, fail to lower: "Unknown device id")."""
     import importlib
 
     import tvm
     from tvm import tirx
-    from tvm.runtime import Executable
 
     builder = importlib.import_module("tvm.tirx.build")  # (the module, not `tirx.build` the function)
     host = target.with_host(target) if target.host is None else target
-    mod = tirx.transform.BindTarget(host)(fused.module)
+    mod = tirx.transform.BindTarget(host)(module)
     lower, finalize_host, _ = tirx.get_default_tir_pipeline(target)
     mod = lower(mod)
     functions = {}
@@ -652,7 +737,33 @@ def build_fused(fused: FusedModel, target):
     host_mod, device_mods = builder.split_host_device_mods(mod)
     if device_mods:
         raise _NotFusable("kernels for another device")
-    return Executable(builder.tir_to_runtime(finalize_host()(host_mod), {}, host.host))
+    return builder.tir_to_runtime(finalize_host()(host_mod), {}, host.host)
+
+
+class PartsLibrary:
+    """A fused model built as several LLVM modules, one per entry (`build_fused`): entry
+    functions by name (`library["main_1"]`), and `export_library`, which makes each
+    module's machine code on a thread of its own and links them into one shared library
+    (whose entries `entry_functions` finds by name as in a one-entry library)."""
+
+    def __init__(self, modules: list):
+        self.modules = list(modules)
+
+    def __getitem__(self, name: str):
+        for m in self.modules:
+            if m.implements_function(name, query_imports=False):
+                return m.get_function(name, query_imports=False)
+        raise KeyError(f"no entry function {name!r} in the fused model's modules")
+
+    def export_library(self, path: str) -> None:
+        import tempfile
+
+        from tvm.support import cc
+
+        with tempfile.TemporaryDirectory() as tmp:
+            objects = [os.path.join(tmp, f"lib{k}.o") for k in range(len(self.modules))]
+            _on_threads([lambda m=m, o=o: m.write_to_file(o) for m, o in zip(self.modules, objects)])
+            cc.create_shared(str(path), objects)
 
 
 def _finish_launches(mod):
@@ -687,10 +798,10 @@ def prefix_module(mod, target):
     from tvm import relax
     from tvm.relax.backend.cpu_generic import pipeline as cpu
 
-    from tvm_bridge.schedule import schedule_pass
+    from tvm_bridge.schedule import fold_casts_pass, schedule_pass
 
-    passes = cpu.library_dispatch_passes(target) + cpu.legalize_passes(target) + [schedule_pass(target),
-                                                                                  relax.transform.RewriteDataflowReshape()]
+    passes = cpu.library_dispatch_passes(target) + cpu.legalize_passes(target) + [
+        schedule_pass(target), fold_casts_pass(), relax.transform.RewriteDataflowReshape()]
     with target:  # on a copy: a pass may change a module it alone holds, and the VM build needs `mod` as it is
         return tvm.transform.Sequential(passes)(tvm.IRModule(mod.functions, attrs=mod.attrs))
 
@@ -709,7 +820,13 @@ def spec(fused: FusedModel) -> dict:
     """What a caller needs besides the library and the constants (JSON-able): the inputs'
     and outputs' shapes and dtypes."""
     return {"inputs": [[list(s), d] for s, d in fused.inputs], "outputs": [[list(s), d] for s, d in fused.outputs],
-            "workspace": [[d, n] for d, n in fused.workspace]}
+            "workspace": [[d, n] for d, n in fused.workspace], "entries": list(fused.entries)}
+
+
+def entry_functions(library, spec: dict) -> list:
+    """The fused model's entry functions in `library` (a loaded shared library, an
+    Executable or a `PartsLibrary`), in the order they are called."""
+    return [library[name] for name in spec.get("entries", ["main"])]
 
 
 class FusedRunner:
@@ -722,10 +839,20 @@ class FusedRunner:
     nanoseconds of Python, and attribute look-ups are a good part of it)."""
 
     def __init__(self, function, spec: dict, constants):
-        """`function`: the library's `main`; `spec`: `spec(fused)`; `constants`: its
-        trailing arguments (numpy arrays, in order)."""
+        """`function`: the library's `main`, or its entry functions in order
+        (`entry_functions`); `spec`: `spec(fused)`; `constants`: its trailing arguments
+        (numpy arrays, in order)."""
         import tvm_ffi
 
+        if isinstance(function, (list, tuple)):
+            if len(function) == 1:
+                function = function[0]
+            else:
+                entries = tuple(function)
+
+                def function(*args):
+                    for entry in entries:
+                        entry(*args)
         self.function = function
         ins = [aligned_empty(tuple(s), d) for s, d in spec["inputs"]]
         outs = [aligned_empty(tuple(s), d) for s, d in spec["outputs"]]

@@ -35,7 +35,7 @@ from .helpers import ZOO, ZOO_MODELS, apply, op_names, parse, random_inputs, zoo
 from .test_lowering_zoo import MLIR_OPT, _as, _bits, _entry_dtypes
 
 SEEDS = (0, 1, 2)
-L3_DIALECTS = {"func", "arith", "linalg", "tensor"}
+L3_DIALECTS = {"func", "arith", "linalg", "tensor", "math"}  # math.ctlz: reciprocals, softmax
 
 
 def _litert(module_l1, model_bytes: bytes, seeds=SEEDS):

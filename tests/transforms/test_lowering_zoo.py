@@ -36,7 +36,7 @@ from .helpers import PROFILES, ZOO, ZOO_MODELS, apply, op_names, random_inputs, 
 
 MLIR_OPT = os.environ.get("MLIR_OPT", "/usr/lib/llvm-22/bin/mlir-opt")
 SEEDS = (0, 1, 2)
-L3_DIALECTS = {"func", "arith", "linalg", "tensor"}
+L3_DIALECTS = {"func", "arith", "linalg", "tensor", "math"}  # math.ctlz: reciprocals, softmax
 
 
 @lru_cache(maxsize=None)
@@ -169,7 +169,7 @@ def test_every_rounding_profile_lowers_bit_exact(name, profile):
 LLVM_DIR = Path(MLIR_OPT).parent.parent
 TO_LLVM = ["--convert-elementwise-to-linalg", "--one-shot-bufferize=bufferize-function-boundaries",
            "--convert-linalg-to-loops", "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf",
-           "--convert-cf-to-llvm", "--convert-arith-to-llvm", "--convert-index-to-llvm",
+           "--convert-cf-to-llvm", "--convert-math-to-llvm", "--convert-arith-to-llvm", "--convert-index-to-llvm",
            "--finalize-memref-to-llvm", "--convert-func-to-llvm", "--reconcile-unrealized-casts"]
 
 

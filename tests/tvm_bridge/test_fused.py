@@ -158,8 +158,9 @@ def test_one_launch_form_equals_litert_at_one_and_two_threads(name, monkeypatch)
             staged += 1             # (a race the runs below may not show: without it mobilenetv2_035_h
             assert "pragma_parallel_barrier_when_finish" in _attr_keys(functions[n].body)  # had 9 wrong)
     assert staged, "no kernel staged its input rows in parallel"
-    keys = _attr_keys(functions["main"].body)
-    assert keys.count("pragma_parallel_launch_point") == 1
+    entries = [n for n in functions if n == "main" or n.startswith("main_")]  # (two for many kernels)
+    keys = [key for n in entries for key in _attr_keys(functions[n].body)]
+    assert keys.count("pragma_parallel_launch_point") == len(entries)  # one launch per entry
     assert keys.count("pragma_parallel_barrier_when_finish") >= len(launched)
     before = cpu.current_threads()
     try:
@@ -382,3 +383,54 @@ def test_launch_form_only_for_marked_kernels_ending_in_their_parallel_loop():
     assert made is not None and made[1] == [] and made[2] == 64
     assert fused._launch_variant(kernel(rows, False), [pointer], declarations) is None
     assert fused._launch_variant(kernel(tirx.SeqStmt([rows, after]), True), [pointer], declarations) is None
+
+
+def test_two_entries_built_on_two_threads(tmp_path, monkeypatch):
+    """A model of FUSED_PARTS_MIN_CALLS kernel calls or more is fused into two entry
+    functions, `main` and `main_1`, each half of the calls (each its own parallel launch in
+    the one-launch form), built as two LLVM modules on two threads and linked into one
+    library; called in order they are bit-exact with LiteRT's reference kernels at one and
+    two threads, built, from the cache, through qd-run's runtime-only path and through
+    TVM's runtime alone."""
+    import threading
+
+    import tvm
+
+    from tvm_bridge import cache, cpu, fast_run, fused, vnni
+
+    monkeypatch.setenv("QDIALECT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("QDIALECT_CACHE", "1")
+    monkeypatch.setattr(fused, "FUSED_PARTS_MIN_CALLS", 2)
+    monkeypatch.setattr(vnni, "FUSED_DOT_PARALLEL_MIN_MACS", 1)
+    monkeypatch.setattr(fused, "FUSED_LAUNCH_MIN_MACS", 1)
+    made_modules = _capture_fused(monkeypatch)
+    threads_used = []
+    real_build = fused._build_entry
+
+    def build(module, target):
+        threads_used.append(threading.get_ident())
+        return real_build(module, target)
+
+    monkeypatch.setattr(fused, "_build_entry", build)
+    module, samples = _lowered(ZOO / "mobilenetv2_tiny.tflite", "tflite")
+    theirs = litert_run((ZOO / "mobilenetv2_tiny.tflite").read_bytes(), samples, reference=True)
+    built = compile_module(module)
+    assert built.is_fused and built.fused[0]["entries"] == ["main", "main_1"]
+    assert len(threads_used) == 2 and len(set(threads_used)) == 2
+    functions = {gv.name_hint: f for gv, f in made_modules[0].functions.items()}
+    for entry in ("main", "main_1"):
+        assert _attr_keys(functions[entry].body).count("pragma_parallel_launch_point") == 1
+    again = compile_module(module)
+    assert again.executable is None and again.fused[0]["entries"] == ["main", "main_1"]
+    runtime, _ = fast_run.load(Path(str(again.library_path)).name.removesuffix(".so"))
+    library = tvm.runtime.load_module(str(again.library_path))
+    assert library.implements_function("main") and library.implements_function("main_1")
+    before = cpu.current_threads()
+    try:
+        for n in (1, 2):
+            cpu.set_threads(n)
+            for model in (built, again, runtime):
+                assert sum(_differing(model(*s), t) for s, t in zip(samples, theirs)) == 0
+    finally:
+        cpu.set_threads(before)
+    assert cache.stats["stores"] >= 1

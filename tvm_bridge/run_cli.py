@@ -507,22 +507,6 @@ def _run_cached(args) -> int | None:
     return _finish(args, path, samples, stacked, runner, f"tvm ({target})", stages, n_ops, entry_name, len(specs))
 
 
-def _import_in_background(name: str) -> None:
-    """Import module `name` on a daemon thread while this one imports and lowers the model:
-    most of `import tvm` (0.7-0.9 s) is loading its shared libraries, which releases the GIL,
-    so on a machine with a second core it is mostly hidden (a failure is left for the
-    import on the main thread to report)."""
-    import threading
-
-    def run():
-        try:
-            importlib.import_module(name)
-        except BaseException:  # noqa: BLE001 - reported by the import that needs it
-            pass
-
-    threading.Thread(target=run, name=f"import {name}", daemon=True).start()
-
-
 def _run(args) -> int:
     from xdsl.dialects.builtin import TensorType
 
@@ -536,8 +520,6 @@ def _run(args) -> int:
         args.backend = "tvm" if tvm_ready else "interp"
         if not tvm_ready:
             _progress("the lowering pipeline is not built yet; running the reference interpreter (--backend interp)")
-    if args.backend == "tvm":
-        _import_in_background("tvm")
     if args.backend == "tvm" and not tvm_ready:
         raise BadInput(
             "the TVM backend needs the lowering pipeline (qnn-decompose, qnn-lower-to-linalg), "

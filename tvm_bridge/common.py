@@ -256,33 +256,8 @@ def scalar_constant(op: arith.ConstantOp):
 # ----- scalar arith -> TIR ---------------------------------------------------------------
 
 
-def _signed_int_bits(dtype: str) -> tuple[int, str] | None:
-    """(bits, lanes suffix) of a signed integer dtype ("int32", "int64x8"), else None."""
-    if not dtype.startswith("int"):
-        return None
-    bits, _, lanes = dtype[3:].partition("x")
-    return (int(bits), lanes) if bits.isdigit() and (not lanes or lanes.isdigit()) else None
-
-
-def folded_cast(dtype: str, x):
-    """`tirx.Cast(dtype, x)`, read straight from the narrower value when `x` is itself a
-    widening signed cast: Cast(T, Cast(U, v)) with v of iS, S <= U, all signed, is Cast(T, v)
-    (v itself when T is S) -- a sign extension keeps every bit of v.  Exact; for TVM the
-    difference between milliseconds and seconds: the i64 arithmetic truncated to i32
-    (`wrapping` below) and the extensions of a fused chain nest casts ten deep, and TVM
-    0.27's arithmetic analysis (`te.create_prim_func`, its simplifier) takes time
-    exponential in that depth (held-out BERT: 4.6 s of a 6.0 s translation)."""
-    from tvm import tirx
-
-    if isinstance(x, tirx.Cast):
-        inner = x.value
-        t, u, s = _signed_int_bits(dtype), _signed_int_bits(str(x.ty.dtype)), _signed_int_bits(str(inner.ty.dtype))
-        if t is not None and u is not None and s is not None and t[1] == u[1] == s[1] and u[0] >= s[0]:
-            return inner if t[0] == s[0] else tirx.Cast(dtype, inner)
-    return tirx.Cast(dtype, x)
-
-
 def _scalar_rules():
+    from tvm_bridge.schedule import folded_cast  # (TVM-only; one fold for translation and pass)
     from tvm import tirx
     from tvm.target.codegen import llvm_lookup_intrinsic_id
     from xdsl.dialects import math as math_dialect

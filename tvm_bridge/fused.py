@@ -15,7 +15,7 @@ as two LLVM modules on two threads, which halves TVM's passes and LLVM in a cold
 two cores); `threads` is the thread count TVM's pool runs on (tvm_bridge/cpu.py's
 `current_threads`, passed on every call).  Threads (session 17): when the model's
 convolution and depthwise kernels that can split their rows add up to FUSED_LAUNCH_MIN_MACS,
-the whole body of `main` is ONE parallel launch of TVM's pool, at every thread count: those
+the whole body of `main` (of each entry, see below) is ONE parallel launch of TVM's pool, at every thread count: those
 kernels split their rows in `threads` chunks, one call of an outlined function (a compute
 scope) per chunk, with barriers between dependent steps, and the other kernels run on the
 first thread; one wake-up of the pool per call instead of one per parallel loop.  Below
@@ -661,9 +661,9 @@ def build_fused(fused: FusedModel, target):
     """Compile `fused.module` with TVM's TIR pipeline for `target`: an Executable whose
     `main` runs the model, or, for a model of several entries (`parts`), a `PartsLibrary`
     of one LLVM module per entry, built on threads of their own (TVM's passes and LLVM
-    release the GIL: MobileNetV2-0.35, two entries on the 2-core Zen 4, TIR passes + LLVM IR
-    2.0 -> 1.2 s, machine code 1.3 -> 0.7 s; session 18)."""
-    import tvm
+    release the GIL: MobileNetV2-0.35, two entries on the 2-core Zen 4, fuse + TIR passes +
+    LLVM IR 2.6 -> 1.0 s, machine code and export 1.5 -> 0.7 s in bench/time_to_first.py;
+    session 18)."""
     from tvm.runtime import Executable
 
     if len(fused.entries) == 1:

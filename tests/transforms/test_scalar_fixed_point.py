@@ -149,3 +149,18 @@ def test_fold_cast_chains_is_exact_and_shallower():
         lib["main"](tvm.runtime.tensor(x), tvm.runtime.tensor(y), *outs)
         for o, e in zip(outs, expected):
             assert int((o.numpy() != e).sum()) == 0
+
+
+def test_folded_cast_builds_the_folded_chain():
+    """The translation's `folded_cast` folds as the pass does, as it builds: i8 -> i64 -> i32
+    is one cast, i8 -> i64 -> i8 is the value itself; an unsigned or a narrowing inner
+    cast stays (whose bits the fold would change)."""
+    from tvm import tirx
+
+    from tvm_bridge.schedule import folded_cast
+
+    x8, x16 = tirx.Var("x8", "int8"), tirx.Var("x16", "int16")
+    assert folded_cast("int32", tirx.Cast("int64", x8)).script() == tirx.Cast("int32", x8).script()
+    assert folded_cast("int8", tirx.Cast("int64", x8)).same_as(x8)
+    kept = [folded_cast("int32", tirx.Cast("uint16", x8)), folded_cast("int32", tirx.Cast("int8", x16))]
+    assert [k.value.script() for k in kept] == [tirx.Cast("uint16", x8).script(), tirx.Cast("int8", x16).script()]

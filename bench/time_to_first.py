@@ -60,17 +60,19 @@ module = timed("import model", load_module, sys.argv[1], 1)
 xs = make_inputs(_entry_signature(module)[1], 0)
 tgt = as_target(None)
 flavor = target_flavor(tgt)
-def look_up():  # as compile_unlowered: by the module before lowering
-    alias = cache.alias_key(str(module), str(tgt), "entry None", f"fused {fused_enabled()}")
-    k = cache.resolve(alias)
-    return alias, (cache.load(k) if k is not None else None)
-alias, found = timed("cache look-up", look_up)
+from pathlib import Path
+from tvm_bridge.run_cli import _run_key, build_parser
+args = build_parser().parse_args([sys.argv[1]])
+def look_up():  # as qd-run (compile_unlowered): named by the run key, found before lowering
+    k = cache.unlowered_key(f"identity {_run_key(args, Path(sys.argv[1]), Path(sys.argv[1]).read_bytes())}",
+                            str(tgt), "entry None", f"dot {flavor!r}", f"fused {fused_enabled()}")
+    return k, cache.load(k)
+key, found = timed("cache look-up", look_up)
 if found is None:
     from qdialect.io_types import declared_dtypes
     from tvm_bridge.translate import Translator
     l3 = module.clone()
     timed("lower to L3", pipelines.lower_to_l3, l3)
-    key = timed("L3 key (print + hash)", lambda: cache.key(str(l3), str(tgt), "entry None", f"dot {flavor!r}", f"fused {fused_enabled()}"))
     mod, n = timed("relax translation", translate, l3, None, dot=flavor)
     from tvm_bridge.compile import _fused_of, build_fused
     ex, fz = timed("fused: fuse + TIR build (None: VM)", build_fused, mod, tgt) if fused_enabled() else (None, None)
@@ -82,7 +84,6 @@ if found is None:
         meta.update(form="fused", fused=fz[0])
     timed("codegen + export (machine code)", cache.store, key, ex, meta, constants=fz[1] if fz else None)
     found = timed("load library", cache.load, key, False)
-    cache.remember(alias, key)
 library, meta, path = found
 model = CompiledModel(None, meta["n_outputs"], tgt, library=library, library_path=path,
                       fused=_fused_of(meta) if meta.get("form") == "fused" else None)

@@ -21,9 +21,10 @@ Writes are atomic (a temporary file in the same directory, then `os.replace`; th
 JSON, written last, commits the entry); an entry that does not load, or whose
 library is not the one its JSON names, is removed and rebuilt, never a crash.
 
-`<alias>.alias` names an entry by the module *before* lowering (`alias_key`: its text and
-the source of everything under qdialect/, transforms/ and tvm_bridge/), so qd-run
-(`compile.compile_unlowered`) skips the lowering as well when it finds one.
+An entry built from a module *before* lowering (`compile.compile_unlowered`, qd-run) is
+named by `unlowered_key` instead: that module's text, or what determines it (qd-run: its run
+key), and the source of everything under qdialect/, transforms/ and tvm_bridge/; it is found
+without lowering or printing the module, and stored without printing the lowered one.
 
 `<run key>.run` names an entry by qd-run's model file and options, with what qd-run prints
 and needs besides the library (tvm_bridge/fast_run.py): a run of the same model again
@@ -132,36 +133,20 @@ def _code_source_digest() -> str:
     return _code_digest
 
 
-def alias_key(module_text: str, target: str, *parts: str) -> str:
-    """A second name for an entry, from the module before lowering (its text, the target,
-    the versions and the source of all the code that lowers and translates it): with it
-    a caller skips the lowering too (`remember`, `resolve`)."""
+def unlowered_key(identity: str, target: str, *parts: str) -> str:
+    """The name of an entry built from a module *before* lowering (`compile.compile_unlowered`):
+    sha256 over `identity` (the module's text, or anything that determines it, such as
+    qd-run's run key: the model file's bytes and its import options), the target, the
+    versions, the source of all the code that lowers and translates it (`_code_source_digest`),
+    the BUILD_ENV variables and further `parts` (entry, form, kernel flavor).  Such an entry is
+    found without lowering, or even printing, the module; the same model compiled from its L3
+    form (`key`) is another entry."""
     h = hashlib.sha256()
-    for part in ("alias", _versions(), _code_source_digest(), build_env(), target, *parts):
+    for part in ("unlowered", _versions(), _code_source_digest(), build_env(), target, *parts):
         h.update(part.encode())
         h.update(b"\0")
-    h.update(module_text.encode())
+    h.update(identity.encode())
     return h.hexdigest()[:40]
-
-
-def remember(alias: str, k: str) -> None:
-    """Record that `alias` names entry `k` (atomically; a failed write is only a lost shortcut)."""
-    path = cache_dir() / f"{alias}.alias"
-    tmp = path.with_name(f"{alias}.{os.getpid()}.tmp.alias")
-    try:
-        tmp.write_text(k)
-        os.replace(tmp, path)
-    except OSError:
-        _discard(tmp)
-
-
-def resolve(alias: str) -> str | None:
-    """The entry `alias` names, or None."""
-    try:
-        k = (cache_dir() / f"{alias}.alias").read_text().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return k if len(k) == 40 and all(c in "0123456789abcdef" for c in k) else None
 
 
 def _paths(k: str) -> tuple[Path, Path]:

@@ -388,7 +388,7 @@ def build(mod, target):
 
 
 def compile_module(module, target=None, entry: str | None = None, dot="target",
-                   cache: bool | None = None) -> CompiledModel:
+                   cache: bool | None = None, cache_key: str | None = None) -> CompiledModel:
     """Translate an L3 module to Relax and build it (`build`).
 
     `dot`: the dot-product flavor of the int8 convolution kernels (tvm_bridge/vnni.py);
@@ -397,7 +397,10 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
 
     `cache`: look the build up in (and store it to) the compiled-model cache
     (tvm_bridge/cache.py); None (default) follows QDIALECT_CACHE.  Only targets this
-    machine can run are cached.
+    machine can run are cached.  `cache_key`: the entry's name when the caller knows what
+    determines the module (`compile_unlowered`: `cache.unlowered_key`); by default a hash of
+    the module's text (`cache.key`).  (A caller that names the entry has looked it up
+    already: the look-up here is not counted again in `cache.stats`.)
 
     The form: one fused TIR module (tvm_bridge/fused.py) when `main` is a static chain of
     kernels (whose intermediates take at most `FUSED_MAX_WORKSPACE_BYTES`, when that is
@@ -413,8 +416,9 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
     flavor = target_flavor(tgt) if dot == "target" else dot
     key = found = executable = None
     if (build_cache.enabled() if cache is None else cache) and cannot_run_here(tgt) is None:
-        key = build_cache.key(str(module), str(tgt), f"entry {entry}", f"dot {flavor!r}", f"fused {fused_enabled()}")
-        found = build_cache.load(key)
+        key = cache_key or build_cache.key(str(module), str(tgt), f"entry {entry}", f"dot {flavor!r}",
+                                           f"fused {fused_enabled()}")
+        found = build_cache.load(key, count=cache_key is None)
     fused = None
     if found is None:
         mod = None
@@ -498,28 +502,31 @@ def _fused_of(meta: dict):
     return meta["fused"], meta["constants"]
 
 
-def compile_unlowered(module, lower, target=None, entry: str | None = None) -> CompiledModel:
+def compile_unlowered(module, lower, target=None, entry: str | None = None,
+                      identity: str | None = None) -> CompiledModel:
     """`compile_module(lower(module), ...)` for a module before lowering (L1), where the
-    compiled-model cache can skip the lowering too: the build of this very module (same
-    text, target, versions and source of the code that lowers and translates it) is found
-    by its alias (tvm_bridge/cache.py) and loaded without calling `lower`."""
+    compiled-model cache can skip the lowering too: its entry is named by this module
+    (`cache.unlowered_key`: the same text, target, versions and source of the code that
+    lowers and translates it) and loaded without calling `lower`.
+
+    `identity`: a string that determines the module's text, to name the entry by instead of
+    printing the module (qd-run passes its run key: the model file's bytes and the import
+    options; printing MobileNetV2-0.35 takes 0.12 s, and its lowered form 0.24 s more)."""
     from tvm_bridge import cache as build_cache
+    from tvm_bridge.vnni import target_flavor
 
     tgt = as_target(target)
-    alias = None
+    key = None
     if build_cache.enabled() and cannot_run_here(tgt) is None:
-        alias = build_cache.alias_key(str(module), str(tgt), f"entry {entry}", f"fused {fused_enabled()}")
-        key = build_cache.resolve(alias)
-        found = build_cache.load(key) if key is not None else None
+        key = build_cache.unlowered_key(str(module) if identity is None else f"identity {identity}", str(tgt),
+                                        f"entry {entry}", f"dot {target_flavor(tgt)!r}", f"fused {fused_enabled()}")
+        found = build_cache.load(key)
         if found is not None and isinstance(found[1].get("out_dtypes"), list):
             library, meta, path = found
             out_dtypes = [None if d is None else np.dtype(d) for d in meta["out_dtypes"]]
             return CompiledModel(None, meta["n_outputs"], tgt, out_dtypes, library=library, library_path=path,
                                  fused=_fused_of(meta))
-    model = compile_module(lower(module), tgt, entry)
-    if alias is not None and model.library_path is not None:
-        build_cache.remember(alias, os.path.basename(str(model.library_path)).removesuffix(".so"))
-    return model
+    return compile_module(lower(module), tgt, entry, cache=key is not None, cache_key=key)
 
 
 def run(model: CompiledModel, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

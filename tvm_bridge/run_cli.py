@@ -14,6 +14,7 @@ in qdialect (one line `qd-run: internal error: ...`, never a traceback).
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import sys
 import time
@@ -356,7 +357,9 @@ def _tvm_runner(module, args, stages):
     t0 = time.perf_counter()
     hits = build_cache.stats["hits"]
     try:  # the cache can skip the lowering too (compile_unlowered)
-        model = compile_unlowered(module, lower, target=args.target)
+        # named by the run key (the model file and the options): neither the module nor its
+        # lowered form is printed to name the cache entry
+        model = compile_unlowered(module, lower, target=args.target, identity=getattr(args, "run_key", None))
     except TranslationError as e:
         raise BadInput(f"TVM bridge: {e}") from None
     cached = build_cache.stats["hits"] > hits
@@ -422,12 +425,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    gc_paused = False
     if argv is None and "torch" not in sys.modules:
         # as a program: TVM's FFI imports PyTorch when it is installed (0.5 to 3 s here) for
         # DLPack interop qd-run never uses; a None entry makes that import fail fast
         sys.modules["torch"] = None
+        # as a program, Python's cyclic collector is off until the model is ready (`_finish`):
+        # the imports of xDSL and TVM and the model's IR are objects that live until exit,
+        # which the collector would traverse again and again to free almost nothing (0.24 s
+        # of a cold MobileNetV2-0.35 run: 520 collections during the imports alone)
+        gc_paused = gc.isenabled()
+        gc.disable()
     args = build_parser().parse_args(argv)
-    args.argv = argv
+    args.argv, args.gc_paused = argv, gc_paused
     try:
         # integer wrap-around is the semantics, and float overflow in extreme
         # scales is diagnosed where it matters: no numpy warnings on stderr
@@ -559,6 +569,7 @@ def _run(args) -> int:
         stacked = args.samples > 1
 
     explicit_backend = args.backend == "tvm" and "--backend" in (sys.argv if args.argv is None else args.argv)
+    args.run_key = _run_key(args, path, model_bytes) if args.backend == "tvm" and model_bytes is not None else None
     if args.backend == "tvm":
         try:
             runner = _tvm_runner(module, args, stages)
@@ -573,7 +584,7 @@ def _run(args) -> int:
             # the next run of this model with these options takes the cached path
             from tvm_bridge import fast_run
 
-            rk = _run_key(args, path, model_bytes)
+            rk = args.run_key
             if rk is not None:
                 fast_run.remember(rk, {"entry": runner.entry, "n_ops": n_ops, "entry_name": f.sym_name.data,
                                        "inputs": specs, "out_dtypes": [d.str for d in runner.out_dtypes],
@@ -590,6 +601,10 @@ def _run(args) -> int:
 
 def _finish(args, path, samples, stacked, runner, backend_text, stages, n_ops, entry_name, n_inputs) -> int:
     """Run the samples, compare, write and print the report: the same for the cold and the cached path."""
+    if args.gc_paused:  # qd-run as a program (`main`): the collector back on for the runs,
+        args.gc_paused = False  # without ever traversing what was made before them
+        gc.freeze()
+        gc.enable()
     _progress(f"running {len(samples)} sample(s) on {args.backend}")
     t0 = time.perf_counter()
     ours = [runner(s) for s in samples]

@@ -126,10 +126,10 @@ def test_key_changes_with_the_build_variables(lowered, cache_dir, monkeypatch, v
     module, _, _ = lowered
     text = str(module)
     monkeypatch.delenv(variable, raising=False)
-    before, alias_before = cache.key(text, "t"), cache.alias_key(text, "t")
+    before, unlowered_before = cache.key(text, "t"), cache.unlowered_key(text, "t")
     monkeypatch.setenv(variable, "1")
     assert cache.key(text, "t") != before
-    assert cache.alias_key(text, "t") != alias_before
+    assert cache.unlowered_key(text, "t") != unlowered_before
 
 
 @pytest.mark.parametrize("damage", ["truncated library", "garbage json", "missing library"])
@@ -197,6 +197,42 @@ def test_unlowered_module_found_without_lowering(cache_dir):
     again = compile_unlowered(module, lower)
     assert len(lowered) == 1 and again.executable is None and cache.stats["hits"] == 1
     for model in (first, again):
+        _assert_matches_litert(_outputs(model, samples), theirs)
+
+
+def test_unlowered_entry_named_by_identity_prints_no_module(cache_dir, monkeypatch):
+    """With `identity` (qd-run's run key) the entry is named by it: neither the module nor its
+    lowered form is printed on the way in or out, the second compile loads the first's
+    library without lowering, and another identity is another entry."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from qdialect.dialects.qnn import set_rounding
+    from tvm_bridge.compile import compile_unlowered
+
+    module = load_module(MODEL, batch=1)
+    set_rounding(module, "litert")
+    samples = [make_inputs(_entry_signature(module)[1], seed) for seed in range(2)]
+    theirs = litert_run(MODEL.read_bytes(), samples, reference=False)
+    lowered = []
+
+    def lower(m):
+        lowered.append(m)
+        m = m.clone()
+        lower_to_l3(m)
+        return m
+
+    def no_printing(self):
+        raise AssertionError("a module was printed to name its cache entry")
+
+    monkeypatch.setattr(ModuleOp, "__str__", no_printing)
+    first = compile_unlowered(module, lower, identity="mlp_act litert")
+    again = compile_unlowered(module, lower, identity="mlp_act litert")
+    assert len(lowered) == 1 and again.executable is None
+    assert cache.stats["hits"] == 1 and cache.stats["stores"] == 1
+    assert again.library_path == first.library_path
+    other = compile_unlowered(module, lower, identity="mlp_act, other options")
+    assert len(lowered) == 2 and other.library_path != first.library_path and cache.stats["stores"] == 2
+    for model in (first, again, other):
         _assert_matches_litert(_outputs(model, samples), theirs)
 
 
@@ -278,6 +314,44 @@ def test_cached_run_imports_no_compiler_and_matches_the_cold_run(cache_dir, tmp_
     np.savez(tmp_path / "bad.npz", input_0=x.astype(np.int16) - 1)  # -1: not a uint8 value
     rc, out, err, _ = _qd_run_child(UINT8, "--input", tmp_path / "bad.npz")
     assert rc == 2 and "outside uint8 [0, 255]" in err.strip().splitlines()[-1]
+
+
+_GC_CHILD = """
+import gc, json, sys
+from tvm_bridge import run_cli
+seen = {}
+build = run_cli._tvm_runner
+def watched(*a, **k):  # the collector's state while the model is built
+    seen["collector on while building"] = gc.isenabled()
+    return build(*a, **k)
+run_cli._tvm_runner = watched
+sys.argv = ["qd-run", *sys.argv[1:]]
+rc = run_cli.main()
+seen.update({"rc": rc, "collector on after": gc.isenabled(), "frozen": gc.get_freeze_count()})
+print("GC " + json.dumps(seen))
+"""
+
+
+def test_qd_run_as_a_program_pauses_the_collector_until_the_model_is_ready(cache_dir):
+    """qd-run as a program builds with Python's cyclic collector off (the imports and the IR
+    live until exit: collecting during them costs a quarter of a second on MobileNetV2) and
+    turns it back on, with what it made frozen, before it runs the samples.  Called as a
+    function (`main(argv)`) it leaves the collector alone."""
+    import gc
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _GC_CHILD, str(MODEL), "--compare", "litert-ref"],
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2], timeout=600)
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("GC ")]
+    seen = json.loads(line[3:])
+    assert seen["rc"] == 0 and "BIT-EXACT vs LiteRT litert-ref" in proc.stdout, proc.stderr
+    assert seen["collector on while building"] is False
+    assert seen["collector on after"] is True and seen["frozen"] > 10000
+    frozen = gc.get_freeze_count()
+    assert qd_run([str(MODEL), "--compare", "none"]) == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
 def test_cached_run_misses_on_other_bytes_or_options(cache_dir, tmp_path, capsys):

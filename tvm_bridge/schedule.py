@@ -21,7 +21,9 @@ built only from TVM's own TIR schedule primitives (`tvm.s_tir.Schedule`):
 3. **The epilogue** (rescale, activation clamp, the next layer's padding) is
    computed at the channel tile of the accumulation, right after its
    reduction finishes, while the accumulators are still in cache.
-4. **Elementwise kernels**: loops fused, split to the SIMD width, vectorized.
+4. **Elementwise kernels**: loops fused, split to the SIMD width, vectorized; a kernel
+   that is only a byte table look-up becomes `tvm_bridge/lut.py`'s 64-bytes-a-step form
+   where the target has AVX-512 VBMI.
 
 Schedules do not change what is computed (integer arithmetic is exact and TVM
 proves every transformation legal), so bit-exactness is untouched; the zoo
@@ -385,6 +387,9 @@ def schedule_pass(target):
     from tvm import tirx
 
     from tvm_bridge.epilogue import pair_products_in
+    from tvm_bridge.lut import lookup_kernel, target_has_vbmi
+
+    vbmi = target_has_vbmi(target)
 
     @tvm.transform.module_pass(opt_level=0, name="QdialectScheduleCPU")
     def _schedule(mod, _ctx):
@@ -394,6 +399,14 @@ def schedule_pass(target):
         for gv, f in mod.functions_items():
             if not isinstance(f, tirx.PrimFunc) or ("tirx.is_scheduled" in f.attrs and f.attrs["tirx.is_scheduled"]):
                 continue
+            if vbmi:  # a byte table look-up: 64 bytes per step (tvm_bridge/lut.py)
+                try:
+                    lut = lookup_kernel(f)
+                except Exception:  # noqa: BLE001 - an unforeseen form: scheduled as any other
+                    lut = None
+                if lut is not None:
+                    updated[gv] = lut
+                    continue
             try:
                 sch = schedule_func(f, target)
             except Exception:  # noqa: BLE001 - an unforeseen shape: keep the function as written

@@ -22,8 +22,8 @@ built only from TVM's own TIR schedule primitives (`tvm.s_tir.Schedule`):
    computed at the channel tile of the accumulation, right after its
    reduction finishes, while the accumulators are still in cache.
 4. **Elementwise kernels**: loops fused, split to the SIMD width, vectorized; a kernel
-   that is only a byte table look-up becomes `tvm_bridge/lut.py`'s 64-bytes-a-step form
-   where the target has AVX-512 VBMI.
+   that is only a byte table look-up becomes `tvm_bridge/lut.py`'s vector form (`vpermi2b`
+   with AVX-512 VBMI, `vpshufb` with AVX-512BW or AVX2).
 
 Schedules do not change what is computed (integer arithmetic is exact and TVM
 proves every transformation legal), so bit-exactness is untouched; the zoo
@@ -387,9 +387,9 @@ def schedule_pass(target):
     from tvm import tirx
 
     from tvm_bridge.epilogue import pair_products_in
-    from tvm_bridge.lut import lookup_kernel, target_has_vbmi
+    from tvm_bridge.lut import lookup_family, lookup_kernel
 
-    vbmi = target_has_vbmi(target)
+    family = lookup_family(target)
 
     @tvm.transform.module_pass(opt_level=0, name="QdialectScheduleCPU")
     def _schedule(mod, _ctx):
@@ -399,9 +399,9 @@ def schedule_pass(target):
         for gv, f in mod.functions_items():
             if not isinstance(f, tirx.PrimFunc) or ("tirx.is_scheduled" in f.attrs and f.attrs["tirx.is_scheduled"]):
                 continue
-            if vbmi:  # a byte table look-up: 64 bytes per step (tvm_bridge/lut.py)
+            if family is not None:  # a byte table look-up: 32 or 64 bytes per step (tvm_bridge/lut.py)
                 try:
-                    lut = lookup_kernel(f)
+                    lut = lookup_kernel(f, family)
                 except Exception:  # noqa: BLE001 - an unforeseen form: scheduled as any other
                     lut = None
                 if lut is not None:

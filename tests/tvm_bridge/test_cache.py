@@ -177,9 +177,10 @@ def test_qd_run_says_when_it_used_the_cache(cache_dir, capsys):
     assert "stage      TVM compile" in out and "BIT-EXACT vs LiteRT litert" in out
 
 
-def test_unlowered_module_found_without_lowering(cache_dir):
+def _unlowered_case():
+    """(mlp_act's module before lowering in the litert profile, two samples, XNNPACK's outputs
+    for them, a `lower` function, the list of modules it was called with)."""
     from qdialect.dialects.qnn import set_rounding
-    from tvm_bridge.compile import compile_unlowered
 
     module = load_module(MODEL, batch=1)
     set_rounding(module, "litert")
@@ -193,6 +194,13 @@ def test_unlowered_module_found_without_lowering(cache_dir):
         lower_to_l3(m)
         return m
 
+    return module, samples, theirs, lower, lowered
+
+
+def test_unlowered_module_found_without_lowering(cache_dir):
+    from tvm_bridge.compile import compile_unlowered
+
+    module, samples, theirs, lower, lowered = _unlowered_case()
     first = compile_unlowered(module, lower)
     again = compile_unlowered(module, lower)
     assert len(lowered) == 1 and again.executable is None and cache.stats["hits"] == 1
@@ -206,20 +214,9 @@ def test_unlowered_entry_named_by_identity_prints_no_module(cache_dir, monkeypat
     library without lowering, and another identity is another entry."""
     from xdsl.dialects.builtin import ModuleOp
 
-    from qdialect.dialects.qnn import set_rounding
     from tvm_bridge.compile import compile_unlowered
 
-    module = load_module(MODEL, batch=1)
-    set_rounding(module, "litert")
-    samples = [make_inputs(_entry_signature(module)[1], seed) for seed in range(2)]
-    theirs = litert_run(MODEL.read_bytes(), samples, reference=False)
-    lowered = []
-
-    def lower(m):
-        lowered.append(m)
-        m = m.clone()
-        lower_to_l3(m)
-        return m
+    module, samples, theirs, lower, lowered = _unlowered_case()
 
     def no_printing(self):
         raise AssertionError("a module was printed to name its cache entry")

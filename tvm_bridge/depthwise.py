@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import TensorType
 
 from tvm_bridge.common import call_tir, dtype_of, tensor_constant
 from tvm_bridge.vnni import (_HALF_RANGE, PMADDWD, Flavor, NotApplicable, _buffer, _dot, _loops, _pad_border,
-                              _prim_func, _seq, _tiles, parallel_rows)
+                              _prim_func, _seq, _tiles, epilogue_width, parallel_rows)
 
 #: register tiles (output columns TT, L-channel vectors NV), first fit first
 BLOCKS = ((4, 2), (3, 2), (2, 2), (4, 1), (3, 1), (2, 1), (1, 2), (1, 1))
@@ -210,7 +210,8 @@ def emit(tr, op, g: dict, flavor: Flavor):
     prim_func = tr.vnni_kernels.get(key)
     params = epi.params
     kb = L * nv
-    twin_values = epilogue.pair_twins(params, kb)  # (the requantization's constants in pair order)
+    # (the requantization's constants in pair order, per register as `_tiles` reads them)
+    twin_values = epilogue.pair_twins(params, epilogue_width(L, kb))
     if prim_func is None:
         loop_vars = yv, xov, tv, kov, lv = tuple(tirx.Var(n, "int32") for n in ("y", "xo", "t", "ko", "l"))
         acc_buf = _buffer((tt, kb), "int32", "ACC", scope="local")

@@ -230,15 +230,28 @@ def _lane_vector(e, lane, lanes: int):
     *outer, last = e.indices
     if not all(_lane_free(i, lane) for i in outer):
         return None
-    if last.same_as(lane):
-        base = tirx.IntImm(str(lane.ty), 0)
-    elif isinstance(last, tirx.Add) and last.b.same_as(lane) and _lane_free(last.a, lane):
-        base = last.a
-    elif isinstance(last, tirx.Add) and last.a.same_as(lane) and _lane_free(last.b, lane):
-        base = last.b
-    else:
+    base = _lane_offset(last, lane)
+    if base is None:
         return None
     return tirx.BufferLoad(e.source, [*outer, tirx.Ramp(base, tirx.IntImm(str(base.ty), 1), lanes)])
+
+
+def _lane_offset(index, lane):
+    """`base` (free of `lane`) when `index` is `lane` plus `base`, written as `lane`,
+    `base + lane`, `lane + base`, or nested so (`ko * 24 + (lane + 8)`, the epilogue of one
+    register of a channel block: vnni._lanes_of); else None."""
+    from tvm import tirx
+
+    if index.same_as(lane):
+        return tirx.IntImm(str(lane.ty), 0)
+    if not isinstance(index, tirx.Add):
+        return None
+    for with_lane, other in ((index.a, index.b), (index.b, index.a)):
+        if _lane_free(other, lane):
+            inner = _lane_offset(with_lane, lane)
+            if inner is not None:
+                return other if isinstance(inner, tirx.IntImm) and inner.value == 0 else other + inner
+    return None
 
 
 def _equal(a, b) -> bool:
@@ -591,7 +604,9 @@ def _wide_vector(p, fa, fb, r, shift, lane, lanes: int, out: list, twins: dict):
             return c, c
         v = vector(e, "int64")
         twin = twins.get(e.source.name) if _is_load(e) else None
-        if twin is not None and _is_load(v) and isinstance(v.indices[-1], tirx.Ramp):
+        # (the twin only where `v` reads the constant itself: a lane temporary's index says
+        # nothing of the channel)
+        if twin is not None and _is_load(v) and v.source.same_as(e.source) and isinstance(v.indices[-1], tirx.Ramp):
             base = v.indices[-1].base
             step = tirx.IntImm(str(base.ty), 1)
             return (tirx.BufferLoad(twin, [*v.indices[:-1], tirx.Ramp(base, step, half)]),

@@ -278,6 +278,40 @@ def _pad_border(Y, g: dict, channels: int):
     return _loops("serial", (g["YH"], g["YW"]), ("h", "w"), border)
 
 
+def epilogue_width(L: int, KB: int) -> int:
+    """The lanes `_tiles` computes an epilogue in at a time, for channel blocks of KB = NV x L
+    lanes: one vector register, L (the pair-order copies of the requantization's constants,
+    epilogue.pair_twins, are laid out per this many channels)."""
+    return L if KB % L == 0 else KB
+
+
+def _lanes_of(temps: list, value, lv, lane, offset: int, width: int):
+    """The epilogue `temps` / `value` (written for lane `lv` of a channel block) for the
+    `width` lanes from `offset`, in lane variable `lane`: every `lv` becomes lane + offset, and
+    each temporary a buffer of its own of `width` lanes read at `lane`."""
+    import tvm_ffi
+    from tvm import tirx
+    from tvm.ir.expr import TensorLoad
+
+    renamed = {}
+    out = []
+
+    def on_load(node):
+        old, new = renamed.get(node.source.name, (None, None))
+        return tirx.BufferLoad(new, [lane]) if old is not None and node.source.same_as(old) else node
+
+    def moved(e):
+        e = tvm_ffi.structural_map(e, (TensorLoad, on_load))
+        return tvm_ffi.structural_map(e, (tirx.Var, lambda v: lane + offset if v.same_as(lv) else v))
+
+    for buf, e in temps:
+        e = moved(e)
+        new = tirx.decl_buffer((width,), buf.dtype, name=f"{buf.name}_{offset}", scope="local", layout=None)
+        renamed[buf.name] = (buf, new)
+        out.append((new, e))
+    return out, moved(value)
+
+
 def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, value, reduction):
     """The output loops (y, column tile xo, channel block ko): TT x KB accumulators started
     from INIT, the `reduction` loops accumulating into them, then the epilogue `value` (with
@@ -290,16 +324,29 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
 
     yv, xov, tv, kov, lv = loop_vars
     TT, PT, PL = g["TT"], g["PT"], g["PL"]
-    # the requantization's 64-bit products in even and odd lanes (epilogue.py)
-    steps, value = split_wide_products(temps, value, lv, KB, g.get("TWINS"))
+    # The epilogue one vector register of channels at a time (L lanes of the KB of a channel
+    # block): in KB-lane vectors (24 or 48 lanes of int64 for the requantization's products)
+    # LLVM split the values into registers unevenly, spilled the per-channel constants and
+    # rebuilt them from 8-byte pieces; then the requantization's 64-bit products in even and
+    # odd lanes (epilogue.py), with its constants' pair-order copies per L lanes
+    width = epilogue_width(g["L"], KB)
+    blocks = []  # (channel offset in the block, lane variable, steps, final value)
+    for b in range(KB // width):
+        lane = lv if b == 0 else tirx.Var(f"l{b}", "int32")
+        b_temps, b_value = (temps, value) if KB == width else _lanes_of(temps, value, lv, lane, b * width, width)
+        steps, b_value = split_wide_products(b_temps, b_value, lane, width, g.get("TWINS"))
+        blocks.append((b * width, lane, steps, b_value))
     # the accumulators and the epilogue's temporaries: one set per thread when the output
     # rows run in parallel (allocated inside the parallel loop), else one for the kernel
-    allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for _, b, _ in steps]
+    allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for *_, steps, _ in blocks for _, b, _ in steps]
     parallel = bool(g.get("PARALLEL")) and g["OH"] > 1
 
     def epilogue():
-        store = tirx.BufferStore(Y, value, [0, yv + PT, xov * TT + tv + PL, kov * KB + lv])
-        return _seq(lane_statements(steps, [store], lv, KB))
+        stmts = []
+        for offset, lane, steps, b_value in blocks:
+            store = tirx.BufferStore(Y, b_value, [0, yv + PT, xov * TT + tv + PL, kov * KB + offset + lane])
+            stmts += lane_statements(steps, [store], lane, width)
+        return _seq(stmts)
 
     main = _seq([
         _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
@@ -562,7 +609,8 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
     from tvm_bridge.epilogue import pair_twins
 
-    twin_values = pair_twins(params, lanes)  # (the requantization's constants in pair order)
+    # (the requantization's constants in pair order, per L lanes as `_tiles` reads them)
+    twin_values = pair_twins(params, epilogue_width(g["L"], lanes))
     args += [tensor_constant(v) for _, v in twin_values]
     if epi is None:
         prim_func = _bare_kernel(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad)

@@ -12,7 +12,6 @@ QDIALECT_FUSED=0 builds every model for the VM.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import numpy as np

@@ -211,7 +211,7 @@ def emit(tr, op, g: dict, flavor: Flavor):
     params = epi.params
     kb = L * nv
     # (the requantization's constants in pair order, per register as `_tiles` reads them)
-    twin_values = epilogue.pair_twins(params, epilogue_width(L, kb))
+    twin_values = epilogue.pair_twins(params, epilogue_width(L, kb, tt))
     if prim_func is None:
         loop_vars = yv, xov, tv, kov, lv = tuple(tirx.Var(n, "int32") for n in ("y", "xo", "t", "ko", "l"))
         acc_buf = _buffer((tt, kb), "int32", "ACC", scope="local")

@@ -278,11 +278,14 @@ def _pad_border(Y, g: dict, channels: int):
     return _loops("serial", (g["YH"], g["YW"]), ("h", "w"), border)
 
 
-def epilogue_width(L: int, KB: int) -> int:
+def epilogue_width(L: int, KB: int, TT: int) -> int:
     """The lanes `_tiles` computes an epilogue in at a time, for channel blocks of KB = NV x L
-    lanes: one vector register, L (the pair-order copies of the requantization's constants,
-    epilogue.pair_twins, are laid out per this many channels)."""
-    return L if KB % L == 0 else KB
+    lanes and tiles of TT output columns: one vector register, L, where a tile has several
+    columns (the constants, loaded once for the tile, then stay in registers), else the
+    whole block (one column: mlp_h's fully connected layers took 2.2 us a call in blocks,
+    2.7 us a register at a time).  The pair-order copies of the requantization's constants
+    (epilogue.pair_twins) are laid out per this many channels."""
+    return L if KB % L == 0 and TT > 1 else KB
 
 
 def _lanes_of(temps: list, value, lv, lane, offset: int, width: int):
@@ -329,7 +332,7 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
     # LLVM split the values into registers unevenly, spilled the per-channel constants and
     # rebuilt them from 8-byte pieces; then the requantization's 64-bit products in even and
     # odd lanes (epilogue.py), with its constants' pair-order copies per L lanes
-    width = epilogue_width(g["L"], KB)
+    width = epilogue_width(g["L"], KB, TT)
     blocks = []  # (channel offset in the block, lane variable, steps, final value)
     for b in range(KB // width):
         lane = lv if b == 0 else tirx.Var(f"l{b}", "int32")
@@ -610,7 +613,7 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     from tvm_bridge.epilogue import pair_twins
 
     # (the requantization's constants in pair order, per L lanes as `_tiles` reads them)
-    twin_values = pair_twins(params, epilogue_width(g["L"], lanes))
+    twin_values = pair_twins(params, epilogue_width(g["L"], lanes, g["TT"]))
     args += [tensor_constant(v) for _, v in twin_values]
     if epi is None:
         prim_func = _bare_kernel(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad)

@@ -297,7 +297,8 @@ def test_epilogue_works_one_register_at_a_time(name, tmp_path):
     lowered = lowered_tflite(_epilogue_tflite(), "tflite", tmp_path, "epilogue.tflite")
     mod, _ = translate(lowered(), dot=flavor(name))
     lanes = 16 if flavor(name).max_lanes == 16 else 8
-    assert epilogue_width(lanes, 2 * lanes) == lanes and epilogue_width(8, 12) == 12
+    assert epilogue_width(lanes, 2 * lanes, 4) == lanes and epilogue_width(8, 12, 4) == 12
+    assert epilogue_width(lanes, 2 * lanes, 1) == 2 * lanes  # (one column: the whole block)
     kernels = [f.script() for gv, f in mod.functions.items() if f"{name}_conv2d" in gv.name_hint]
     assert kernels and all(f"int64x{lanes // 2}" in k and f"int64x{lanes}" not in k for k in kernels)
 

@@ -255,7 +255,7 @@ def clear() -> None:
     d = cache_dir()
     if d.is_dir():
         for p in d.iterdir():
-            if p.suffix in (".so", ".json", ".npz", ".alias", ".run"):
+            if p.suffix in (".so", ".json", ".npz", ".alias", ".run"):  # (.alias: until session 19)
                 _discard(p)
 
 

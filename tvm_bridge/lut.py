@@ -54,11 +54,6 @@ def lookup_family(target) -> str | None:
     return None
 
 
-def target_has_vbmi(target) -> bool:
-    """Whether `target` (a TVM target) has AVX-512 VBMI (`vpermi2b`)."""
-    return lookup_family(target) == "vbmi"
-
-
 def match_lookup(func):
     """(X, B, Y, c, unsigned) when `func` (a PrimFunc in block form, as TE makes it) is exactly
     `Y[i...] = B[cast(X[i...]) + c]` over every element of Y, with X and Y of one shape,

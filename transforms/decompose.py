@@ -1176,6 +1176,9 @@ class QnnDecomposePass(ModulePass):
     @cyclic_gc.paused()
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         load_extensions()  # the decompositions other modules register (transforms/decompositions.py)
+        from transforms.byte_tables import fold_byte_tables
+
+        fold_byte_tables(op)  # elementwise graphs of one byte tensor: one table each
 
         failures: list[str] = []
         # = PatternRewriteWalker(GreedyRewritePatternApplier([DecomposeQnnOp(failures),

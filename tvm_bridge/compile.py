@@ -127,7 +127,13 @@ def pipeline(target, schedule: bool = True):
     from tvm_bridge.schedule import fold_casts_pass
 
     passes.append(fold_casts_pass())  # exact; spares TVM's simplifier nested casts (schedule.py)
-    passes += cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target)
+    lower = cpu.dataflow_lower_passes(target)
+    if schedule:  # (after RewriteDataflowReshape, which reads kernels' block forms: schedule.py)
+        from tvm_bridge.schedule import pair_late_pass
+
+        at = next(i for i, p in enumerate(lower) if p.info.name == "RewriteDataflowReshape") + 1
+        lower.insert(at, pair_late_pass(target))
+    passes += lower + cpu.finalize_passes(target)
 
     @tvm.transform.module_pass(opt_level=0, name="QdialectCPUPipeline")
     def _pipeline(mod, _ctx):

@@ -268,21 +268,63 @@ def _int32_factor(f):
     from tvm import sym, tirx
 
     if isinstance(f, tirx.Cast) and str(f.ty) == "int64" and str(f.value.ty) == "int32":
-        return f.value
+        inner = f.value
+        if isinstance(inner, tirx.Cast) and str(inner.value.ty) == "int64":
+            narrow = _narrow32(inner.value)  # (a MUL's `(x - zp1) * (y - zp2)`, built in i64)
+            if narrow is not None:
+                return narrow
+        return inner
     if isinstance(f, tirx.IntImm):
         return f if -(1 << 31) <= f.value < (1 << 31) else None
     if str(f.ty) != "int64":
         return None
+    narrow = _narrow32(f)
+    if narrow is not None:
+        return narrow
     bound = sym.Analyzer().const_int_bound(f)  # (TVM 0.27's arith analyzer)
     if -(1 << 31) <= bound.min_value and bound.max_value < (1 << 31):
         return tirx.Cast("int32", f)
     return None
 
 
+def _narrow32(e):
+    """An int32 expression equal to the int64 expression `e`, when `e` is built of sign
+    extensions of values of at most 32 bits, constants, +, - and * and every step of it
+    stays in int32 range (TVM's analyzer bounds each); else None.  A factor computed so
+    is int32 arithmetic in the vector loop instead of int64 (no 64-bit multiply left)."""
+    from tvm import sym, tirx
+
+    def fits(lo, hi) -> bool:
+        return -(1 << 31) <= lo and hi < (1 << 31)
+
+    ty = str(e.ty)
+    if ty == "int32":
+        return e
+    if ty != "int64":
+        return None
+    if isinstance(e, tirx.IntImm):
+        return tirx.IntImm("int32", e.value) if fits(e.value, e.value) else None
+    if isinstance(e, tirx.Cast):
+        inner = str(e.value.ty)
+        if inner == "int32":
+            return e.value
+        if inner in ("int8", "int16", "uint8", "uint16"):
+            return tirx.Cast("int32", e.value)
+        return None
+    if isinstance(e, (tirx.Add, tirx.Sub, tirx.Mul)):
+        bound = sym.Analyzer().const_int_bound(e)
+        if not fits(bound.min_value, bound.max_value):
+            return None
+        a, b = _narrow32(e.a), _narrow32(e.b)
+        return None if a is None or b is None else type(e)(a, b)
+    return None
+
+
 def _wide_core(e, defs: dict):
     """(product node P, (A, B), R, S) if `e` is `Cast(int32, (P + R) >> S)` with P an int64
     product of two sign-extended int32 values A and B (or a temp holding one, `defs`:
-    buffer name -> expression), R free of P or `Select(P < c, X, Y)` and S a constant or
+    buffer name -> expression), R free of P or `Select(P < c, X, Y)` (or `Select(A < 0, X,
+    Y)` with B a positive constant: returned as the former) and S a constant or
     a lane value (0 <= S <= 63: the lowering's total shifts are 1..62); else None."""
     from tvm import tirx
 
@@ -306,8 +348,16 @@ def _wide_core(e, defs: dict):
             continue
         if isinstance(r, tirx.Select):
             c = r.condition
-            if not (isinstance(c, tirx.LT) and _equal(c.a, p) and isinstance(c.b, tirx.IntImm)):
+            if not (isinstance(c, tirx.LT) and isinstance(c.b, tirx.IntImm)):
                 continue
+            if not _equal(c.a, p):
+                # the sign of a factor whose partner is a positive constant (a MUL's nudge,
+                # `x < 0 ? ..`) is the product's sign
+                if c.b.value != 0 or not any(
+                        _equal(c.a, f) and isinstance(o, tirx.IntImm) and o.value > 0
+                        for f, o in ((prod.a, prod.b), (prod.b, prod.a))):
+                    continue
+                r = tirx.Select(tirx.LT(p, c.b), r.true_value, r.false_value)
         if _find(shift, lambda x: _equal(x, p)) is not None:
             continue
         return p, tuple(factors), r, shift
@@ -336,27 +386,28 @@ def _rebuild(e, old, new):
     return e  # leaves (loads, constants, variables): a core is never inside a load index
 
 
-def _find(e, pred):
-    """The first subexpression of `e` (pre-order) for which `pred` holds, else None."""
+def _find(e, pred, calls: bool = True):
+    """The first subexpression of `e` (pre-order) for which `pred` holds, else None; not
+    inside the arguments of calls when `calls` is false."""
     from tvm import tirx
 
     if pred(e):
         return e
     if isinstance(e, tirx.Cast) or isinstance(e, tirx.Not):
-        return _find(e.value if isinstance(e, tirx.Cast) else e.a, pred)
+        return _find(e.value if isinstance(e, tirx.Cast) else e.a, pred, calls)
     if isinstance(e, tirx.Select):
         for x in (e.condition, e.true_value, e.false_value):
-            hit = _find(x, pred)
+            hit = _find(x, pred, calls)
             if hit is not None:
                 return hit
         return None
     if hasattr(e, "a") and hasattr(e, "b"):
-        hit = _find(e.a, pred)
-        return hit if hit is not None else _find(e.b, pred)
-    children = e.args if hasattr(e, "args") else e.vectors if isinstance(e, tirx.Shuffle) else \
+        hit = _find(e.a, pred, calls)
+        return hit if hit is not None else _find(e.b, pred, calls)
+    children = (e.args if calls else ()) if hasattr(e, "args") else e.vectors if isinstance(e, tirx.Shuffle) else \
         [e.value] if isinstance(e, tirx.Broadcast) else ()
     for x in children:
-        hit = _find(x, pred)
+        hit = _find(x, pred, calls)
         if hit is not None:
             return hit
     return None
@@ -406,7 +457,9 @@ def split_wide_products(temps: list, value, lane, lanes: int, twins: dict | None
     for kind, buf, expr in items:
         while True:
             defs = {b.name: e for k, b, e in out if k == "lanes"}
-            core = _find(expr, lambda x: _wide_core(x, defs) is not None)
+            # (not inside calls: an if_then_else reads its branches' lanes only where its
+            # condition holds, and a vector step would read all of them)
+            core = _find(expr, lambda x: _wide_core(x, defs) is not None, calls=False)
             if core is None:
                 break
             p, (fa, fb), r, shift = _wide_core(core, defs)
@@ -419,9 +472,13 @@ def split_wide_products(temps: list, value, lane, lanes: int, twins: dict | None
                 del out[mark:]
                 break
             hi = tirx.decl_buffer((lanes,), "int32", name=f"HI{n_cores}", scope="local", layout=None)
+            rebuilt = _rebuild(expr, core, hi[lane])
+            if rebuilt.same_as(expr):  # (never: cores are looked for where _rebuild reaches)
+                del out[mark:]
+                break
             n_cores += 1
             out.append(("vector", hi, vexpr))
-            expr = _rebuild(expr, core, hi[lane])
+            expr = rebuilt
         out.append((kind, buf, expr))
     value = out.pop()[2]
     # a product temp no longer read (its cores now compute it themselves) is dropped

@@ -798,10 +798,11 @@ def prefix_module(mod, target):
     from tvm import relax
     from tvm.relax.backend.cpu_generic import pipeline as cpu
 
-    from tvm_bridge.schedule import fold_casts_pass, schedule_pass
+    from tvm_bridge.schedule import fold_casts_pass, pair_late_pass, schedule_pass
 
     passes = cpu.library_dispatch_passes(target) + cpu.legalize_passes(target) + [
-        schedule_pass(target), fold_casts_pass(), relax.transform.RewriteDataflowReshape()]
+        schedule_pass(target), fold_casts_pass(), relax.transform.RewriteDataflowReshape(),
+        pair_late_pass(target)]
     with target:  # on a copy: a pass may change a module it alone holds, and the VM build needs `mod` as it is
         return tvm.transform.Sequential(passes)(tvm.IRModule(mod.functions, attrs=mod.attrs))
 

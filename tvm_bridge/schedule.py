@@ -364,29 +364,11 @@ def schedule_func(func, target, report: list | None = None):
     return sch
 
 
-def _with_op_pattern(lowered, block_form):
-    """`lowered` with the Relax op pattern (`op_pattern` attribute) that
-    AnnotateTIROpPattern gives `block_form`, or None (keep `block_form`) when
-    that pattern is injective or simpler."""
-    import tvm
-    from tvm import relax
-
-    annotated = relax.transform.AnnotateTIROpPattern()(tvm.IRModule({"main": block_form}))["main"]
-    if "op_pattern" not in annotated.attrs:
-        return lowered
-    if int(annotated.attrs["op_pattern"]) <= 2:
-        # elementwise / broadcast / injective: Relax's reshape check (RewriteDataflowReshape)
-        # reads the root block of such kernels, which the lowered form has not got
-        return None
-    return lowered.with_attr("op_pattern", annotated.attrs["op_pattern"])
-
-
 def schedule_pass(target):
     """Module pass: schedule every PrimFunc not yet marked `tirx.is_scheduled`."""
     import tvm
     from tvm import tirx
 
-    from tvm_bridge.epilogue import pair_products_in
     from tvm_bridge.lut import lookup_family, lookup_kernel
 
     family = lookup_family(target)
@@ -412,23 +394,53 @@ def schedule_pass(target):
             except Exception:  # noqa: BLE001 - an unforeseen shape: keep the function as written
                 continue
             if sch is not None:
-                scheduled = sch.mod["main"].with_attr("tirx.is_scheduled", True)
-                try:
-                    # the tflite profile's requantization in even and odd lanes (epilogue.py)
-                    paired = pair_products_in(scheduled, target)
-                except Exception:  # noqa: BLE001 - a form the rewrite does not know: as scheduled
-                    paired = None
-                if paired is not None:
-                    # the paired form is lowered TIR (no root block), which Relax's op-pattern
-                    # analysis cannot read (an injective kernel failed the build: held-out BERT
-                    # encoders); it keeps the pattern of the block form it came from
-                    paired = _with_op_pattern(paired, scheduled)
-                updated[gv] = scheduled if paired is None else paired
+                # (the tflite profile's requantization cores: paired by `pair_late_pass`)
+                updated[gv] = sch.mod["main"].with_attr("tirx.is_scheduled", True).with_attr(PAIR_LATER, True)
         for gv, f in updated.items():
             mod[gv] = f
         return mod
 
     return _schedule
+
+
+#: marks a kernel the schedule pass scheduled, whose requantization cores `pair_late_pass`
+#: then rewrites
+PAIR_LATER = "qdialect.pair_later"
+
+
+def pair_late_pass(target):
+    """Module pass, right after Relax's RewriteDataflowReshape: the tflite profile's
+    requantization cores of every kernel the schedule pass scheduled (`PAIR_LATER`)
+    computed in even and odd lanes (`epilogue.pair_products_in`).
+
+    After that pass, not in the schedule pass: the paired form is lowered TIR (no root
+    block), and RewriteDataflowReshape asks a kernel of one tensor argument whether it is a
+    reshape by reading its root block (held-out BERT encoders' requantize kernels and
+    int16 attention failed the build so).  Until session 20 the schedule pass paired
+    kernels itself and kept the block form of every elementwise kernel, unpaired:
+    EfficientNet-B0's squeeze-and-excitation gates (a MUL requantized in 64 bits) took
+    110 us in all at 128x128, 91 us paired."""
+    import tvm
+    from tvm import tirx
+
+    from tvm_bridge import epilogue
+
+    @tvm.transform.module_pass(opt_level=0, name="QdialectPairLate")
+    def _pair(mod, _ctx):
+        updated = {}
+        for gv, f in mod.functions_items():
+            if not isinstance(f, tirx.PrimFunc) or PAIR_LATER not in f.attrs:
+                continue
+            try:
+                paired = epilogue.pair_products_in(f, target)
+            except Exception:  # noqa: BLE001 - a form the rewrite does not know: as scheduled
+                paired = None
+            updated[gv] = (f if paired is None else paired).without_attr(PAIR_LATER)
+        for gv, f in updated.items():
+            mod[gv] = f
+        return mod
+
+    return _pair
 
 
 def _signed_int_bits(dtype: str) -> tuple[int, str] | None:

@@ -251,3 +251,53 @@ def test_zoo_convnet_for_avx2_matches_builtin_ref(paired, tmp_path):
         want = it.get_tensor(detail_out["index"])
         got = model(x)[0]
         assert int(np.count_nonzero(got != want)) == 0, seed
+
+
+@pytest.fixture
+def paired_elementwise(monkeypatch):
+    """Counts the elementwise kernels (Relax op pattern injective or simpler) whose cores
+    `schedule.pair_late_pass` rewrote: the paired form is what runs (before session 20
+    such kernels kept their block form, unpaired)."""
+    import tvm
+    from tvm import relax
+
+    from tvm_bridge import epilogue
+
+    count = {"kernels": 0}
+    pair = epilogue.pair_products_in
+
+    def counting(func, target=None):
+        out = pair(func, target)
+        if out is not None:
+            annotated = relax.transform.AnnotateTIROpPattern()(tvm.IRModule({"main": func}))["main"]
+            if int(annotated.attrs.get("op_pattern", 8)) <= 2:
+                count["kernels"] += 1
+        return out
+
+    monkeypatch.setattr(epilogue, "pair_products_in", counting)
+    monkeypatch.delenv("QDIALECT_REQUANT_PAIRS", raising=False)
+    return count
+
+
+@pytest.mark.parametrize("cpu", [None, "haswell"])
+@pytest.mark.parametrize("gate", [False, True], ids=["same-shape", "channel-gate"])
+def test_mul_kernels_run_paired_and_match_builtin_ref(tmp_path, cpu, gate, paired_elementwise):
+    """MUL's requantization in its own elementwise kernel (EfficientNet's squeeze-and-
+    excitation gate: a per-channel operand broadcast over the pixels), paired, against
+    LiteRT's reference kernels on operands at both ends of int8."""
+    from tests.tflite_writer import OpSpec, TensorSpec, build_model, run_tflite
+    from tvm_bridge.compile import compile_module, host_target
+
+    shape, other = (1, 6, 7, 40), ((1, 1, 1, 40) if gate else (1, 6, 7, 40))
+    tensors = [TensorSpec(shape, "int8", 0.031, -4), TensorSpec(other, "int8", 1 / 256, -128),
+               TensorSpec(shape, "int8", 0.0173, -5)]
+    model = build_model([OpSpec("MUL", [0, 1], [2])], tensors, [0, 1], [2])
+    rng = np.random.default_rng(11)
+    x = rng.integers(-128, 128, shape).astype(np.int8)
+    y = rng.integers(-128, 128, other).astype(np.int8)
+    x.reshape(-1)[:4], y.reshape(-1)[:4] = [-128, 127, -128, 127], [-128, -128, 127, 127]
+    theirs = run_tflite(model, [x, y], reference=True)[0]
+    target = host_target() if cpu is None else {"kind": "llvm", "mcpu": cpu}
+    ours = compile_module(lowered_tflite(model, "tflite", tmp_path)(), target=target, cache=False)(x, y)[0]
+    assert paired_elementwise["kernels"] >= 1
+    assert int(np.count_nonzero(ours != theirs)) == 0

@@ -1,0 +1,98 @@
+"""Elementwise graphs of one byte tensor folded into one table (transforms/byte_tables.py,
+a step of qnn-decompose): which graphs fold, and the bits of models built of them against
+LiteRT (reference kernels for the `tflite` profile, the default path for `litert`) over
+every stored byte, through the TVM build."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.tflite_writer import OpSpec, TensorSpec, build_model, run_tflite
+from tests.tvm_bridge.helpers import lowered_tflite
+from transforms import pipelines
+from tvm_bridge.compile import compile_module
+
+SHAPE = (1, 4, 8, 9)  # 288 elements: every int8 value and then some
+
+
+def _swish(with_gate_output: bool = False, act: str | None = None) -> bytes:
+    """EfficientNet's swish: y = x * logistic(x) (TFLite's int8 spelling), with a
+    fused activation on the MUL when `act`; the logistic also an output when asked."""
+    tensors = [TensorSpec(SHAPE, "int8", 0.031, -4), TensorSpec(SHAPE, "int8", 1 / 256, -128),
+               TensorSpec(SHAPE, "int8", 0.017, -5)]
+    options = {"fused_activation_function": act} if act else None
+    ops = [OpSpec("LOGISTIC", [0], [1]), OpSpec("MUL", [0, 1], [2], options)]
+    return build_model(ops, tensors, [0], [2, 1] if with_gate_output else [2])
+
+
+def _square_plus_tanh() -> bytes:
+    """y = x * x + tanh(x): a binary op of x with itself, and a sum of two branches."""
+    tensors = [TensorSpec(SHAPE, "int8", 0.05, 7), TensorSpec(SHAPE, "int8", 0.2, -100),
+               TensorSpec(SHAPE, "int8", 1 / 128, 0), TensorSpec(SHAPE, "int8", 0.15, -60)]
+    ops = [OpSpec("MUL", [0, 0], [1]), OpSpec("TANH", [0], [2]), OpSpec("ADD", [1, 2], [3])]
+    return build_model(ops, tensors, [0], [3])
+
+
+def _gate() -> bytes:
+    """squeeze-and-excitation's gate: x * logistic(g) with g per channel (broadcast): two
+    tensors, no table."""
+    tensors = [TensorSpec(SHAPE, "int8", 0.031, -4), TensorSpec((1, 1, 1, 9), "int8", 0.05, 2),
+               TensorSpec((1, 1, 1, 9), "int8", 1 / 256, -128), TensorSpec(SHAPE, "int8", 0.02, 1)]
+    ops = [OpSpec("LOGISTIC", [1], [2]), OpSpec("MUL", [0, 2], [3])]
+    return build_model(ops, tensors, [0, 1], [3])
+
+
+def _every_byte(seed: int = 0) -> np.ndarray:
+    x = np.resize(np.arange(-128, 128), SHAPE).astype(np.int8)
+    x.reshape(-1)[256:] = np.random.default_rng(seed).integers(-128, 128, x.size - 256)
+    return x
+
+
+def _l2_ops(model: bytes, rounding: str, tmp_path) -> dict[str, int]:
+    from qdialect.dialects.qnn import set_rounding
+    from tvm_bridge.run_cli import load_module
+
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model)
+    module = load_module(path, 1)
+    if rounding != "tflite":
+        set_rounding(module, rounding)
+    for p in pipelines.l3_passes(module):  # up to L2: qint ops
+        if p.name == "qnn-lower-to-linalg":
+            break
+        p.apply(pipelines._context(), module)
+    counts: dict[str, int] = {}
+    for op in module.walk():
+        counts[op.name] = counts.get(op.name, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("rounding", ["tflite", "litert"])
+@pytest.mark.parametrize("name, build, tables, muls", [
+    ("swish", lambda: _swish(), 1, 0),
+    ("swish-relu6", lambda: _swish(act="RELU6"), 1, 0),
+    ("swish-and-its-gate", lambda: _swish(with_gate_output=True), 2, 0),
+    ("square-plus-tanh", _square_plus_tanh, 1, 0),
+])
+def test_graphs_of_one_byte_tensor_fold_and_match_litert(tmp_path, rounding, name, build, tables, muls):
+    model = build()
+    counts = _l2_ops(model, rounding, tmp_path)
+    assert counts.get("qint.table", 0) == tables, counts
+    assert counts.get("qint.mul", 0) == muls and counts.get("qint.add", 0) == 0, counts
+    x = _every_byte()
+    theirs = run_tflite(model, [x], reference=rounding == "tflite")
+    ours = compile_module(lowered_tflite(model, rounding, tmp_path)(), cache=False)(x)
+    assert [o.dtype for o in ours] == [t.dtype for t in theirs]
+    assert [int(np.count_nonzero(o != t)) for o, t in zip(ours, theirs)] == [0] * len(theirs)
+
+
+def test_a_gate_of_two_tensors_does_not_fold(tmp_path):
+    model = _gate()
+    counts = _l2_ops(model, "tflite", tmp_path)
+    assert counts.get("qint.mul", 0) == 1 and counts.get("qint.table", 0) == 1, counts  # (the logistic's own)
+    x = _every_byte()
+    g = np.arange(-64, 80, 16, dtype=np.int8).reshape(1, 1, 1, 9)
+    theirs = run_tflite(model, [x, g], reference=True)
+    ours = compile_module(lowered_tflite(model, "tflite", tmp_path)(), cache=False)(x, g)
+    assert np.count_nonzero(ours[0] != theirs[0]) == 0

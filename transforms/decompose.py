@@ -18,6 +18,7 @@ and the signature is converted.  What rewrites into what:
 | qnn.requantize / clamp | qint.rescale |
 | qnn.maximum / minimum | qint.maximum / minimum (+ clamp) |
 | qnn.logistic / tanh / elu / hard_swish / leaky_relu / gelu / exp / rsqrt / sqrt / abs / neg (<= 16-bit input) | qint.table: the L1 op evaluated on every stored value at compile time |
+| an elementwise graph of those, requantize / clamp and same-shape add / sub / mul / maximum / minimum / squared_difference reached from one 8-bit tensor (EfficientNet's swish `mul(x, logistic(x))`, `x * x`) | one qint.table over that tensor: the graph evaluated op by op on its 256 stored values (`transforms/byte_tables.py`, before the op-by-op rewrites) |
 | qnn.avg_pool2d | qint.pool_sum -> qint.divide_round by the in-bounds counts -> clamp |
 | qnn.max_pool2d | qint.pool_max (+ clamp) |
 | qnn.mean / sum | qint.reduce_sum (i32) -> qint.rescale (input_zp = zp * N; mean's adjusted multiplier); 8-bit `litert`: rescale float_even with XNNPACK's float32 scale and zero-point offset |

@@ -115,7 +115,9 @@ def ours(name: str, profile: str, calls: int, tmp: Path) -> dict:
     raw = None
     if model.is_fused:
         runner = model._fused_runner
-        function, args = runner.function, runner._args
+        from tvm_bridge.cpu import current_threads
+
+        function, args = runner.function, [*runner._args, current_threads()]  # (main's last argument: threads)
         raw = lambda: function(*args)  # noqa: E731
     rounds = 5
     fused_t, vm_t, raw_t = [], [], []

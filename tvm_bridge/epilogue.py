@@ -419,20 +419,25 @@ def _uses_buffer(e, name: str) -> bool:
     return _find(e, lambda x: _is_load(x) and x.source.name == name) is not None
 
 
-def pair_twins(params: list, lanes: int) -> list:
+def pair_twins(params: list, lanes: int, segments: list | None = None) -> list:
     """(index into `params`, array) for every constant int64 per-channel parameter: its
     values in pair order, each block of `lanes` channels as its even channels then its odd
     ones, so that a kernel whose channel blocks are `lanes` wide loads a requantization
     constant's even and odd halves directly (`split_wide_products`' `twins`) instead of
     shuffling them out of the natural order (two shuffles per constant and block: cheap with
-    AVX-512's 32 registers, spills on AVX2's 16)."""
+    AVX-512's 32 registers, spills on AVX2's 16).  With `segments` ((offset, width) pieces of
+    each block of `lanes` channels: vectors of unequal widths, vnni's 16 + 8), each piece is
+    put in pair order on its own."""
     out = []
-    if lanes % 2:
+    pieces = segments if segments is not None else [(0, lanes)]
+    if any(w % 2 for _, w in pieces):
         return out
     for i, p in enumerate(params):
         if p.kind == "channel" and p.dtype == "int64" and isinstance(p.value, np.ndarray) \
                 and p.value.ndim == 1 and p.value.size % lanes == 0:
-            v = p.value.reshape(-1, lanes // 2, 2).transpose(0, 2, 1).reshape(-1)
+            blocks = p.value.reshape(-1, lanes)
+            v = np.concatenate([blocks[:, o:o + w].reshape(-1, w // 2, 2).transpose(0, 2, 1).reshape(-1, w)
+                                for o, w in pieces], axis=1).reshape(-1)
             out.append((i, np.ascontiguousarray(v)))
     return out
 

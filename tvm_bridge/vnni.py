@@ -227,7 +227,6 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
 
     yv, xov, tv, kov, lv = loop_vars
     operand = "int8" if f.name == "vnni" else "int16"
-    otype = "int32" if f.emulate else f"{operand}x{G * L}"  # the instruction's operand type
 
     def accumulate(rh, rw, rc):
         def step(t):
@@ -235,16 +234,17 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
                 xidx = [yv * SH + rh * DH, (xov * TT + t) * SW * C + rc * G]
             else:
                 xidx = [yv * SH + rh * DH, (xov * TT + t) * SW + rw * DW, rc * G]
-            word = T.Broadcast(T.reinterpret(XU.vload(xidx, f"{f.xdtype}x{G}"), dtype="int32"), L)
-            xw = word if f.emulate else T.reinterpret(word, dtype=otype)
+            group = T.reinterpret(XU.vload(xidx, f"{f.xdtype}x{G}"), dtype="int32")
             stores = []
-            for n in range(NV):
-                wv = WP.vload([rh, rw, rc, kov, n * L * G], f"{f.wdtype}x{G * L}")
+            for o, n_l in g["VECS"]:
+                word = T.Broadcast(group, n_l)
+                xw = word if f.emulate else T.reinterpret(word, dtype=f"{operand}x{G * n_l}")
+                wv = WP.vload([rh, rw, rc, kov, o * G], f"{f.wdtype}x{G * n_l}")
                 if f.wdtype != operand:  # int8 weights widened on load (vpmovsxbw)
-                    wv = T.Cast(f"{operand}x{G * L}", wv)
-                ww = T.reinterpret(wv, dtype=f"int32x{L}") if f.emulate else wv
-                stores.append(tirx.BufferStore(acc_buf, _dot(f, L, acc_buf.vload([t, n * L], f"int32x{L}"), xw, ww),
-                                               [t, T.ramp(n * L, 1, L)]))
+                    wv = T.Cast(f"{operand}x{G * n_l}", wv)
+                ww = T.reinterpret(wv, dtype=f"int32x{n_l}") if f.emulate else wv
+                stores.append(tirx.BufferStore(acc_buf, _dot(f, n_l, acc_buf.vload([t, o], f"int32x{n_l}"), xw, ww),
+                                               [t, T.ramp(o, 1, n_l)]))
             return _seq(stores)
         return _loops("unroll", (TT,), ("t",), step)
 
@@ -332,13 +332,13 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
     # LLVM split the values into registers unevenly, spilled the per-channel constants and
     # rebuilt them from 8-byte pieces; then the requantization's 64-bit products in even and
     # odd lanes (epilogue.py), with its constants' pair-order copies per L lanes
-    width = epilogue_width(g["L"], KB, TT)
-    blocks = []  # (channel offset in the block, lane variable, steps, final value)
-    for b in range(KB // width):
+    segments = epilogue_segments(g, KB)
+    blocks = []  # (channel offset in the block, lanes, lane variable, steps, final value)
+    for b, (offset, width) in enumerate(segments):
         lane = lv if b == 0 else tirx.Var(f"l{b}", "int32")
-        b_temps, b_value = (temps, value) if KB == width else _lanes_of(temps, value, lv, lane, b * width, width)
+        b_temps, b_value = (temps, value) if KB == width else _lanes_of(temps, value, lv, lane, offset, width)
         steps, b_value = split_wide_products(b_temps, b_value, lane, width, g.get("TWINS"))
-        blocks.append((b * width, lane, steps, b_value))
+        blocks.append((offset, width, lane, steps, b_value))
     # the accumulators and the epilogue's temporaries: one set per thread when the output
     # rows run in parallel (allocated inside the parallel loop), else one for the kernel
     allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for *_, steps, _ in blocks for _, b, _ in steps]
@@ -346,7 +346,7 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
 
     def epilogue():
         stmts = []
-        for offset, lane, steps, b_value in blocks:
+        for offset, width, lane, steps, b_value in blocks:
             store = tirx.BufferStore(Y, b_value, [0, yv + PT, xov * TT + tv + PL, kov * KB + offset + lane])
             stmts += lane_statements(steps, [store], lane, width)
         return _seq(stmts)
@@ -489,6 +489,32 @@ def applicable(x_shape, weights: np.ndarray | None, x_dtype: str, w_dtype: str, 
     return k % 8 == 0
 
 
+#: set QDIALECT_VNNI_MIXED=0 to keep a block of 8-lane vectors as it is on a 512-bit flavor
+MIXED_ENV = "QDIALECT_VNNI_MIXED"
+
+
+def _vectors(f: Flavor, lanes: int, nv: int) -> tuple:
+    """(channel offset, lanes) of each accumulator vector of a channel block of nv x lanes
+    channels.  On a 512-bit flavor a block of 8-lane vectors (K not a multiple of 16) is
+    16-lane vectors and one of 8 for the rest: 24 channels (ResNet's and MobileNetV2's
+    24-channel layers) take a 512-bit and a 256-bit instruction per step instead of three
+    256-bit ones, and their epilogue two vectors instead of three."""
+    kb = nv * lanes
+    if lanes != 8 or f.max_lanes != 16 or kb < 16 or os.environ.get(MIXED_ENV) == "0":
+        return tuple((n * lanes, lanes) for n in range(nv))
+    return tuple((o, 16) for o in range(0, kb - kb % 16, 16)) + (((kb - 8, 8),) if kb % 16 else ())
+
+
+def epilogue_segments(g: dict, KB: int) -> list:
+    """(channel offset, lanes) of the pieces `_tiles` computes an epilogue in, for a channel
+    block of KB channels: the accumulator vectors (`VECS`) where the tile has several
+    columns and they are given, else pieces of `epilogue_width`."""
+    if g.get("VECS") and g["TT"] > 1 and sum(w for _, w in g["VECS"]) == KB:
+        return list(g["VECS"])
+    width = epilogue_width(g["L"], KB, g["TT"])
+    return [(o, width) for o in range(0, KB, width)]
+
+
 def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides, dilations) -> dict:
     """The kernel's loop extents and blocking for an HxWxC input and K x KH x KW x C weights."""
     sh, sw = strides
@@ -497,7 +523,15 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
     oh = (h - dh * (kh - 1) - 1) // sh + 1
     ow = (w - dw * (kw - 1) - 1) // sw + 1
     lanes = 16 if k % 16 == 0 and f.max_lanes == 16 else 8
-    tt, nv = next((t, n) for t, n in f.blocks if ow % t == 0 and k % (n * lanes) == 0)
+    # a 512-bit flavor and K an odd multiple of 8: blocks of n vectors, n - 1 of 16 lanes and
+    # one of 8 (`_vectors`), where the tile fits (24 channels in 6 columns: 6 x (16 + 8))
+    mixed = lanes == 8 and f.max_lanes == 16 and os.environ.get(MIXED_ENV) != "0"
+    hit = next(((t, n) for t, n in f.blocks if n > 1 and ow % t == 0 and k % (16 * n - 8) == 0), None) \
+        if mixed else None
+    if hit is not None:
+        tt, nv = hit[0], (16 * hit[1] - 8) // lanes
+    else:
+        tt, nv = next((t, n) for t, n in f.blocks if ow % t == 0 and k % (n * lanes) == 0)
     cp = -(-c // G) * G
     # Few input channels (C = 1, 2, 6, ... not a multiple of the group): the bytes of one
     # input row under a kernel row, x[h, w0 + kw, c] for all (kw, c), are contiguous in
@@ -509,7 +543,7 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
     cf = -(-kw * c // G) * G
     kwe, c4 = (1, cf // G) if fold else (kw, cp // G)
     return dict(F=f, PARALLEL=parallel_rows(oh * ow * k * kh * kw * c, oh), H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
-                L=lanes, NV=nv, OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
+                L=lanes, NV=nv, VECS=_vectors(f, lanes, nv), OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
                 KIND="unroll" if c < 16 else "vectorized",
                 XU=(h, w * c + G) if fold else (h, w, cp))
 
@@ -613,7 +647,7 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     from tvm_bridge.epilogue import pair_twins
 
     # (the requantization's constants in pair order, per L lanes as `_tiles` reads them)
-    twin_values = pair_twins(params, epilogue_width(g["L"], lanes, g["TT"]))
+    twin_values = pair_twins(params, lanes, epilogue_segments(g, lanes))
     args += [tensor_constant(v) for _, v in twin_values]
     if epi is None:
         prim_func = _bare_kernel(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad)

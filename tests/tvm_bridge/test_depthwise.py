@@ -74,6 +74,7 @@ CASES = [
     (9, 9, 8, 3, 1, 2, "VALID", "NONE"),       # dilation 2, 5 columns: tiles of 1
     (7, 13, 16, 5, 1, 1, "VALID", "RELU6"),    # 5x5, 9 columns: tiles of 3
     (8, 8, 32, 3, 2, 1, "VALID", "NONE"),      # stride 2 VALID: 3 columns
+    (9, 9, 64, 3, 1, 1, "VALID", "RELU6"),     # 7 columns (MobileNetV2-1.0's last stage): tiles of 7 x 2
 ]
 
 

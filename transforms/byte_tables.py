@@ -19,7 +19,9 @@ all per-tensor, all reached from one tensor `x` of at most 8 bits, with two ops 
 in it (or one binary op of `x` with itself, `x * x`); its root is an op whose result
 something outside the graph reads.  Each op must decompose as written (an op the decomposition
 refuses, such as a `litert` MUL whose fallback kernel depends on element position, is left
-to refuse as before); ops the ONNX profiles give their own arithmetic are left alone.
+to refuse as before).  The ONNX profiles' ops fold the same way (their decomposition is
+`transforms.decompose_onnx`'s, their arithmetic the interpreter's ONNX Runtime recipes): a QDQ
+SiLU is one 256-entry table instead of a sigmoid table and a 65536-entry table of two bytes.
 """
 
 from __future__ import annotations
@@ -55,10 +57,6 @@ def _candidate(op: Operation) -> bool:
     """An op of the kinds that fold, per tensor, without broadcast, with its own L1 arithmetic."""
     if not isinstance(op, UNARY + BINARY) or len(op.results) != 1:
         return False
-    from transforms import decompose_onnx
-
-    if decompose_onnx.takes(op):
-        return False
     shape = _shape(op.results[0])
     values = [*op.operands, op.results[0]]
     return all(_per_tensor_q(v) is not None and _shape(v) == shape for v in values)
@@ -73,9 +71,10 @@ def _source(value: SSAValue) -> bool:
 def _decomposes(op: Operation) -> bool:
     """Whether `op`'s decomposition accepts it as written (tried on a scratch emitter whose
     ops are dropped again)."""
+    from transforms import decompose_onnx
     from transforms.decompositions import DECOMPOSITIONS
 
-    fn = DECOMPOSITIONS.get(type(op))
+    fn = decompose_onnx.decompose if decompose_onnx.takes(op) else DECOMPOSITIONS.get(type(op))
     if fn is None:
         return False
     e = Emitter()

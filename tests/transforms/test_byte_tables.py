@@ -96,3 +96,61 @@ def test_a_gate_of_two_tensors_does_not_fold(tmp_path):
     theirs = run_tflite(model, [x, g], reference=True)
     ours = compile_module(lowered_tflite(model, "tflite", tmp_path)(), cache=False)(x, g)
     assert np.count_nonzero(ours[0] != theirs[0]) == 0
+
+
+def _onnx_silu(path, dtype: str) -> None:
+    """A QDQ SiLU, `x * sigmoid(x)` (DequantizeLinear -> Sigmoid -> QuantizeLinear, then the
+    Mul of both dequantized), int8 or uint8, written with onnx.helper."""
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    t = TensorProto.INT8 if dtype == "int8" else TensorProto.UINT8
+    shift = 0 if dtype == "int8" else 128
+    init = [h.make_tensor("sx", TensorProto.FLOAT, [], [0.031]), h.make_tensor("zx", t, [], [-3 + shift]),
+            h.make_tensor("ss", TensorProto.FLOAT, [], [1 / 256]), h.make_tensor("zs", t, [], [-128 + shift]),
+            h.make_tensor("so", TensorProto.FLOAT, [], [0.017]), h.make_tensor("zo", t, [], [-5 + shift])]
+    nodes = [h.make_node("DequantizeLinear", ["x", "sx", "zx"], ["xf"]), h.make_node("Sigmoid", ["xf"], ["sf"]),
+             h.make_node("QuantizeLinear", ["sf", "ss", "zs"], ["sq"]),
+             h.make_node("DequantizeLinear", ["sq", "ss", "zs"], ["sf2"]), h.make_node("Mul", ["xf", "sf2"], ["yf"]),
+             h.make_node("QuantizeLinear", ["yf", "so", "zo"], ["y"])]
+    graph = h.make_graph(nodes, "silu", [h.make_tensor_value_info("x", t, list(SHAPE))],
+                         [h.make_tensor_value_info("y", t, list(SHAPE))], init)
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+@pytest.mark.parametrize("profile", ["onnxruntime", "onnx"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_onnx_qdq_silu_folds_and_matches_onnxruntime(tmp_path, dtype, profile):
+    """The ONNX profiles' ops fold too (their decompositions and the interpreter's ONNX
+    arithmetic): one table, against ONNX Runtime's default session (`onnxruntime`) and
+    ORT_DISABLE_ALL (`onnx`) over every stored byte."""
+    pytest.importorskip("onnxruntime")
+    from qdialect.dialects.qnn import set_rounding
+    from tests.onnx_helpers import ort_run
+    from tvm_bridge.run_cli import load_module
+
+    path = tmp_path / "silu.onnx"
+    _onnx_silu(path, dtype)
+
+    def module():
+        m = load_module(path, 1)
+        if profile == "onnx":
+            set_rounding(m, "onnx")
+        return m
+
+    l2 = module()
+    for p in pipelines.l3_passes(l2):
+        if p.name == "qnn-lower-to-linalg":
+            break
+        p.apply(pipelines._context(), l2)
+    names = [op.name for op in l2.walk()]
+    assert names.count("qint.table") == 1 and not any(n.startswith("qint.") and n != "qint.table" for n in names), names
+    lowered = module()
+    pipelines.lower_to_l3(lowered)
+    x = _every_byte().view(np.uint8) if dtype == "uint8" else _every_byte()
+    theirs = ort_run(path, [x], disable_all=profile == "onnx")[0]
+    ours = compile_module(lowered, cache=False)(x)[0]
+    assert ours.dtype == theirs.dtype and int(np.count_nonzero(ours != theirs)) == 0

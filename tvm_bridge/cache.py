@@ -96,7 +96,7 @@ def _versions() -> str:
 #: their values are part of every key, so a build under other values is another entry
 BUILD_ENV = ("QDIALECT_DOT_PARALLEL_MIN_MACS", "QDIALECT_FUSED_PARALLEL_MIN_MACS", "QDIALECT_PARALLEL_MIN_WORK",
              "QDIALECT_REQUANT_PAIRS", "QDIALECT_FUSED_LAUNCH", "QDIALECT_FUSED_LAUNCH_MIN_MACS",
-             "QDIALECT_FUSED_PARTS_MIN_CALLS")
+             "QDIALECT_FUSED_PARTS_MIN_CALLS", "QDIALECT_VNNI_MIXED")
 
 
 def build_env() -> str:

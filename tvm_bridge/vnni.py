@@ -451,14 +451,14 @@ def parallel_threshold(macs: int):
     (a VM build of that translation would pay for it at one thread)."""
     saved = list(_PARALLEL)
     _PARALLEL[:] = [macs, False]
-    _bare_kernel.cache_clear()
+    _bare_kernel_of.cache_clear()
     below = [False]
     try:
         yield below
     finally:
         below[0] = _PARALLEL[1]
         _PARALLEL[:] = saved
-        _bare_kernel.cache_clear()
+        _bare_kernel_of.cache_clear()
 
 
 #: the most an accumulator may start from and the most its products may add, so that no
@@ -569,11 +569,18 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs, twins: dict | None = None):
     return _kernel(shapes, g["XU"], g["FOLD"], g["KIND"], eparams, acc_buf, loop_vars, temps, value)
 
 
-@functools.lru_cache(maxsize=256)
 def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple,
                  in_pad: tuple | None = None):
+    """`_bare_kernel_of` for the vector blocks `MIXED_ENV` asks for now."""
+    return _bare_kernel_of(f, h, w, c, k, kh, kw, strides, dilations, in_pad, os.environ.get(MIXED_ENV) != "0")
+
+
+@functools.lru_cache(maxsize=256)
+def _bare_kernel_of(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple,
+                    in_pad: tuple | None, mixed: bool):
     """The kernel without an epilogue (int32 sums): a function of the flavor, the shapes and
-    the input pad alone."""
+    the input pad alone (and of `mixed`, which `_geometry` reads from the environment: a key
+    of the cache only)."""
     g = dict(_geometry(f, h, w, c, k, kh, kw, strides, dilations), IN_PAD=in_pad)
     return _build(g, ((0, 0), (0, 0)), "int32", 0, None, [])
 
@@ -581,7 +588,7 @@ def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, st
 def clear_caches() -> None:
     """Forget the epilogue-free kernels built so far (benchmarks that time building them;
     kernels with an epilogue are cached per translation, in the Translator)."""
-    _bare_kernel.cache_clear()
+    _bare_kernel_of.cache_clear()
 
 
 def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=None, init: int = 0,

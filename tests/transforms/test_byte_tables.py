@@ -49,6 +49,14 @@ def _every_byte(seed: int = 0) -> np.ndarray:
     return x
 
 
+def _to_l2(module) -> None:
+    """`module` lowered up to L2 (qint ops) by the passes `lower_to_l3` runs."""
+    for p in pipelines.l3_passes(module):
+        if p.name == "qnn-lower-to-linalg":
+            break
+        p.apply(pipelines._context(), module)
+
+
 def _l2_ops(model: bytes, rounding: str, tmp_path) -> dict[str, int]:
     from qdialect.dialects.qnn import set_rounding
     from tvm_bridge.run_cli import load_module
@@ -58,10 +66,7 @@ def _l2_ops(model: bytes, rounding: str, tmp_path) -> dict[str, int]:
     module = load_module(path, 1)
     if rounding != "tflite":
         set_rounding(module, rounding)
-    for p in pipelines.l3_passes(module):  # up to L2: qint ops
-        if p.name == "qnn-lower-to-linalg":
-            break
-        p.apply(pipelines._context(), module)
+    _to_l2(module)
     counts: dict[str, int] = {}
     for op in module.walk():
         counts[op.name] = counts.get(op.name, 0) + 1
@@ -142,10 +147,7 @@ def test_onnx_qdq_silu_folds_and_matches_onnxruntime(tmp_path, dtype, profile):
         return m
 
     l2 = module()
-    for p in pipelines.l3_passes(l2):
-        if p.name == "qnn-lower-to-linalg":
-            break
-        p.apply(pipelines._context(), l2)
+    _to_l2(l2)
     names = [op.name for op in l2.walk()]
     assert names.count("qint.table") == 1 and not any(n.startswith("qint.") and n != "qint.table" for n in names), names
     lowered = module()
@@ -154,3 +156,19 @@ def test_onnx_qdq_silu_folds_and_matches_onnxruntime(tmp_path, dtype, profile):
     theirs = ort_run(path, [x], disable_all=profile == "onnx")[0]
     ours = compile_module(lowered, cache=False)(x)[0]
     assert ours.dtype == theirs.dtype and int(np.count_nonzero(ours != theirs)) == 0
+
+
+def test_a_graph_the_decomposition_refuses_is_left_to_refuse(tmp_path):
+    """uint8 swish: qnn-decompose refuses a MUL of unsigned storage, so the graph is not
+    folded behind its back; the pass names the op and the reason, as without the fold."""
+    from xdsl.utils.exceptions import PassFailedException
+
+    from tvm_bridge.run_cli import load_module
+
+    tensors = [TensorSpec(SHAPE, "uint8", 0.031, 124), TensorSpec(SHAPE, "uint8", 1 / 256, 0),
+               TensorSpec(SHAPE, "uint8", 0.017, 123)]
+    path = tmp_path / "swish_u8.tflite"
+    path.write_bytes(build_model([OpSpec("LOGISTIC", [0], [1]), OpSpec("MUL", [0, 1], [2])], tensors, [0], [2]))
+    module = load_module(path, 1)
+    with pytest.raises(PassFailedException, match=r"qnn\.mul: .*unsigned storage"):
+        pipelines.lower_to_l3(module)

@@ -446,8 +446,10 @@ class Lowering(Emitter):
     `bodies` caches linalg.generic bodies by the key their callers give (see
     `generic`); share one dict between the Lowerings of a pass run."""
 
-    def __init__(self, bodies: dict | None = None):
+    def __init__(self, bodies: dict | None = None, bounds: dict | None = None):
         super().__init__()
+        # id(qint.rescale) -> a bound on |x| of its input (lower_to_linalg.accumulator_bound)
+        self.bounds = {} if bounds is None else bounds
         # (a later op, the value now replacing its result): an op lowered together with this one
         self.replaces: list[tuple[Operation, SSAValue]] = []
         # ops (before this one) the lowering reads through: erased when nothing reads them any more

@@ -26,6 +26,7 @@ pass cannot express exactly is refused (every such op named at once).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -365,7 +366,6 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
         # two sign-extended i32 values is one vpmuldq, of an i64 operand a vpmullq
         # (3 uops, 15 cycles latency on AVX-512)
         in_i32 = all(-(1 << 31) <= v < (1 << 31) for v in m)
-        channel(m, 32 if in_i32 else 64)
         left = [v if v > 0 else 0 for v in sft]
         right = [-v if v < 0 else 0 for v in sft]
         never_min = all(v != -(1 << 31) for v in m)
@@ -382,7 +382,20 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
         shift_in = ls + left[0]
         fold_left = (narrow and len(set(left)) == 1 and shift_in <= 30
                      and -(1 << 31) <= x_lo << shift_in and x_hi << shift_in < 1 << 31)
-        if narrow:
+        # the sign form (see the body): an input that cannot reach 2^30 and every exponent
+        # and multiplier such that the rounding's sign test is the input's own sign
+        bound = e.bounds.get(id(op))
+        sign_form = (narrow and fold_left and not unsigned and shift_in == 0 and in_w == 32
+                     and min(right) >= 1 and all((1 << 30) < v < (1 << 31) for v in m)
+                     and bound is not None and bound + abs(izp) < (1 << 30)
+                     and os.environ.get(SIGN_FORM_ENV) != "0")
+        if sign_form:
+            folded = 0
+            channel(m, 32)
+            channel([(1 << 31) + (1 << (31 + r)) for r in right])
+            channel(right, 32)
+        elif narrow:
+            channel(m, 32 if in_i32 else 64)
             if not fold_left:
                 shift_in = 0
                 channel(left)
@@ -404,6 +417,7 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
                 channel(total)
         else:
             fold_left = False
+            channel(m, 32 if in_i32 else 64)
             channel(left)
             channel(right)
     elif mode in ("single_round", "wide_round"):
@@ -435,8 +449,8 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
     if "offset" in op.attributes:
         offset = float(np.float32(op.attr("offset")[0]))
     if mode != "double_round":
-        never_min = narrow = fold_left = False
-    if not narrow:
+        never_min = narrow = fold_left = sign_form = False
+    if not narrow or sign_form:
         folded = 0
         hi_form = False
         split = None
@@ -449,6 +463,25 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
         v = s.ext(args[0], 64, unsigned)
         if izp:
             v = s.sub(v, izp)
+        if sign_form:
+            # With t = d*M, d = x - zp, the double rounding above is
+            #   floor((t + 2^30 + 2^(30+e) - [t < -2^30] * 2^31) / 2^(31+e)).
+            # Every M lies in (2^30, 2^31), so t < -2^30 exactly when d < 0 (d <= -1 gives
+            # t <= -M < -2^30): the select on the 64-bit product is the input's sign,
+            # [d < 0] = -(d >> 31) in 32 bits.  Doubling numerator and denominator,
+            #   floor((2t + 2^31 + 2^(31+e) - [d < 0] * 2^32) / 2^(32+e))
+            #   = (floor((2d*M + 2^31 + 2^(31+e)) / 2^32) + (d >> 31)) >> e
+            # (the subtracted term is a whole multiple of 2^32), all but the product in
+            # 32-bit lanes: |d| < 2^30 (the accumulator's bound) so 2d fits i32, and the
+            # high half of the 64-bit sum is one vpmuldq pair, one add, one gather.
+            d = s.trunc(v, 32)
+            mult = p(0) if isinstance(p(0), int) else s.ext(p(0), 64)
+            u = s.add(s.mul(s.ext(s.add(d, d), 64), mult), p(1))
+            x32 = s.shr(s.add(s.trunc(s.shr(u, 32), 32), s.shr(d, 31)), p(2))
+            r = s.min(s.max(x32, lo - ozp), hi - ozp)
+            if ozp:
+                r = s.add(r, ozp)
+            return s.trunc(r, out_w)
         if mode == "double_round" and narrow:
             # With a the shifted value (x - zp) << L wrapped to int32 and t = a*M
             # (M in [0, 2^31)): SRDHM(a, M) = floor((t + 2^30) / 2^31) (see Scalar.srdhm)
@@ -564,7 +597,7 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
         return s.trunc(s.clamp(r, lo, hi), out_w)
 
     # everything `body` reads (floats by their bits: 0.0 and -0.0 are different literals)
-    key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, fold_left, folded, hi_form, never_min, _literal_key(offset),
+    key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, fold_left, folded, hi_form, never_min, sign_form, _literal_key(offset),
            tuple((kind, _literal_key(v)) for kind, v in params), split)
     return inputs, maps, body, key
 
@@ -1081,6 +1114,49 @@ LOWERINGS: dict[type, Callable[[Lowering, Operation], SSAValue]] = {
 _SUM_OPS = (qint.AddOp, qint.SubOp, qint.RescaleOp)
 
 
+#: "0": the `tflite` double rounding keeps its select on the 64-bit product even where the
+#: sign form applies (`_rescale_plan`), for A/B measurements; it changes the L3, so the
+#: compiled-model cache keys the two apart by themselves
+SIGN_FORM_ENV = "QDIALECT_SIGN_FORM"
+
+
+def accumulator_bound(op: qint.RescaleOp) -> int | None:
+    """A bound on |x| for every value x the input of `op` can take, when that input is a
+    convolution's, a depthwise convolution's or a fully connected layer's sums over constant
+    weights (then maybe plus a constant bias), else None: per output channel
+    sum |w - weight_zp| * max |in - input_zp| + |bias|, the largest over the channels (the
+    input's storage read as signed or unsigned, whichever is farther from its zero point)."""
+    x = op.operands[0]
+    bias = None
+    src = x.owner
+    if isinstance(src, qint.BiasAddOp):
+        bias = _constant_values(src.operands[1])
+        if bias is None:
+            return None
+        src = src.operands[0].owner
+    if not isinstance(src, (qint.Conv2DOp, qint.DepthwiseConv2DOp, qint.FullyConnectedOp)):
+        return None
+    w = _constant_values(src.operands[1])
+    if w is None or w.size == 0:
+        return None
+    bits = qint.int_width(src.operands[0])
+    if bits > 16:
+        return None
+    izp, wzp = src.attr("input_zp", 0), src.attr("weight_zp", 0)
+    reach = max(abs(-(1 << (bits - 1)) - izp), abs((1 << bits) - 1 - izp))
+    mag = np.abs(w.astype(np.int64) - wzp)
+    if isinstance(src, qint.DepthwiseConv2DOp):
+        per = mag.reshape(-1, mag.shape[-1]).sum(axis=0)
+    else:
+        per = mag.reshape(mag.shape[0], -1).sum(axis=1)
+    per = per * reach
+    if bias is not None:
+        if bias.shape != per.shape:
+            return None
+        per = per + np.abs(bias.astype(np.int64))
+    return int(per.max())
+
+
 @dataclass
 class LowerQIntOp(RewritePattern):
     failures: list[str]
@@ -1088,6 +1164,8 @@ class LowerQIntOp(RewritePattern):
     # id(op) -> (op, value): ops an earlier lowering computed along with its own (Lowering.replaces)
     done: dict = field(default_factory=dict)
     sums: dict = field(default_factory=dict)  # _sum_of's memory, for one pass run
+    # id(rescale) -> accumulator_bound of its input, taken before the walk replaces the producers
+    bounds: dict = field(default_factory=dict)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if self.done and (hit := self.done.pop(id(op), None)) is not None:
@@ -1105,7 +1183,7 @@ class LowerQIntOp(RewritePattern):
         fn = LOWERINGS.get(type(op))
         if fn is None:
             return
-        e = Lowering(self.bodies)
+        e = Lowering(self.bodies, self.bounds)
         try:
             out = fn(e, op)
         except Unsupported as err:
@@ -1126,7 +1204,7 @@ class LowerQIntOp(RewritePattern):
 
     def _lower_sum(self, group: tuple, rewriter) -> None:
         ha, ra, hb, rb, a, r = group
-        e = Lowering(self.bodies)
+        e = Lowering(self.bodies, self.bounds)
         try:
             out = lower_rescaled_sum(e, *group)
         except Unsupported as err:
@@ -1150,7 +1228,13 @@ class QnnLowerToLinalgPass(ModulePass):
         failures: list[str] = []
         # = PatternRewriteWalker(GreedyRewritePatternApplier([LowerQIntOp(failures)]),
         #                        apply_recursively=False).rewrite_module(op)
-        rewrite_once(op.body, LowerQIntOp(failures))
+        bounds = {}
+        for o in op.walk():
+            if isinstance(o, qint.RescaleOp) and o.attr("mode", "double_round") == "double_round":
+                b = accumulator_bound(o)
+                if b is not None:
+                    bounds[id(o)] = b
+        rewrite_once(op.body, LowerQIntOp(failures, bounds=bounds))
         if failures:
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + "; ".join(dict.fromkeys(failures)))
         left = sorted(o.name for o in op_types(op)

@@ -433,9 +433,12 @@ def pair_twins(params: list, lanes: int, segments: list | None = None) -> list:
     if any(w % 2 for _, w in pieces):
         return out
     for i, p in enumerate(params):
-        if p.kind == "channel" and p.dtype == "int64" and isinstance(p.value, np.ndarray) \
-                and p.value.ndim == 1 and p.value.size % lanes == 0:
-            blocks = p.value.reshape(-1, lanes)
+        if p.kind == "channel" and isinstance(p.value, np.ndarray) and p.value.ndim == 1 \
+                and p.value.size % lanes == 0 and (p.dtype == "int64" or (
+                    p.dtype == "int32" and bool(((p.value < 0) | (p.value > 63)).any()))):
+            # (int32 ones, sign-extended, for the multipliers a vpmuldq pair reads: not the
+            # shift amounts, 0..63, which are never a product's factor)
+            blocks = p.value.astype(np.int64).reshape(-1, lanes)
             v = np.concatenate([blocks[:, o:o + w].reshape(-1, w // 2, 2).transpose(0, 2, 1).reshape(-1, w)
                                 for o, w in pieces], axis=1).reshape(-1)
             out.append((i, np.ascontiguousarray(v)))
@@ -644,12 +647,32 @@ def _wide_vector(p, fa, fb, r, shift, lane, lanes: int, out: list, twins: dict):
             v = tirx.BufferLoad(buf, [tirx.Ramp(tirx.IntImm("int32", 0), tirx.IntImm("int32", 1), lanes)])
         return v
 
+    def _twin_halves(e, v):
+        """The (even, odd) int64 loads of the pair-order copy of the constant `e` reads, when
+        it has one and `v` reads the constant itself (a lane temporary's index says nothing
+        of the channel), else None."""
+        source = e.source if _is_load(e) else e.value.source if (
+            isinstance(e, tirx.Cast) and _is_load(e.value)) else None
+        twin = None if source is None else twins.get(source.name)
+        if twin is None or not (_is_load(v) and v.source.same_as(source) and isinstance(v.indices[-1], tirx.Ramp)):
+            return None
+        base = v.indices[-1].base
+        step = tirx.IntImm(str(base.ty), 1)
+        return (tirx.BufferLoad(twin, [*v.indices[:-1], tirx.Ramp(base, step, half)]),
+                tirx.BufferLoad(twin, [*v.indices[:-1], tirx.Ramp(base + half, step, half)]))
+
     def even_odd32(f):
         """(even, odd) int64 x half vectors whose low 32 bits are f's even / odd lanes."""
         if isinstance(f, tirx.IntImm):
             c = tirx.Broadcast(tirx.IntImm("int64", f.value), half)
             return c, c
-        w = T.reinterpret(vector(f, "int32"), dtype=f"int64x{half}")
+        v = vector(f, "int32")
+        pair = _twin_halves(f, v)
+        if pair is not None:
+            # a per-channel multiplier: its pair-order copy, sign-extended, read as is (the
+            # shifts only tell LLVM so: vpmuldq reads the low halves, and they vanish)
+            return tuple((h << 32) >> 32 for h in pair)
+        w = T.reinterpret(v, dtype=f"int64x{half}")
         return (w << 32) >> 32, w >> 32  # (x86: vpmuldq reads the low half alone)
 
     ae, ao = even_odd32(fa)
@@ -665,14 +688,9 @@ def _wide_vector(p, fa, fb, r, shift, lane, lanes: int, out: list, twins: dict):
             c = tirx.Broadcast(tirx.IntImm("int64", e.value), half)
             return c, c
         v = vector(e, "int64")
-        twin = twins.get(e.source.name) if _is_load(e) else None
-        # (the twin only where `v` reads the constant itself: a lane temporary's index says
-        # nothing of the channel)
-        if twin is not None and _is_load(v) and v.source.same_as(e.source) and isinstance(v.indices[-1], tirx.Ramp):
-            base = v.indices[-1].base
-            step = tirx.IntImm(str(base.ty), 1)
-            return (tirx.BufferLoad(twin, [*v.indices[:-1], tirx.Ramp(base, step, half)]),
-                    tirx.BufferLoad(twin, [*v.indices[:-1], tirx.Ramp(base + half, step, half)]))
+        pair = _twin_halves(e, v) if _is_load(e) else None
+        if pair is not None:
+            return pair
         return tirx.Shuffle([v], evens), tirx.Shuffle([v], odds)
 
     if isinstance(r, tirx.Select):

@@ -301,3 +301,92 @@ def test_mul_kernels_run_paired_and_match_builtin_ref(tmp_path, cpu, gate, paire
     ours = compile_module(lowered_tflite(model, "tflite", tmp_path)(), target=target, cache=False)(x, y)[0]
     assert paired_elementwise["kernels"] >= 1
     assert int(np.count_nonzero(ours != theirs)) == 0
+
+
+def _qint_conv_module(weights: np.ndarray, bias: np.ndarray, ms, shifts, zp, h: int, w: int):
+    """`_conv_module` one level up: qint.conv2d, qint.bias_add and qint.rescale, so that the
+    lowering sees the convolution's constant weights and bias and bounds its sums."""
+    from qdialect.diagnostics import parse_module
+    from transforms.lower_to_linalg import QnnLowerToLinalgPass
+    from transforms.opt import QdOptMain
+
+    k, c = weights.shape
+    acc_t, out_t = f"tensor<1x{h}x{w}x{k}xi32>", f"tensor<1x{h}x{w}x{k}xi8>"
+    text = f"""
+func.func @main(%x: tensor<1x{h}x{w}x{c}xi8>) -> {out_t} {{
+  %w = arith.constant dense<"0x{weights.astype(np.int8).tobytes().hex().upper()}"> : tensor<{k}x1x1x{c}xi8>
+  %bias = arith.constant dense<[{", ".join(map(str, bias.tolist()))}]> : tensor<{k}xi32>
+  %acc = qint.conv2d %x, %w {{input_zp = 0 : i64, weight_zp = 0 : i64, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>}} : (tensor<1x{h}x{w}x{c}xi8>, tensor<{k}x1x1x{c}xi8>) -> {acc_t}
+  %b = qint.bias_add %acc, %bias : ({acc_t}, tensor<{k}xi32>) -> {acc_t}
+  %0 = qint.rescale %b {{mode = "double_round", multiplier = array<i64: {", ".join(map(str, ms))}>, shift = array<i64: {", ".join(map(str, shifts))}>, output_zp = {zp} : i64}} : ({acc_t}) -> {out_t}
+  func.return %0 : {out_t}
+}}
+"""
+    ctx = QdOptMain(args=[]).ctx
+    module = parse_module(ctx, text, "conv.mlir")
+    QnnLowerToLinalgPass().apply(ctx, module)
+    return module
+
+
+def _sign_form_in(module) -> bool:
+    """Whether a generic's body takes the input's sign in 32 bits (`arith.shrsi %d, 31` on
+    i32): the sign form of the double rounding (lower_to_linalg._rescale_plan)."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IntegerAttr, i32
+
+    for op in module.walk():
+        if isinstance(op, arith.ShRSIOp) and op.result.type == i32:
+            amount = op.rhs.owner
+            if isinstance(amount, arith.ConstantOp) and isinstance(amount.value, IntegerAttr) \
+                    and amount.value.value.data == 31:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("variant", ["sign_form", "multiplier_2_30", "unbounded"])
+@pytest.mark.parametrize("cpu", [None, "haswell"])
+def test_sign_form_epilogue_matches_the_integer_reference(cpu, variant, paired):
+    """A convolution whose sums are bounded below 2^30 (known from its constant weights and
+    bias) with every multiplier in (2^30, 2^31) and every right shift >= 1 takes the double
+    rounding's sign from the accumulator in 32 bits: (high32(2d*M + 2^31 + 2^(31+e)) + (d >> 31))
+    >> e.  Output channel o reads input channel o mod 16 with weight 1, so its sums are
+    x + bias[o]: biases at ties of RoundingDivideByPOT of either sign (a right shift of 1 makes
+    every other SRDHM result a tie), around 0 / -1 (where the sign test turns) and at the
+    bound.  A multiplier of exactly 2^30 (its sign test is d <= -2, not d < 0) and a bias
+    that lets the sums reach 2^30 must keep the select form; all three match the reference."""
+    from tvm_bridge.compile import compile_module, host_target
+
+    rng = np.random.default_rng(11)
+    k, c, h, w = CHANNELS, 16, 4, 8
+    weights = np.zeros((k, c), np.int64)
+    weights[np.arange(k), np.arange(k) % c] = 1
+    ms = [(1 << 30) + 1, INT32_MAX, 1518500250, 1992864825, 1340029796, INT32_MAX - 1]
+    ms += [int(v) for v in rng.integers((1 << 30) + 1, 1 << 31, k - len(ms))]
+    shifts = [-(1 + i % 13) for i in range(k)]
+    shifts[:4] = [-1, -1, -1, -2]
+    limit = (1 << 30) - 256  # (the bound reads the int8 input as int8 or uint8: |x| <= 255)
+    bias = np.zeros(k, np.int64)
+    for o, (m, s) in enumerate(zip(ms, shifts)):
+        kind = o % 4
+        if kind == 0:
+            bias[o] = limit if o % 8 == 0 else -limit
+        elif kind == 1:
+            bias[o] = 0
+        else:
+            bias[o] = int(np.clip(_tie_accumulators(m, s, rng, 1)[0], -limit, limit))
+    if variant == "multiplier_2_30":
+        ms[5] = 1 << 30
+    if variant == "unbounded":
+        bias[3] = 1 << 30
+    target = host_target() if cpu is None else {"kind": "llvm", "mcpu": cpu}
+    module = _qint_conv_module(weights, bias, ms, shifts, -5, h, w)
+    assert _sign_form_in(module) == (variant == "sign_form")
+    model = compile_module(module, target=target, cache=False)
+    assert paired["cores"] >= 1
+    for seed in range(3):
+        x = np.random.default_rng(seed).integers(-128, 128, (1, h, w, c)).astype(np.int8)
+        x.reshape(-1, c)[:4] = [[-128] * c, [127] * c, [0] * c, [-1] * c]
+        acc = np.einsum("nhwc,kc->nhwk", x.astype(np.int64), weights) + bias
+        want = np.clip(multiply_by_quantized_multiplier(acc, np.array(ms), np.array(shifts)) - 5, -128, 127)
+        got = model(x)[0]
+        assert int(np.count_nonzero(got != want)) == 0, (seed, np.argwhere(got != want)[:5])

@@ -389,10 +389,27 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
                      and min(right) >= 1 and all((1 << 30) < v < (1 << 31) for v in m)
                      and bound is not None and bound + abs(izp) < (1 << 30)
                      and os.environ.get(SIGN_FORM_ENV) != "0")
-        if sign_form:
+        # a multiplier of exactly 2^30 for every channel and one exponent: no product at all
+        pow2_form = (narrow and fold_left and not unsigned and shift_in == 0 and in_w == 32
+                     and set(m) == {1 << 30} and len(set(right)) == 1
+                     and bound is not None and bound + abs(izp) + (1 << right[0]) + 2 < (1 << 31)
+                     and os.environ.get(SIGN_FORM_ENV) != "0")
+        # the output zero point added before the final shift (as zp * 2^shift, exact: a whole
+        # multiple of the divisor), where the sum stays in int32: the clamp is then to the
+        # output's own range, which a saturating narrow (`vpmovsdb`) does by itself
+        zp_in = False
+        if pow2_form:
             folded = 0
+            sign_form = False
+            e_ = right[0]
+            zp_in = bound + abs(izp) + (1 << e_) + 3 + (abs(ozp) << (1 + e_)) < (1 << 31)
+        elif sign_form:
+            folded = 0
+            reach = bound + abs(izp)
+            high = ((2 * reach * max(m) + (1 << 31) + (1 << (31 + max(right)))) >> 32) + 2
+            zp_in = high + (abs(ozp) << max(right)) < (1 << 31)
             channel(m, 32)
-            channel([(1 << 31) + (1 << (31 + r)) for r in right])
+            channel([(1 << 31) + (1 << (31 + r)) + ((ozp << (32 + r)) if zp_in else 0) for r in right])
             channel(right, 32)
         elif narrow:
             channel(m, 32 if in_i32 else 64)
@@ -449,8 +466,8 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
     if "offset" in op.attributes:
         offset = float(np.float32(op.attr("offset")[0]))
     if mode != "double_round":
-        never_min = narrow = fold_left = sign_form = False
-    if not narrow or sign_form:
+        never_min = narrow = fold_left = sign_form = pow2_form = zp_in = False
+    if not narrow or sign_form or pow2_form:
         folded = 0
         hi_form = False
         split = None
@@ -463,6 +480,22 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
         v = s.ext(args[0], 64, unsigned)
         if izp:
             v = s.sub(v, izp)
+        if pow2_form:
+            # M = 2^30 (TFLite ADD's output rescale when the output's scale is the larger
+            # input's): with t = 2^30 d the double rounding below is
+            #   floor((2^30 d + 2^30 + 2^(30+e) - [d <= -2] * 2^31) / 2^(31+e))
+            #   = (d + 1 + 2^e - 2 [d <= -2]) >> (1 + e)   (e >= 1; (d + 1) >> 1 for e = 0)
+            # in 32 bits (the bound keeps d + 1 + 2^e inside int32); [d <= -2] = -((d + 1) >> 31)
+            # (+ zp * 2^(1+e) inside the shift with `zp_in`)
+            e_ = right[0]
+            d = s.trunc(v, 32)
+            zp_term = (ozp << (1 + e_)) if zp_in else 0
+            if e_ == 0:
+                x32 = s.shr(s.add(d, 1 + zp_term), 1)
+            else:
+                neg = s.shr(s.add(d, 1), 31)
+                x32 = s.shr(s.add(s.add(d, 1 + (1 << e_) + zp_term), s.add(neg, neg)), 1 + e_)
+            return _clamped(s, x32, lo, hi, 0 if zp_in else ozp, out_w)
         if sign_form:
             # With t = d*M, d = x - zp, the double rounding above is
             #   floor((t + 2^30 + 2^(30+e) - [t < -2^30] * 2^31) / 2^(31+e)).
@@ -474,14 +507,13 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
             # (the subtracted term is a whole multiple of 2^32), all but the product in
             # 32-bit lanes: |d| < 2^30 (the accumulator's bound) so 2d fits i32, and the
             # high half of the 64-bit sum is one vpmuldq pair, one add, one gather.
+            # ((2d) >> 31 is d's sign too: the doubled value is the only one read twice)
             d = s.trunc(v, 32)
+            d2 = s.add(d, d)
             mult = p(0) if isinstance(p(0), int) else s.ext(p(0), 64)
-            u = s.add(s.mul(s.ext(s.add(d, d), 64), mult), p(1))
-            x32 = s.shr(s.add(s.trunc(s.shr(u, 32), 32), s.shr(d, 31)), p(2))
-            r = s.min(s.max(x32, lo - ozp), hi - ozp)
-            if ozp:
-                r = s.add(r, ozp)
-            return s.trunc(r, out_w)
+            u = s.add(s.mul(s.ext(d2, 64), mult), p(1))
+            x32 = s.shr(s.add(s.trunc(s.shr(u, 32), 32), s.shr(d2, 31)), p(2))
+            return _clamped(s, x32, lo, hi, 0 if zp_in else ozp, out_w)
         if mode == "double_round" and narrow:
             # With a the shifted value (x - zp) << L wrapped to int32 and t = a*M
             # (M in [0, 2^31)): SRDHM(a, M) = floor((t + 2^30) / 2^31) (see Scalar.srdhm)
@@ -597,9 +629,17 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
         return s.trunc(s.clamp(r, lo, hi), out_w)
 
     # everything `body` reads (floats by their bits: 0.0 and -0.0 are different literals)
-    key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, fold_left, folded, hi_form, never_min, sign_form, _literal_key(offset),
+    key = ("rescale", mode, unsigned, izp, ls, in_w, out_w, ozp, lo, hi, narrow, fold_left, folded, hi_form, never_min, sign_form, pow2_form, zp_in, _literal_key(offset),
            tuple((kind, _literal_key(v)) for kind, v in params), split)
     return inputs, maps, body, key
+
+
+def _clamped(s: Scalar, x32: SSAValue, lo: int, hi: int, zp: int, width: int) -> SSAValue:
+    """clamp(x32 + zp, lo, hi) truncated to `width` bits, as min(max(x32, lo - zp), hi - zp) + zp."""
+    r = s.min(s.max(x32, lo - zp), hi - zp)
+    if zp:
+        r = s.add(r, zp)
+    return s.trunc(r, width)
 
 
 def _split32_plan(mult, pos, neg, total, k: int, x_lo: int, x_hi: int, in_w: int):
@@ -1120,41 +1160,85 @@ _SUM_OPS = (qint.AddOp, qint.SubOp, qint.RescaleOp)
 SIGN_FORM_ENV = "QDIALECT_SIGN_FORM"
 
 
-def accumulator_bound(op: qint.RescaleOp) -> int | None:
-    """A bound on |x| for every value x the input of `op` can take, when that input is a
-    convolution's, a depthwise convolution's or a fully connected layer's sums over constant
-    weights (then maybe plus a constant bias), else None: per output channel
-    sum |w - weight_zp| * max |in - input_zp| + |bias|, the largest over the channels (the
-    input's storage read as signed or unsigned, whichever is farther from its zero point)."""
+def _storage_reach(v: SSAValue, zp: int = 0) -> int:
+    """max |x - zp| over the values an integer of `v`'s width holds, read as signed or as
+    unsigned, whichever is farther from `zp`."""
+    bits = qint.int_width(v)
+    return max(abs(-(1 << (bits - 1)) - zp), abs((1 << bits) - 1 - zp))
+
+
+def value_bound(v: SSAValue, memo: dict | None = None) -> int | None:
+    """A bound on |x| for every value x an L2 integer value `v` can take, where its producers
+    tell one (else None):
+
+    - a convolution's, depthwise convolution's or fully connected layer's sums over constant
+      weights, then maybe a constant bias: per output channel sum |w - weight_zp| * max
+      |in - input_zp| (+ |bias|), the largest over the channels;
+    - a `double_round` rescale: |SRDHM(a, M)| <= |a| M / 2^31 + 1 and RoundingDivideByPOT
+      adds at most 1, so |a| M_max / 2^(31 + e_min) + 2 plus |output_zp|, with a = (x -
+      input_zp) << left shifts (x bounded as an input of its width where nothing bounds it
+      better), and never beyond the clamp;
+    - qint.add / sub / mul of two bounded values (minus their zero points).
+    """
+    memo = {} if memo is None else memo
+    key = id(v)
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # (no cycles in SSA; a guard all the same)
+    op = v.owner
+    bound = None
+    if isinstance(op, qint.BiasAddOp):
+        bias = _constant_values(op.operands[1])
+        if bias is not None:
+            per = _channel_sums_bound(op.operands[0].owner)
+            if per is not None and per.shape == bias.shape:
+                bound = int((per + np.abs(bias.astype(np.int64))).max())
+            elif (acc := value_bound(op.operands[0], memo)) is not None:
+                bound = acc + int(np.abs(bias.astype(np.int64)).max(initial=0))
+    elif isinstance(op, (qint.Conv2DOp, qint.DepthwiseConv2DOp, qint.FullyConnectedOp)):
+        per = _channel_sums_bound(op)
+        bound = None if per is None else int(per.max(initial=0))
+    elif isinstance(op, qint.RescaleOp) and op.mode == "double_round":
+        x = op.operands[0]
+        izp = op.attr("input_zp", 0)
+        inner = value_bound(x, memo)
+        a = _storage_reach(x, izp) if inner is None else inner + abs(izp)
+        a = min(a, _storage_reach(x, izp))
+        m, sft = op.attr("multiplier"), op.attr("shift")
+        left = op.attr("left_shift", 0) + max(0, max(sft))
+        e_min = max(0, -max(sft))
+        scaled = ((a << left) * max(abs(v) for v in m) >> (31 + e_min)) + 2 + abs(op.attr("output_zp", 0))
+        lo, hi = op.bounds()
+        bound = min(scaled, max(abs(lo), abs(hi)))
+    elif isinstance(op, (qint.AddOp, qint.SubOp, qint.MulOp)):
+        parts = []
+        for operand, zp in zip(op.operands, (op.attr("lhs_zp", 0), op.attr("rhs_zp", 0))):
+            b = value_bound(operand, memo)
+            parts.append(_storage_reach(operand, zp) if b is None else min(b + abs(zp), _storage_reach(operand, zp)))
+        bound = parts[0] * parts[1] if isinstance(op, qint.MulOp) else parts[0] + parts[1]
+        bound = min(bound, 1 << (qint.int_width(op.results[0]) - 1))  # (it wraps at its width)
+        if bound == 1 << (qint.int_width(op.results[0]) - 1):
+            bound = None
+    memo[key] = bound
+    return bound
+
+
+def _channel_sums_bound(op) -> np.ndarray | None:
+    """Per output channel, a bound on |sums| of a convolution / depthwise convolution / fully
+    connected layer `op` over constant weights, else None."""
+    if not isinstance(op, (qint.Conv2DOp, qint.DepthwiseConv2DOp, qint.FullyConnectedOp)):
+        return None
+    w = _constant_values(op.operands[1])
     x = op.operands[0]
-    bias = None
-    src = x.owner
-    if isinstance(src, qint.BiasAddOp):
-        bias = _constant_values(src.operands[1])
-        if bias is None:
-            return None
-        src = src.operands[0].owner
-    if not isinstance(src, (qint.Conv2DOp, qint.DepthwiseConv2DOp, qint.FullyConnectedOp)):
+    if w is None or w.size == 0 or qint.int_width(x) > 16:
         return None
-    w = _constant_values(src.operands[1])
-    if w is None or w.size == 0:
-        return None
-    bits = qint.int_width(src.operands[0])
-    if bits > 16:
-        return None
-    izp, wzp = src.attr("input_zp", 0), src.attr("weight_zp", 0)
-    reach = max(abs(-(1 << (bits - 1)) - izp), abs((1 << bits) - 1 - izp))
-    mag = np.abs(w.astype(np.int64) - wzp)
-    if isinstance(src, qint.DepthwiseConv2DOp):
+    reach = _storage_reach(x, op.attr("input_zp", 0))
+    mag = np.abs(w.astype(np.int64) - op.attr("weight_zp", 0))
+    if isinstance(op, qint.DepthwiseConv2DOp):
         per = mag.reshape(-1, mag.shape[-1]).sum(axis=0)
     else:
         per = mag.reshape(mag.shape[0], -1).sum(axis=1)
-    per = per * reach
-    if bias is not None:
-        if bias.shape != per.shape:
-            return None
-        per = per + np.abs(bias.astype(np.int64))
-    return int(per.max())
+    return per * reach
 
 
 @dataclass
@@ -1164,7 +1248,7 @@ class LowerQIntOp(RewritePattern):
     # id(op) -> (op, value): ops an earlier lowering computed along with its own (Lowering.replaces)
     done: dict = field(default_factory=dict)
     sums: dict = field(default_factory=dict)  # _sum_of's memory, for one pass run
-    # id(rescale) -> accumulator_bound of its input, taken before the walk replaces the producers
+    # id(rescale) -> value_bound of its input, taken before the walk replaces the producers
     bounds: dict = field(default_factory=dict)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
@@ -1228,10 +1312,10 @@ class QnnLowerToLinalgPass(ModulePass):
         failures: list[str] = []
         # = PatternRewriteWalker(GreedyRewritePatternApplier([LowerQIntOp(failures)]),
         #                        apply_recursively=False).rewrite_module(op)
-        bounds = {}
+        bounds, memo = {}, {}
         for o in op.walk():
-            if isinstance(o, qint.RescaleOp) and o.attr("mode", "double_round") == "double_round":
-                b = accumulator_bound(o)
+            if isinstance(o, qint.RescaleOp) and o.mode == "double_round":
+                b = value_bound(o.operands[0], memo)
                 if b is not None:
                     bounds[id(o)] = b
         rewrite_once(op.body, LowerQIntOp(failures, bounds=bounds))

@@ -307,7 +307,12 @@ def _narrow32(e):
     if isinstance(e, tirx.Cast):
         inner = str(e.value.ty)
         if inner == "int32":
-            return e.value
+            v = e.value
+            if isinstance(v, tirx.Cast) and str(v.value.ty) == "int64":  # an i64 value truncated
+                narrow = _narrow32(v.value)  # (that fits: the truncation changed nothing)
+                if narrow is not None:
+                    return narrow
+            return v
         if inner in ("int8", "int16", "uint8", "uint16"):
             return tirx.Cast("int32", e.value)
         return None
@@ -337,6 +342,8 @@ def _wide_core(e, defs: dict):
     if isinstance(shift, tirx.IntImm) and not 0 <= shift.value <= 63:
         return None
     u = s.a
+    if isinstance(u, tirx.Sub) and isinstance(u.b, tirx.IntImm):  # (TVM's form of adding c < 0)
+        u = tirx.Add(u.a, tirx.IntImm(str(u.b.ty), -u.b.value))
     if not isinstance(u, tirx.Add):
         return None
     for p, r in ((u.a, u.b), (u.b, u.a)):
@@ -488,6 +495,9 @@ def split_wide_products(temps: list, value, lane, lanes: int, twins: dict | None
             out.append(("vector", hi, vexpr))
             expr = rebuilt
         out.append((kind, buf, expr))
+    # what is left computed in i64 but fits i32 (the sign form's `d >> 31` of a MUL's product
+    # of two bytes, built in i64) is computed in i32
+    out = [(kind, buf, _narrowed(expr) if kind != "vector" else expr) for kind, buf, expr in out]
     value = out.pop()[2]
     # a product temp no longer read (its cores now compute it themselves) is dropped
     kept = []
@@ -498,6 +508,24 @@ def split_wide_products(temps: list, value, lane, lanes: int, twins: dict | None
         kept.append((kind, buf, expr))
     del T
     return kept, value
+
+
+def _narrowed(e):
+    """`e` with every `Cast(int32, x)` of an int64 `x` that multiplies and that `_narrow32`
+    computes in int32 (each step bounded within int32: the cast changed nothing) replaced by
+    that int32 computation."""
+    from tvm import tirx
+
+    def wide_cast(x) -> bool:
+        return (isinstance(x, tirx.Cast) and str(x.ty) == "int32" and str(x.value.ty) == "int64"
+                and _wide_product_in(x.value) and _narrow32(x.value) is not None)
+
+    for _ in range(64):  # (each pass removes one product; a bound on the loop all the same)
+        hit = _find(e, wide_cast, calls=False)
+        if hit is None:
+            break
+        e = _rebuild(e, hit, _narrow32(hit.value))
+    return e
 
 
 def _wide_product_in(e) -> bool:

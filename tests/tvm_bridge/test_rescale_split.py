@@ -68,3 +68,45 @@ def test_plan_refuses_what_does_not_fit():
     assert plan([1795261357], [1024], [3072], [12], 10, -(1 << 20), 1 << 20, 32) is None
     assert plan([1 << 30], [1024], [1024], [12], 10, -255, 255, 8) is None
     assert plan([1795261357], [1], [0], [1], 0, -32768, 32767, 16) is None
+
+
+def _ops(module, cls, width: int):
+    from xdsl.dialects.builtin import IntegerType
+
+    return [op for op in module.walk() if isinstance(op, cls) and isinstance(op.result.type, IntegerType)
+            and op.result.type.width.data == width]
+
+
+@pytest.mark.parametrize("a_q, b_q, out_q, form", [
+    # the output's scale is the larger input's: multiplier 2^30, right shift 18 (no product)
+    (Q.per_tensor(0.05, -3), Q.per_tensor(0.031, 7), Q.per_tensor(0.05, 2), "pow2"),
+    (Q.per_tensor(0.0123, -128), Q.per_tensor(0.2, 127), Q.per_tensor(0.2, -20), "pow2"),
+    # a multiplier in (2^30, 2^31): the sign form (one 64-bit product, the sign in 32 bits)
+    (Q.per_tensor(0.05, -3), Q.per_tensor(0.031, 7), Q.per_tensor(0.09, 2), "sign"),
+])
+def test_add_output_rescale_of_bounded_sums_is_bit_exact_on_every_input_pair(tmp_path, monkeypatch, a_q, b_q,
+                                                                             out_q, form):
+    """The ADD's output rescale reads the sum of its two input rescales, which its bound
+    (lower_to_linalg.value_bound: int8 inputs << 20, scaled by at most 1/2) keeps below 2^29:
+    with a multiplier of exactly 2^30 the double rounding is shifts and adds in 32 bits, with
+    one in (2^30, 2^31) its sign test is the sum's sign (`_rescale_plan`'s pow2 / sign forms).
+    Every pair of int8 inputs against LiteRT's reference kernels; the forms asserted on the
+    L3 (no 64-bit multiply left for pow2; `x >> 31` in 32 bits for both)."""
+    from xdsl.dialects import arith
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    path = tmp_path / "add.tflite"
+    path.write_bytes(_add_model(a_q, b_q, out_q))
+    module = load_module(path, batch=1)
+    set_rounding(module, "tflite")
+    lower_to_l3(module)
+    signs = [op for op in _ops(module, arith.ShRSIOp, 32)
+             if isinstance(c := op.rhs.owner, arith.ConstantOp) and c.value.value.data == 31]
+    assert signs, "no sign taken in 32 bits"
+    assert bool(_ops(module, arith.MuliOp, 64)) == (form == "sign")
+    values = np.arange(-128, 128, dtype=np.int8)
+    a = np.repeat(values, 256).reshape(1, 256, 256)
+    b = np.tile(values, 256).reshape(1, 256, 256)
+    ours = compile_module(module)(a, b)[0]
+    theirs = litert_run(path.read_bytes(), [[a, b]], reference=True)[0][0]
+    assert int(np.count_nonzero(ours != theirs)) == 0

@@ -173,8 +173,11 @@ func.func @offset(%x: tensor<4xi32>) -> tensor<4xi8> {
 // (exact: floor((A * 2^12 + B) / 2^12) = A + floor(B / 2^12)), and the product is below -2^10
 // exactly when d <= -1.  Their difference, in i64, which fits 32 bits: made the extension of
 // its i32 truncation for the output's product (a pair of 32-bit lanes, tvm_bridge/epilogue.py).
-// The output: multiplier 1518500250, right shift 18 -- 2^30 + 2^48 or that minus 2^31 by the
-// sign, >> 32, >> 17 -- then clamp(r, -128 - 2, 127 - 2) + 2.
+// The output: multiplier 1518500250, right shift 18, on a difference the lowering bounds below
+// 2^29 (value_bound: (x + 3) << 19 and the rescaled y), so in the sign form: with D = 2d,
+// (high32(D * 1518500250 + 2^31 + 2^49 + 2 * 2^50) + (D >> 31)) >> 18 -- the sign test of the
+// double rounding is d's own sign, in 32 bits, and the output zero point 2 is added before the
+// shift as 2 * 2^(32+18) -- then clamp(r, -128, 127).
 // CHECK-LABEL: func.func @rescaled_sum
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %y : tensor<2x3xi8>, tensor<3xi8>)
 // CHECK-NEXT:    ^bb0(%[[X:.*]]: i8, %[[Y:.*]]: i8, %{{.*}}: i8):
@@ -202,20 +205,25 @@ func.func @offset(%x: tensor<4xi32>) -> tensor<4xi8> {
 // CHECK-NEXT:      %[[SY:.*]] = arith.extsi %[[RY]] : i32 to i64
 // CHECK-NEXT:      %[[D:.*]] = arith.subi %[[SX]], %[[SY]] : i64
 // CHECK-NEXT:      %[[D32:.*]] = arith.trunci %[[D]] : i64 to i32
-// CHECK-NEXT:      %[[D64:.*]] = arith.extsi %[[D32]] : i32 to i64
+// CHECK-NEXT:      %[[D2:.*]] = arith.addi %[[D32]], %[[D32]] : i32
+// CHECK-NEXT:      %[[D64:.*]] = arith.extsi %[[D2]] : i32 to i64
 // CHECK-NEXT:      %[[MR:.*]] = arith.constant 1518500250 : i64
 // CHECK-NEXT:      %[[TR:.*]] = arith.muli %[[D64]], %[[MR]] : i64
-// CHECK:           arith.constant 281473902968832 : i64
-// CHECK-NEXT:      arith.constant 281476050452480 : i64
-// CHECK:           %[[C17:.*]] = arith.constant 17 : i32
-// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %{{.*}}, %[[C17]] : i32
-// CHECK-NEXT:      %[[LO:.*]] = arith.constant -130 : i32
+// CHECK-NEXT:      %[[K:.*]] = arith.constant 2814751914590208 : i64
+// CHECK-NEXT:      %[[U:.*]] = arith.addi %[[TR]], %[[K]] : i64
+// CHECK-NEXT:      %[[C32:.*]] = arith.constant 32 : i64
+// CHECK-NEXT:      %[[H64:.*]] = arith.shrsi %[[U]], %[[C32]] : i64
+// CHECK-NEXT:      %[[H:.*]] = arith.trunci %[[H64]] : i64 to i32
+// CHECK-NEXT:      %[[C31:.*]] = arith.constant 31 : i32
+// CHECK-NEXT:      %[[SIGN:.*]] = arith.shrsi %[[D2]], %[[C31]] : i32
+// CHECK-NEXT:      %[[HS:.*]] = arith.addi %[[H]], %[[SIGN]] : i32
+// CHECK-NEXT:      %[[C18:.*]] = arith.constant 18 : i32
+// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %[[HS]], %[[C18]] : i32
+// CHECK-NEXT:      %[[LO:.*]] = arith.constant -128 : i32
 // CHECK-NEXT:      %[[R1:.*]] = arith.maxsi %[[R]], %[[LO]] : i32
-// CHECK-NEXT:      %[[HI:.*]] = arith.constant 125 : i32
+// CHECK-NEXT:      %[[HI:.*]] = arith.constant 127 : i32
 // CHECK-NEXT:      %[[R2:.*]] = arith.minsi %[[R1]], %[[HI]] : i32
-// CHECK-NEXT:      %[[OZP:.*]] = arith.constant 2 : i32
-// CHECK-NEXT:      %[[R3:.*]] = arith.addi %[[R2]], %[[OZP]] : i32
-// CHECK-NEXT:      %[[OUT:.*]] = arith.trunci %[[R3]] : i32 to i8
+// CHECK-NEXT:      %[[OUT:.*]] = arith.trunci %[[R2]] : i32 to i8
 // CHECK-NEXT:      linalg.yield %[[OUT]] : i8
 // CHECK-NEXT:    } -> tensor<2x3xi8>
 // CHECK-NEXT:    func.return

@@ -211,6 +211,9 @@ class CompiledModel:
             if why is not None:
                 raise TranslationError(f"the model was compiled for {self.target} and cannot run here: {why} "
                                        f"(export it with export_library and run it on such a machine)")
+            from tvm_bridge.cpu import configure_pool
+
+            configure_pool()
             self._vm = relax.VirtualMachine(self.executable if self.library is None else self.library, self.device)
             self._main = self._vm["main"]  # looked up once: a lookup costs about 1 us per call
         return self._vm

@@ -141,6 +141,30 @@ def env_int(name: str, default: int, least: int = 0) -> int:
 THREADS: list = [None]
 
 
+def configure_pool(get_global_func=None) -> int:
+    """Configure TVM's pool for `current_threads()` threads, unpinned (as `set_threads` does),
+    once per process unless `set_threads` already did; the thread count.  A model's first
+    call does it (tvm_bridge/fused.py's FusedRunner, the VM's set-up): left to itself, TVM
+    0.27 starts a pool of its own size and affinity, and a fused model's one-launch form then
+    hands every launch to it (mobilenetv2_tiny 34 us a call against 23 with the pool set, one
+    thread, Zen 5).  `get_global_func`: tvm_ffi's (the cached path runs without `import tvm`)."""
+    if not POOL_SET[0]:
+        if get_global_func is None:
+            import tvm_ffi
+
+            get_global_func = tvm_ffi.get_global_func
+        n = current_threads()
+        if int(os.environ.get("TVM_NUM_THREADS", "0") or 0) < n:  # (read when TVM's pool starts)
+            os.environ["TVM_NUM_THREADS"] = str(n)
+        get_global_func("runtime.config_threadpool")(0, n)
+        POOL_SET[0] = True
+    return current_threads()
+
+
+#: whether this process configured TVM's pool (set_threads or configure_pool)
+POOL_SET: list = [False]
+
+
 def current_threads() -> int:
     """The threads TVM's pool runs our kernels on: the count of the last `set_threads`, else
     TVM 0.27's default (TVM_NUM_THREADS, else OMP_NUM_THREADS, else half the CPUs this
@@ -183,3 +207,4 @@ def set_threads(n: int) -> None:
         os.environ["TVM_NUM_THREADS"] = str(n)
     tvm.get_global_func("runtime.config_threadpool")(0, n)
     THREADS[0] = int(n)
+    POOL_SET[0] = True

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tvm_bridge.cpu import THREADS, current_threads, env_int
+from tvm_bridge.cpu import THREADS, configure_pool, env_int
 
 
 def _switched_off(name: str) -> bool:
@@ -866,7 +866,7 @@ class FusedRunner:
         work = [aligned_empty((n,), np.bool_ if d == "bool" else d) for d, n in spec.get("workspace", [])]
         self._ins, self._outs, self._consts, self._work = ins, outs, consts, work  # kept: TVM sees them by DLPack
         self._args = [tvm_ffi.from_dlpack(a) for a in ins + outs + consts + work]
-        current_threads()  # (TVM's default count, unless set_threads named one)
+        configure_pool()  # (TVM's default count, unless set_threads named one; the pool set for it)
         # per input: (dtype, shape, the buffer seen in that dtype) of the arrays it was given last
         self._views = [(b.dtype, b.shape, b) for b in ins]
         self.call = self._make_call()

@@ -448,7 +448,7 @@ class Lowering(Emitter):
 
     def __init__(self, bodies: dict | None = None, bounds: dict | None = None):
         super().__init__()
-        # id(qint.rescale) -> a bound on |x| of its input (lower_to_linalg.value_bound)
+        # id(qint.rescale) -> (that op, a bound on |x| of its input: lower_to_linalg.value_bound)
         self.bounds = {} if bounds is None else bounds
         # (a later op, the value now replacing its result): an op lowered together with this one
         self.replaces: list[tuple[Operation, SSAValue]] = []

@@ -384,9 +384,11 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
                      and -(1 << 31) <= x_lo << shift_in and x_hi << shift_in < 1 << 31)
         # the sign form (see the body): an input that cannot reach 2^30 and every exponent
         # and multiplier such that the rounding's sign test is the input's own sign
-        bound = e.bounds.get(id(op))
+        entry = e.bounds.get(id(op))
+        bound = entry[1] if entry is not None and entry[0] is op else None
         sign_form = (narrow and fold_left and not unsigned and shift_in == 0 and in_w == 32
-                     and min(right) >= 1 and all((1 << 30) < v < (1 << 31) for v in m)
+                     and min(right) >= 1 and max(right) <= 30  # (the high half stays in int32)
+                     and all((1 << 30) < v < (1 << 31) for v in m)
                      and bound is not None and bound + abs(izp) < (1 << 30)
                      and os.environ.get(SIGN_FORM_ENV) != "0")
         # a multiplier of exactly 2^30 for every channel and one exponent: no product at all
@@ -836,12 +838,23 @@ def lower_scaled_add(e: Lowering, op: qint.ScaledAddOp) -> SSAValue:
     lo, hi = op.bounds()
     w = qint.int_width(op.results[0])
 
+    # Where no sum can leave int32 (int8 inputs: 255 |Ma| + 255 |Mb| + |bias|, with the zero
+    # point added before the shift as zp * 2^shift) the wrap is a no-op: all in 32-bit lanes,
+    # twice as many per register, and the clamp to the output type's range is a saturating
+    # narrow; else in i64 with the wrap, as XNNPACK's int32 arithmetic does
+    reach = [(1 << qint.int_width(v)) - 1 if unsigned else 1 << (qint.int_width(v) - 1) for v in op.operands]
+    narrow = reach[0] * abs(ma) + reach[1] * abs(mb) + abs(bias) + (abs(ozp) << shift) < (1 << 31)
+
     def body(s, a, b, _o):
+        if narrow:
+            acc = s.add(s.add(s.mul(s.ext(a, 32, unsigned), ma), s.mul(s.ext(b, 32, unsigned), mb)),
+                        bias + (ozp << shift))
+            return s.trunc(s.clamp(s.shr(acc, shift), lo, hi), w)
         acc = s.add(s.add(s.mul(s.ext(a, 64, unsigned), ma), s.mul(s.ext(b, 64, unsigned), mb)), bias)
         r = s.add(s.shr(s.wrap(acc, 32), shift), ozp)
         return s.trunc(s.clamp(r, lo, hi), w)
 
-    key = ("scaled_add", unsigned, *(_literal_key(v) for v in (ma, mb, bias, shift, ozp, lo, hi)), w)
+    key = ("scaled_add", unsigned, *(_literal_key(v) for v in (ma, mb, bias, shift, ozp, lo, hi)), w, narrow)
     return e.elementwise(list(op.operands), op.results[0].type, body, key=key)
 
 
@@ -1248,7 +1261,7 @@ class LowerQIntOp(RewritePattern):
     # id(op) -> (op, value): ops an earlier lowering computed along with its own (Lowering.replaces)
     done: dict = field(default_factory=dict)
     sums: dict = field(default_factory=dict)  # _sum_of's memory, for one pass run
-    # id(rescale) -> value_bound of its input, taken before the walk replaces the producers
+    # id(rescale) -> (rescale, value_bound of its input), taken before the walk replaces the producers
     bounds: dict = field(default_factory=dict)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
@@ -1317,7 +1330,7 @@ class QnnLowerToLinalgPass(ModulePass):
             if isinstance(o, qint.RescaleOp) and o.mode == "double_round":
                 b = value_bound(o.operands[0], memo)
                 if b is not None:
-                    bounds[id(o)] = b
+                    bounds[id(o)] = (o, b)  # (the op kept: its id stays its own while the walk erases)
         rewrite_once(op.body, LowerQIntOp(failures, bounds=bounds))
         if failures:
             raise PassFailedException("qnn-lower-to-linalg cannot lower: " + "; ".join(dict.fromkeys(failures)))

@@ -151,13 +151,66 @@ def _inline_is_cheap(sch, block) -> bool:
         return False
     buf = stmt.writes[0].source
     size = _expr_size(stmt.body)
+    concat = stmt.name_hint.startswith(CONCAT_BLOCK)
     for consumer in sch.get_consumers(block):
         c = sch.get(consumer)
+        # A concatenation picks each lane's source with an if_then_else on the lane's index,
+        # which TVM's vectorizer cannot vectorize: the whole loop becomes scalar.  Arithmetic
+        # inlined into it, or it into arithmetic, would run scalar with it (the litert
+        # profile's float MUL of elementwise_movement: 3.1 us of scalar code, 1.6 vectorized
+        # apart); moves (reshape, transpose, pad) still follow it
+        if (c.name_hint.startswith(CONCAT_BLOCK) and _has_arithmetic(stmt.body)) or (
+                concat and _has_arithmetic(c.body)):
+            return False
         if _loads_of(c.body, buf) * size + _expr_size(c.body) > INLINE_BUDGET:
             return False
         if size > SQUARE_INLINE_BUDGET and "Select" in str(stmt.body) and _squares(c.body, buf):
             return False
     return True
+
+
+#: the name TVM's legalized concatenate gives its block
+CONCAT_BLOCK = "T_concat"
+
+
+def _has_arithmetic(expr) -> bool:
+    """Whether `expr` computes anything beyond loads, casts and index arithmetic: a multiply,
+    add, subtract, min / max or division of which an operand depends on loaded data."""
+    import tvm_ffi
+    from tvm import tirx
+
+    found = []
+
+    def visit(node):
+        if not found and _reads_data(node):
+            found.append(node)
+        return node
+
+    for cls in (tirx.Mul, tirx.Add, tirx.Sub, tirx.Min, tirx.Max, tirx.Div, tirx.FloorDiv, tirx.FloorMod):
+        tvm_ffi.structural_map(expr, (cls, visit))
+        if found:
+            return True
+    return False
+
+
+def _reads_data(node) -> bool:
+    """Whether the expression `node` reads a buffer outside any load's indices (its value
+    depends on data, not only on loop indices)."""
+    from tvm import tirx
+    from tvm.ir.expr import TensorLoad  # (TVM 0.27's tirx.BufferLoad makes one)
+
+    def data_of(e) -> bool:
+        if isinstance(e, TensorLoad):
+            return True
+        if isinstance(e, (tirx.IntImm, tirx.FloatImm, tirx.Var)):
+            return False
+        if isinstance(e, tirx.Cast):
+            return data_of(e.value)
+        if hasattr(e, "a") and hasattr(e, "b"):
+            return data_of(e.a) or data_of(e.b)
+        return True  # (calls, selects, anything else: counted as data)
+
+    return data_of(node)
 
 
 def _inline_elementwise(sch, root) -> None:

@@ -134,3 +134,26 @@ def test_square_of_a_load_is_recognized():
     assert not _squares("d[i] * e[i]", d)
     assert not _squares('T.Cast("int64", d[i]) * T.int64(1561589347)', d)
     assert not _squares("xd[i] * xd[i]", d)
+
+
+@pytest.mark.parametrize("rounding", ["tflite", "litert"])
+def test_arithmetic_is_not_inlined_into_a_concatenation(rounding):
+    """TVM's vectorizer cannot vectorize the if_then_else by which a concatenation picks each
+    lane's source, and a loop it cannot vectorize runs scalar as a whole: elementwise_movement's
+    ADD / MAXIMUM / MINIMUM / MUL chain inlined into its CONCATENATION (and that into the MUL
+    after it) ran 3.1 us of scalar code in the `litert` profile, 0.8 us vectorized apart
+    (bench/call_floor.py, raw).  The chain's blocks stay apart, each with a vectorized loop;
+    the concatenation keeps no arithmetic of its own."""
+    from tvm_bridge.schedule import CONCAT_BLOCK, _has_arithmetic, schedule_func
+
+    mod, target = fused_module("elementwise_movement", rounding)
+    funcs = [func for _, func in mod.functions_items()
+             if isinstance(func, tvm.tirx.PrimFunc) and CONCAT_BLOCK in func.script()]
+    assert len(funcs) == 1
+    sch = schedule_func(funcs[0], target, [])
+    text = sch.mod["main"].script()
+    blocks = {sch.get(b).name_hint: sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root"))}
+    assert len(blocks) >= 7, text  # the chain's blocks, the concatenation, the moves after it
+    assert text.count("T.vectorized(") >= 6, text
+    concat = [b for b in blocks if b.startswith(CONCAT_BLOCK)]
+    assert concat and not any(_has_arithmetic(blocks[b].body) for b in concat), text

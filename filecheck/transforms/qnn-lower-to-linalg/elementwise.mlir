@@ -37,26 +37,25 @@ func.func @binary(%a: tensor<2x3xi32>, %b: tensor<3xi32>, %c: tensor<2x1xi8>, %d
 }
 
 // scaled_add (XNNPACK's add): wrap32(lhs * 8192 + rhs * 2048 + bias) >> 15, + output_zp, clamp.
-// The sum of two i8 products with these multipliers and the bias fits 25 signed bits, so the
-// wrap to 32 bits changes nothing and is left out.
+// The sum of two i8 products with these multipliers, the bias and the zero point moved before
+// the shift (5 * 2^15) fits 25 signed bits, so the wrap to 32 bits changes nothing: all in i32,
+// 26624 + 163840 = 190464 added once, then the shift and the clamp.
 // CHECK-LABEL: func.func @scaled_add
 // CHECK:         ^bb0(%[[A:.*]]: i8, %[[B:.*]]: i8, %{{.*}}: i8):
-// CHECK-NEXT:      %[[A64:.*]] = arith.extsi %[[A]] : i8 to i64
-// CHECK-NEXT:      %[[MA:.*]] = arith.constant 8192 : i64
-// CHECK-NEXT:      %[[PA:.*]] = arith.muli %[[A64]], %[[MA]] : i64
-// CHECK-NEXT:      %[[B64:.*]] = arith.extsi %[[B]] : i8 to i64
-// CHECK-NEXT:      %[[MB:.*]] = arith.constant 2048 : i64
-// CHECK-NEXT:      %[[PB:.*]] = arith.muli %[[B64]], %[[MB]] : i64
-// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[PA]], %[[PB]] : i64
-// CHECK-NEXT:      %[[BIAS:.*]] = arith.constant 26624 : i64
-// CHECK-NEXT:      %[[T:.*]] = arith.addi %[[S]], %[[BIAS]] : i64
-// CHECK-NEXT:      %[[SH:.*]] = arith.constant 15 : i64
-// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %[[T]], %[[SH]] : i64
-// CHECK-NEXT:      %[[OZP:.*]] = arith.constant 5 : i64
-// CHECK-NEXT:      arith.addi %[[R]], %[[OZP]] : i64
-// CHECK-NEXT:      arith.constant -100 : i64
+// CHECK-NEXT:      %[[A32:.*]] = arith.extsi %[[A]] : i8 to i32
+// CHECK-NEXT:      %[[MA:.*]] = arith.constant 8192 : i32
+// CHECK-NEXT:      %[[PA:.*]] = arith.muli %[[A32]], %[[MA]] : i32
+// CHECK-NEXT:      %[[B32:.*]] = arith.extsi %[[B]] : i8 to i32
+// CHECK-NEXT:      %[[MB:.*]] = arith.constant 2048 : i32
+// CHECK-NEXT:      %[[PB:.*]] = arith.muli %[[B32]], %[[MB]] : i32
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[PA]], %[[PB]] : i32
+// CHECK-NEXT:      %[[BIAS:.*]] = arith.constant 190464 : i32
+// CHECK-NEXT:      %[[T:.*]] = arith.addi %[[S]], %[[BIAS]] : i32
+// CHECK-NEXT:      %[[SH:.*]] = arith.constant 15 : i32
+// CHECK-NEXT:      %[[R:.*]] = arith.shrsi %[[T]], %[[SH]] : i32
+// CHECK-NEXT:      arith.constant -100 : i32
 // CHECK-NEXT:      arith.maxsi
-// CHECK-NEXT:      arith.constant 100 : i64
+// CHECK-NEXT:      arith.constant 100 : i32
 // CHECK-NEXT:      arith.minsi
 // MLIR-LABEL:  func.func @scaled_add
 func.func @scaled_add(%a: tensor<2x3xi8>, %b: tensor<3xi8>) -> tensor<2x3xi8> {

@@ -77,11 +77,19 @@ def _expected(acc, ms, shifts, zp, out_t) -> np.ndarray:
     return np.clip(r + zp, lo, hi).astype(f"int{bits}")
 
 
-def _rescale_module(ms, shifts, zp, out_t, rows):
+def _lowered(text: str, name: str):
+    """The module of `text` after qnn-lower-to-linalg."""
     from qdialect.diagnostics import parse_module
     from transforms.lower_to_linalg import QnnLowerToLinalgPass
     from transforms.opt import QdOptMain
 
+    ctx = QdOptMain(args=[]).ctx
+    module = parse_module(ctx, text, name)
+    QnnLowerToLinalgPass().apply(ctx, module)
+    return module
+
+
+def _rescale_module(ms, shifts, zp, out_t, rows):
     t_in, t_out = f"tensor<{rows}x{CHANNELS}xi32>", f"tensor<{rows}x{CHANNELS}x{out_t}>"
     text = f"""
 func.func @main(%x: {t_in}) -> {t_out} {{
@@ -89,10 +97,7 @@ func.func @main(%x: {t_in}) -> {t_out} {{
   func.return %0 : {t_out}
 }}
 """
-    ctx = QdOptMain(args=[]).ctx
-    module = parse_module(ctx, text, "rescale.mlir")
-    QnnLowerToLinalgPass().apply(ctx, module)
-    return module
+    return _lowered(text, "rescale.mlir")
 
 
 @pytest.fixture
@@ -150,10 +155,6 @@ def test_per_tensor_rescale_matches_the_integer_reference(paired):
 def _conv_module(weights: np.ndarray, bias: np.ndarray, ms, shifts, zp, h: int, w: int):
     """A 1x1 convolution (the dot-product kernel), a per-channel bias (folded into its
     accumulators' start) and the rescale (its fused epilogue)."""
-    from qdialect.diagnostics import parse_module
-    from transforms.lower_to_linalg import QnnLowerToLinalgPass
-    from transforms.opt import QdOptMain
-
     k, c = weights.shape
     acc_t, out_t = f"tensor<1x{h}x{w}x{k}xi32>", f"tensor<1x{h}x{w}x{k}xi8>"
     e4 = "affine_map<(n, y, x, o) -> (n, y, x, o)>"
@@ -176,10 +177,7 @@ func.func @main(%x: tensor<1x{h}x{w}x{c}xi8>) -> {out_t} {{
   func.return %0 : {out_t}
 }}
 """
-    ctx = QdOptMain(args=[]).ctx
-    module = parse_module(ctx, text, "conv.mlir")
-    QnnLowerToLinalgPass().apply(ctx, module)
-    return module
+    return _lowered(text, "conv.mlir")
 
 
 @pytest.mark.parametrize("shift_zero", [False, True], ids=["right_shifts", "with_zero"])
@@ -306,9 +304,6 @@ def test_mul_kernels_run_paired_and_match_builtin_ref(tmp_path, cpu, gate, paire
 def _qint_conv_module(weights: np.ndarray, bias: np.ndarray, ms, shifts, zp, h: int, w: int):
     """`_conv_module` one level up: qint.conv2d, qint.bias_add and qint.rescale, so that the
     lowering sees the convolution's constant weights and bias and bounds its sums."""
-    from qdialect.diagnostics import parse_module
-    from transforms.lower_to_linalg import QnnLowerToLinalgPass
-    from transforms.opt import QdOptMain
 
     k, c = weights.shape
     acc_t, out_t = f"tensor<1x{h}x{w}x{k}xi32>", f"tensor<1x{h}x{w}x{k}xi8>"
@@ -322,10 +317,7 @@ func.func @main(%x: tensor<1x{h}x{w}x{c}xi8>) -> {out_t} {{
   func.return %0 : {out_t}
 }}
 """
-    ctx = QdOptMain(args=[]).ctx
-    module = parse_module(ctx, text, "conv.mlir")
-    QnnLowerToLinalgPass().apply(ctx, module)
-    return module
+    return _lowered(text, "conv.mlir")
 
 
 def _sign_form_in(module) -> bool:

@@ -156,9 +156,10 @@ def _inline_is_cheap(sch, block) -> bool:
         c = sch.get(consumer)
         # A concatenation picks each lane's source with an if_then_else on the lane's index,
         # which TVM's vectorizer cannot vectorize: the whole loop becomes scalar.  Arithmetic
-        # inlined into it, or it into arithmetic, would run scalar with it (the litert
-        # profile's float MUL of elementwise_movement: 3.1 us of scalar code, 1.6 vectorized
-        # apart); moves (reshape, transpose, pad) still follow it
+        # inlined into it, or it into arithmetic, would run scalar with it (elementwise_movement
+        # in the litert profile: 3.1 us a call of scalar code, 0.8 with its blocks apart and
+        # vectorized, bench/call_floor.py's raw call); moves (reshape, transpose, pad) still
+        # follow it
         if (c.name_hint.startswith(CONCAT_BLOCK) and _has_arithmetic(stmt.body)) or (
                 concat and _has_arithmetic(c.body)):
             return False

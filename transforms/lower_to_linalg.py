@@ -379,13 +379,15 @@ def _rescale_plan(e: Lowering, op: qint.RescaleOp) -> tuple[list, list, Callable
             x_lo, x_hi = -izp, (1 << in_w) - 1 - izp
         else:
             x_lo, x_hi = -(1 << (in_w - 1)) - izp, (1 << (in_w - 1)) - 1 - izp
+        entry = e.bounds.get(id(op))
+        bound = entry[1] if entry is not None and entry[0] is op else None
+        if bound is not None:  # (|x| <= bound: a MEAN's sum minus count * zp no longer reaches 2^31)
+            x_lo, x_hi = max(x_lo, -bound - izp), min(x_hi, bound - izp)
         shift_in = ls + left[0]
         fold_left = (narrow and len(set(left)) == 1 and shift_in <= 30
                      and -(1 << 31) <= x_lo << shift_in and x_hi << shift_in < 1 << 31)
         # the sign form (see the body): an input that cannot reach 2^30 and every exponent
         # and multiplier such that the rounding's sign test is the input's own sign
-        entry = e.bounds.get(id(op))
-        bound = entry[1] if entry is not None and entry[0] is op else None
         sign_form = (narrow and fold_left and not unsigned and shift_in == 0 and in_w == 32
                      and min(right) >= 1 and max(right) <= 30  # (the high half stays in int32)
                      and all((1 << 30) < v < (1 << 31) for v in m)
@@ -1191,7 +1193,9 @@ def value_bound(v: SSAValue, memo: dict | None = None) -> int | None:
       adds at most 1, so |a| M_max / 2^(31 + e_min) + 2 plus |output_zp|, with a = (x -
       input_zp) << left shifts (x bounded as an input of its width where nothing bounds it
       better), and never beyond the clamp;
-    - qint.add / sub / mul of two bounded values (minus their zero points).
+    - qint.add / sub / mul of two bounded values (minus their zero points);
+    - the sums of reduce_sum, pool_sum and batch_matmul: the count of terms times each
+      term's bound (a matmul's: the product of its operands' reaches from their zero points).
     """
     memo = {} if memo is None else memo
     key = id(v)
@@ -1223,17 +1227,40 @@ def value_bound(v: SSAValue, memo: dict | None = None) -> int | None:
         scaled = ((a << left) * max(abs(v) for v in m) >> (31 + e_min)) + 2 + abs(op.attr("output_zp", 0))
         lo, hi = op.bounds()
         bound = min(scaled, max(abs(lo), abs(hi)))
+    elif isinstance(op, (qint.ReduceSumOp, qint.PoolSumOp, qint.BatchMatmulOp)):
+        # sums of `count` terms, each bounded by its operand's storage (or bound) and zero points
+        x = op.operands[0]
+        shape = qint.shape_of(x)
+        if isinstance(op, qint.ReduceSumOp):
+            count = math.prod(shape[a] for a in op.reduced_axes())
+            term = _term_reach(x, 0, memo)
+        elif isinstance(op, qint.PoolSumOp):
+            kh, kw = (op.attr("kernel") or [0, 0])[:2]
+            count, term = kh * kw, _term_reach(x, 0, memo)
+        else:
+            count = shape[-1]
+            term = _term_reach(x, op.attr("lhs_zp", 0), memo) * _term_reach(op.operands[1], op.attr("rhs_zp", 0), memo)
+        bound = count * term
+        if bound >= 1 << (qint.int_width(op.results[0]) - 1):  # (it wraps at its width)
+            bound = None
     elif isinstance(op, (qint.AddOp, qint.SubOp, qint.MulOp)):
         parts = []
         for operand, zp in zip(op.operands, (op.attr("lhs_zp", 0), op.attr("rhs_zp", 0))):
-            b = value_bound(operand, memo)
-            parts.append(_storage_reach(operand, zp) if b is None else min(b + abs(zp), _storage_reach(operand, zp)))
+            parts.append(_term_reach(operand, zp, memo))
         bound = parts[0] * parts[1] if isinstance(op, qint.MulOp) else parts[0] + parts[1]
         bound = min(bound, 1 << (qint.int_width(op.results[0]) - 1))  # (it wraps at its width)
         if bound == 1 << (qint.int_width(op.results[0]) - 1):
             bound = None
     memo[key] = bound
     return bound
+
+
+def _term_reach(v: SSAValue, zp: int, memo: dict) -> int:
+    """max |x - zp| over the values `v` can take: its bound where one is known, never more
+    than its storage allows."""
+    b = value_bound(v, memo)
+    reach = _storage_reach(v, zp)
+    return reach if b is None else min(b + abs(zp), reach)
 
 
 def _channel_sums_bound(op) -> np.ndarray | None:

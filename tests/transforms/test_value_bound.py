@@ -49,6 +49,34 @@ func.func @main(%x: tensor<1x2x2x4xi8>, %a: tensor<4xi8>, %b: tensor<4xi8>) -> (
     assert value_bound(module.body.block.first_op.args[0]) is None  # an argument: nothing known
 
 
+def test_sum_bounds_by_hand():
+    """Sums of `count` terms: reduce_sum over 4 x 4 int8 values 16 * 255 = 4080 (uint8 reading);
+    pool_sum of 3 x 3 windows 9 * 255 = 2295; batch_matmul over K = 5 with zero points 3 and
+    -2: 5 * max(|-128 - 3|, |255 - 3|) * max(|-128 + 2|, |255 + 2|) = 5 * 252 * 257 = 323820.
+    A MEAN's rescale of the reduce_sum (input_zp = 16 * zp) then takes the sign form: the
+    bound, not the i32 storage, decides whether x - input_zp stays inside int32."""
+    module = parse("""
+func.func @main(%x: tensor<1x4x4x8xi8>, %a: tensor<1x2x5xi8>, %b: tensor<1x5x3xi8>) -> (tensor<1x1x1x8xi8>, tensor<1x2x2x8xi32>, tensor<1x2x3xi32>) {
+  %s = qint.reduce_sum %x {axes = array<i64: 1, 2>, keep_dims = true} : (tensor<1x4x4x8xi8>) -> tensor<1x1x1x8xi32>
+  %m = qint.rescale %s {mode = "double_round", multiplier = array<i64: 1518500250>, shift = array<i64: -4>, input_zp = -2048 : i64, output_zp = -128 : i64} : (tensor<1x1x1x8xi32>) -> tensor<1x1x1x8xi8>
+  %p = qint.pool_sum %x {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>} : (tensor<1x4x4x8xi8>) -> tensor<1x2x2x8xi32>
+  %q = qint.batch_matmul %a, %b {lhs_zp = 3 : i64, rhs_zp = -2 : i64} : (tensor<1x2x5xi8>, tensor<1x5x3xi8>) -> tensor<1x2x3xi32>
+  func.return %m, %p, %q : tensor<1x1x1x8xi8>, tensor<1x2x2x8xi32>, tensor<1x2x3xi32>
+}
+""")
+    reduce, pool, matmul = (_first(module, n) for n in ("qint.reduce_sum", "qint.pool_sum", "qint.batch_matmul"))
+    assert value_bound(reduce.results[0]) == 4080
+    assert value_bound(pool.results[0]) == 2295
+    assert value_bound(matmul.results[0]) == 323820
+    lowered = apply(module, QnnLowerToLinalgPass())
+    assert _sign_ops(lowered) == 1
+    x = np.arange(-128, 128, dtype=np.int8).reshape(2, 4, 4, 8)[:1]
+    got = run_module(lowered, [x, np.zeros((1, 2, 5), np.int8), np.zeros((1, 5, 3), np.int8)])[0]
+    sums = x.astype(np.int64).sum(axis=(1, 2)).reshape(-1)
+    want = [max(-128, min(127, _tflite(int(v) + 2048, 1518500250, -4) - 128)) for v in sums]
+    assert got.reshape(-1).tolist() == want
+
+
 def _conv_rescale(bias, ms, shifts, zp: int) -> str:
     k = len(bias)
     return f"""

@@ -174,44 +174,32 @@ def _inline_is_cheap(sch, block) -> bool:
 CONCAT_BLOCK = "T_concat"
 
 
-def _has_arithmetic(expr) -> bool:
-    """Whether `expr` computes anything beyond loads, casts and index arithmetic: a multiply,
-    add, subtract, min / max or division of which an operand depends on loaded data."""
-    import tvm_ffi
+def _has_arithmetic(stmt) -> bool:
+    """Whether the block body `stmt` computes anything beyond loads, casts and index
+    arithmetic: a multiply, add, subtract, min / max or division of which an operand depends
+    on loaded data (a body that is not one store counts as computing)."""
     from tvm import tirx
 
-    found = []
+    from tvm_bridge.epilogue import _find
 
-    def visit(node):
-        if not found and _reads_data(node):
-            found.append(node)
-        return node
-
-    for cls in (tirx.Mul, tirx.Add, tirx.Sub, tirx.Min, tirx.Max, tirx.Div, tirx.FloorDiv, tirx.FloorMod):
-        tvm_ffi.structural_map(expr, (cls, visit))
-        if found:
-            return True
-    return False
+    if not hasattr(stmt, "value") or not hasattr(stmt, "indices"):  # (not a BufferStore)
+        return True
+    ops = (tirx.Mul, tirx.Add, tirx.Sub, tirx.Min, tirx.Max, tirx.Div, tirx.FloorDiv, tirx.FloorMod)
+    return _find(stmt.value, lambda x: isinstance(x, ops) and _reads_data(x)) is not None
 
 
 def _reads_data(node) -> bool:
-    """Whether the expression `node` reads a buffer outside any load's indices (its value
-    depends on data, not only on loop indices)."""
+    """Whether the expression `node` depends on loaded data, not only on loop indices (a load
+    outside any load's indices, or a call or select, counted as data)."""
     from tvm import tirx
-    from tvm.ir.expr import TensorLoad  # (TVM 0.27's tirx.BufferLoad makes one)
 
-    def data_of(e) -> bool:
-        if isinstance(e, TensorLoad):
-            return True
-        if isinstance(e, (tirx.IntImm, tirx.FloatImm, tirx.Var)):
-            return False
-        if isinstance(e, tirx.Cast):
-            return data_of(e.value)
-        if hasattr(e, "a") and hasattr(e, "b"):
-            return data_of(e.a) or data_of(e.b)
-        return True  # (calls, selects, anything else: counted as data)
+    from tvm_bridge.epilogue import _find, _is_load
 
-    return data_of(node)
+    def leaf_or_arith(x) -> bool:
+        return isinstance(x, (tirx.IntImm, tirx.FloatImm, tirx.Var, tirx.Cast)) or (
+            hasattr(x, "a") and hasattr(x, "b"))
+
+    return _find(node, lambda x: _is_load(x) or not leaf_or_arith(x), calls=False) is not None
 
 
 def _inline_elementwise(sch, root) -> None:

@@ -23,6 +23,8 @@ pytest.importorskip("tvm")
 
 from qdialect.reference.rescale import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier  # noqa: E402
 
+from tests.transforms.test_rescale_double_round import _tflite  # noqa: E402
+
 from .helpers import lowered_tflite  # noqa: E402
 
 CHANNELS = 32
@@ -379,6 +381,9 @@ def test_sign_form_epilogue_matches_the_integer_reference(cpu, variant, paired):
         x = np.random.default_rng(seed).integers(-128, 128, (1, h, w, c)).astype(np.int8)
         x.reshape(-1, c)[:4] = [[-128] * c, [127] * c, [0] * c, [-1] * c]
         acc = np.einsum("nhwc,kc->nhwk", x.astype(np.int64), weights) + bias
-        want = np.clip(multiply_by_quantized_multiplier(acc, np.array(ms), np.array(shifts)) - 5, -128, 127)
+        # the expected bits from the test-local line-by-line transcription of TFLite's reference
+        # (tests/transforms/test_rescale_double_round.py), not the library's vectorized one
+        want = np.array([[max(-128, min(127, _tflite(int(a), m, sh) - 5)) for a, m, sh in zip(row, ms, shifts)]
+                         for row in acc.reshape(-1, k)]).reshape(acc.shape)
         got = model(x)[0]
         assert int(np.count_nonzero(got != want)) == 0, (seed, np.argwhere(got != want)[:5])

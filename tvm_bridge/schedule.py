@@ -34,6 +34,7 @@ unscheduled function.
 
 from __future__ import annotations
 
+import math
 import os
 
 from tvm_bridge.cpu import env_int
@@ -145,14 +146,31 @@ def _squares(stmt, buffer) -> bool:
 SQUARE_INLINE_BUDGET = 400
 
 
+#: a producer of at most this many elements is not inlined when more than one block reads
+#: it (unless it is shorter than SMALL_SHARED_MIN_SIZE characters): at that size its buffer
+#: costs next to nothing at run time, and each copy costs TVM's passes.  TFLite's softmax
+#: reciprocal (a clz-normalised estimate read by each of three Newton steps and the final
+#: scale, per row) took 0.25 s of MobileNetV2-0.35's cold build as one kernel (one row;
+#: 0.08 s apart) and 0.68 s of attn_kws_h's (4 x 49 rows; 0.06 s apart), most of it in
+#: StmtSimplify and RemoveNoOp.  A producer read several times by one consumer is still
+#: inlined: a requantization's epilogue must see its input to pair its products
+#: (epilogue.py; tests/tvm_bridge/test_heldout_op_pattern.py)
+SMALL_SHARED_ELEMENTS = 1024
+SMALL_SHARED_MIN_SIZE = 200
+
+
 def _inline_is_cheap(sch, block) -> bool:
     stmt = sch.get(block)
     if not stmt.writes:
         return False
     buf = stmt.writes[0].source
     size = _expr_size(stmt.body)
+    elements = math.prod(int(d) for d in buf.shape)
     concat = stmt.name_hint.startswith(CONCAT_BLOCK)
-    for consumer in sch.get_consumers(block):
+    consumers = sch.get_consumers(block)
+    if len(consumers) > 1 and elements <= SMALL_SHARED_ELEMENTS and size > SMALL_SHARED_MIN_SIZE:
+        return False
+    for consumer in consumers:
         c = sch.get(consumer)
         # A concatenation picks each lane's source with an if_then_else on the lane's index,
         # which TVM's vectorizer cannot vectorize: the whole loop becomes scalar.  Arithmetic

@@ -18,6 +18,9 @@ For each model (default: models/zoo/mobilenetv2_tiny.tflite) it prints
     tvm` (numpy, tvm_ffi), the run key (hashes of the model file and of the sources), the
     `.run` file and the library loaded with TVM's runtime only, VM set-up and the first call.
 
+Python's bytecode caches are allowed in the children (PYTHONDONTWRITEBYTECODE removed from
+their environment) and written by one untimed process first, as a package installed from a
+wheel has them; `--no-bytecode` measures with the caller's setting.
 Timings on a shared machine are noisy: compare the rows of one run with each other; the
 processes' CPU time (user + system) is printed beside their wall time, as it depends less
 on what else the machine runs.
@@ -152,13 +155,21 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", default=[str(ROOT / "models" / "zoo" / "mobilenetv2_tiny.tflite")])
     p.add_argument("--runs", type=int, default=3, help="whole-process runs of each case (fastest printed)")
+    p.add_argument("--no-bytecode", action="store_true",
+                   help="keep PYTHONDONTWRITEBYTECODE as the caller set it (by default the children "
+                        "run without it, after one untimed process that writes the bytecode caches: "
+                        "a package pip installed from a wheel has them; without them each process "
+                        "compiles qdialect's sources again, about 0.2 s)")
     args = p.parse_args(argv)
     qd_run = str(Path(sys.executable).with_name("qd-run"))
     for model in args.models:
         print(f"model {model}")
         with tempfile.TemporaryDirectory(prefix="qd-ttf-") as tmp:
-            env = dict(os.environ, QDIALECT_CACHE="1", QDIALECT_CACHE_DIR=str(Path(tmp) / "run"))
+            env = dict(os.environ, QDIALECT_CACHE="1", QDIALECT_CACHE_DIR=str(Path(tmp) / "warm-up"))
             cmd = [qd_run, model, "--samples", "1", "--compare", "none"]
+            if not args.no_bytecode:  # as an installed package runs: its modules' bytecode written
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                _wall(cmd, env)  # (one process first, which writes what is missing; not timed)
             cold = []
             for i in range(max(1, args.runs)):
                 env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / f"run{i}")

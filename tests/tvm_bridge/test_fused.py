@@ -385,9 +385,24 @@ def test_launch_form_only_for_marked_kernels_ending_in_their_parallel_loop():
     assert fused._launch_variant(kernel(tirx.SeqStmt([rows, after]), True), [pointer], declarations) is None
 
 
+def test_calls_are_cut_by_their_weights():
+    """`_cuts`: contiguous shares of about equal weight, the call that crosses a share's
+    mark going to the side it is nearer, no share empty (expected cuts by hand)."""
+    from tvm_bridge.fused import _cuts
+
+    assert _cuts([1] * 10, 2) == [0, 5, 10]
+    assert _cuts([10, 1, 1, 1], 2) == [0, 1, 4]  # the heavy first call alone
+    assert _cuts([1, 1, 1, 10], 2) == [0, 3, 4]
+    assert _cuts([3, 3, 1, 1, 4], 2) == [0, 2, 5]  # mark 6 reached exactly after two calls
+    assert _cuts([2, 5, 1], 2) == [0, 1, 3]  # the mark 4 lies between 2 and 7: nearer 2
+    assert _cuts([1, 2, 3, 4, 5, 6], 3) == [0, 3, 5, 6]  # marks 7 and 14: 6 | 10 and 10 | 15 around them
+    assert _cuts([100, 1, 1], 3) == [0, 1, 2, 3]  # no share empty
+    assert _cuts([0, 0], 2) == [0, 1, 2]
+
+
 def test_two_entries_built_on_two_threads(tmp_path, monkeypatch):
     """A model of FUSED_PARTS_MIN_CALLS kernel calls or more is fused into two entry
-    functions, `main` and `main_1`, each half of the calls (each its own parallel launch in
+    functions, `main` and `main_1`, each about half of the calls' TIR (each its own parallel launch in
     the one-launch form), built as two LLVM modules on two threads and linked into one
     library; called in order they are bit-exact with LiteRT's reference kernels at one and
     two threads, built, from the cache, through qd-run's runtime-only path and through

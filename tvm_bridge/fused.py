@@ -85,10 +85,11 @@ FUSED_LAUNCH_MIN_MACS = env_int("QDIALECT_FUSED_LAUNCH_MIN_MACS", 1 << 20)
 
 #: a model of at least this many kernel calls is fused into two entry functions, `main` and
 #: `main_1` (each about half of the calls' TIR, `_cuts`; the same arguments; called one
-#: after the other), built as two LLVM modules on two threads: TVM's passes and LLVM are the bulk of a cold compile
-#: and each works on one module on one core.  MobileNetV2-0.35 (53 calls), session 18, 2-core
-#: Zen 4: see `build_fused`.  The cost is one more packed call (and, in the one-launch form,
-#: one more wake-up of the pool) per model call, noise beside a model of this size.
+#: after the other), built as two LLVM modules on two threads: TVM's passes and LLVM are the
+#: bulk of a cold compile and each works on one module on one core.  MobileNetV2-0.35 (53
+#: calls), session 18, 2-core Zen 4: see `build_fused`.  The cost is one more packed call
+#: (and, in the one-launch form, one more wake-up of the pool) per model call, noise beside
+#: a model of this size.
 FUSED_PARTS_MIN_CALLS = env_int("QDIALECT_FUSED_PARTS_MIN_CALLS", 24)
 
 

@@ -165,10 +165,12 @@ def _inline_is_cheap(sch, block) -> bool:
         return False
     buf = stmt.writes[0].source
     size = _expr_size(stmt.body)
-    elements = math.prod(int(d) for d in buf.shape)
+    dims = [getattr(d, "value", None) for d in buf.shape]  # (None: a dimension not a constant)
+    elements = math.prod(dims) if all(isinstance(d, int) for d in dims) else None
     concat = stmt.name_hint.startswith(CONCAT_BLOCK)
     consumers = sch.get_consumers(block)
-    if len(consumers) > 1 and elements <= SMALL_SHARED_ELEMENTS and size > SMALL_SHARED_MIN_SIZE:
+    if len(consumers) > 1 and elements is not None and elements <= SMALL_SHARED_ELEMENTS \
+            and size > SMALL_SHARED_MIN_SIZE:
         return False
     for consumer in consumers:
         c = sch.get(consumer)

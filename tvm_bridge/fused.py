@@ -611,7 +611,11 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
     # the entries: one, or, for a model of FUSED_PARTS_MIN_CALLS kernel calls or more, one per
     # contiguous share of the calls, called in order with the same arguments (see `parts`)
     n_parts = parts(len(calls))
-    cuts = _cuts([len(str(mod[callee])) for callee, _ in calls], n_parts) if n_parts > 1 else [0, len(calls)]
+    if n_parts > 1:
+        printed = {name: len(str(mod[name])) for name in kernels}  # (once per kernel, not per call)
+        cuts = _cuts([printed[callee.name_hint] for callee, _ in calls], n_parts)
+    else:
+        cuts = [0, len(calls)]
     signature = list(params.values()) + blob_params + list(work_params.values()) + [threads]
     entries = []
     for k in range(n_parts):

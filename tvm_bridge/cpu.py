@@ -153,12 +153,17 @@ def configure_pool(get_global_func=None) -> int:
             import tvm_ffi
 
             get_global_func = tvm_ffi.get_global_func
-        n = current_threads()
-        if int(os.environ.get("TVM_NUM_THREADS", "0") or 0) < n:  # (read when TVM's pool starts)
-            os.environ["TVM_NUM_THREADS"] = str(n)
-        get_global_func("runtime.config_threadpool")(0, n)
-        POOL_SET[0] = True
+        _configure(current_threads(), get_global_func)
     return current_threads()
+
+
+def _configure(n: int, get_global_func) -> None:
+    """TVM's pool at `n` threads, unpinned (affinity mode 0), TVM_NUM_THREADS raised to `n`
+    first (it is read when TVM's pool starts)."""
+    if int(os.environ.get("TVM_NUM_THREADS", "0") or 0) < n:
+        os.environ["TVM_NUM_THREADS"] = str(n)
+    get_global_func("runtime.config_threadpool")(0, n)
+    POOL_SET[0] = True
 
 
 #: whether this process configured TVM's pool (set_threads or configure_pool)
@@ -203,8 +208,5 @@ def set_threads(n: int) -> None:
     work of a late thread, 3.4 and 3.6 ms)."""
     import tvm
 
-    if int(os.environ.get("TVM_NUM_THREADS", "0") or 0) < n:
-        os.environ["TVM_NUM_THREADS"] = str(n)
-    tvm.get_global_func("runtime.config_threadpool")(0, n)
+    _configure(n, tvm.get_global_func)
     THREADS[0] = int(n)
-    POOL_SET[0] = True

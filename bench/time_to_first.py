@@ -2,12 +2,15 @@
 
     python bench/time_to_first.py [MODEL ...] [--runs 3]
 
-For each model (default: models/zoo/mobilenetv2_tiny.tflite) it prints
+For each model (default: models/zoo/mobilenetv2_tiny.tflite) and each of qd-run's two
+builds -- quick (LLVM at opt-level 0, qd-run's default for a run of few samples) and full
+(`--opt full`, the fast kernels: what `--bench`, `compile_module` and bench/latency.py use)
+-- it prints
 
-  * the wall time of whole `qd-run MODEL --samples 1 --compare none` processes: with a
-    new, empty compiled-model cache (cold: everything is built) and then again with the
-    cache that run filled (cached), fastest of `--runs` each (each cold run gets its own
-    empty cache directory);
+  * the wall time of whole `qd-run MODEL --samples 1 --compare none [--opt full]`
+    processes: with a new, empty compiled-model cache (cold: everything is built) and then
+    again with the cache that run filled (cached), fastest of `--runs` each (each cold run
+    gets its own empty cache directory);
   * where a cold and a cached process spend it, measured inside one child process per
     case: Python imports (qdialect, TVM), import of the model, lowering to L3, Relax
     translation, `relax.build` (TVM's passes and LLVM IR; or, for a model compile_module
@@ -52,7 +55,7 @@ from transforms import pipelines
 t1 = time.perf_counter()
 import tvm
 from tvm_bridge import cache
-from tvm_bridge.compile import CompiledModel, as_target, build, cannot_run_here, fused_enabled
+from tvm_bridge.compile import CompiledModel, as_target, build, cannot_run_here, fused_enabled, quick_target
 from tvm_bridge.translate import translate
 from tvm_bridge.vnni import target_flavor
 t2 = time.perf_counter()
@@ -61,7 +64,7 @@ def timed(name, f, *a, **k):
     t = time.perf_counter(); r = f(*a, **k); stages[name] = time.perf_counter() - t; return r
 module = timed("import model", load_module, sys.argv[1], 1)
 xs = make_inputs(_entry_signature(module)[1], 0)
-tgt = as_target(None)
+tgt = quick_target(None) if sys.argv[2] == "quick" else as_target(None)  # as qd-run's --opt
 flavor = target_flavor(tgt)
 from pathlib import Path
 from tvm_bridge.run_cli import _run_key, build_parser
@@ -143,11 +146,11 @@ def _wall(cmd, env) -> tuple[float, float]:
     return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _breakdown(model: str, env, child: str = _CHILD) -> dict:
-    proc = subprocess.run([sys.executable, "-c", child, model], env=env, capture_output=True, text=True,
+def _breakdown(model: str, env, child: str = _CHILD, *extra: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", child, model, *extra], env=env, capture_output=True, text=True,
                           cwd=ROOT)
     if proc.returncode != 0:
-        raise SystemExit(f"breakdown of {model} failed: {proc.stderr.strip().splitlines()[-1:]}")
+        raise SystemExit(f"breakdown of {model} ({' '.join(extra)}) failed: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -164,33 +167,36 @@ def main(argv=None) -> int:
     qd_run = str(Path(sys.executable).with_name("qd-run"))
     for model in args.models:
         print(f"model {model}")
-        with tempfile.TemporaryDirectory(prefix="qd-ttf-") as tmp:
-            env = dict(os.environ, QDIALECT_CACHE="1", QDIALECT_CACHE_DIR=str(Path(tmp) / "warm-up"))
-            cmd = [qd_run, model, "--samples", "1", "--compare", "none"]
-            if not args.no_bytecode:  # as an installed package runs: its modules' bytecode written
-                env.pop("PYTHONDONTWRITEBYTECODE", None)
-                _wall(cmd, env)  # (one process first, which writes what is missing; not timed)
-            cold = []
-            for i in range(max(1, args.runs)):
-                env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / f"run{i}")
-                cold.append(_wall(cmd, env))
-            cached = [_wall(cmd, env) for _ in range(max(1, args.runs))]
-            print(f"  whole qd-run process: cold {min(cold)[0]:6.2f} s   cached {min(cached)[0]:6.2f} s wall "
-                  f"(fastest of {len(cold)}; slowest {max(cold)[0]:.2f} / {max(cached)[0]:.2f} s); "
-                  f"CPU time {min(c for _, c in cold):.2f} / {min(c for _, c in cached):.2f} s")
-            cached_row = _breakdown(model, env, _FAST_CHILD)  # the cache the qd-run processes filled
-            env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / "breakdown")
-            rows = [("cold", _breakdown(model, env)), ("cached", cached_row)]
+        rows = []
+        for build, opt in (("quick", []), ("full", ["--opt", "full"])):
+            with tempfile.TemporaryDirectory(prefix="qd-ttf-") as tmp:
+                env = dict(os.environ, QDIALECT_CACHE="1", QDIALECT_CACHE_DIR=str(Path(tmp) / "warm-up"))
+                cmd = [qd_run, model, "--samples", "1", "--compare", "none", *opt]
+                if not args.no_bytecode:  # as an installed package runs: its modules' bytecode written
+                    env.pop("PYTHONDONTWRITEBYTECODE", None)
+                    _wall(cmd, env)  # (one process first, which writes what is missing; not timed)
+                cold = []
+                for i in range(max(1, args.runs)):
+                    env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / f"run{i}")
+                    cold.append(_wall(cmd, env))
+                cached = [_wall(cmd, env) for _ in range(max(1, args.runs))]
+                print(f"  whole qd-run process, {build + ' build:':<12} cold {min(cold)[0]:6.2f} s   "
+                      f"cached {min(cached)[0]:6.2f} s wall (fastest of {len(cold)}; slowest {max(cold)[0]:.2f} / "
+                      f"{max(cached)[0]:.2f} s); CPU time {min(c for _, c in cold):.2f} / "
+                      f"{min(c for _, c in cached):.2f} s  [{' '.join(['qd-run MODEL', *cmd[2:]])}]", flush=True)
+                cached_row = _breakdown(model, env, _FAST_CHILD)  # the cache the qd-run processes filled
+                env["QDIALECT_CACHE_DIR"] = str(Path(tmp) / "breakdown")
+                rows += [(f"cold {build}", _breakdown(model, env, _CHILD, build)), (f"cached {build}", cached_row)]
         names = list(dict.fromkeys(n for _, r in rows for n in r))
-        print(f"  {'stage':<34} " + " ".join(f"{case:>10}" for case, _ in rows))
+        print(f"  {'stage':<34} " + " ".join(f"{case:>12}" for case, _ in rows))
         for n in names:
             cells = []
             for _, r in rows:
                 v = r.get(n)
                 cells.append("-" if v is None else (f"{v * 1e6:7.1f} us" if "steady" in n else f"{v * 1e3:7.1f} ms"))
-            print(f"  {n:<34} " + " ".join(f"{c:>10}" for c in cells))
+            print(f"  {n:<34} " + " ".join(f"{c:>12}" for c in cells))
         totals = [sum(v for k, v in r.items() if "steady" not in k) for _, r in rows]
-        print(f"  {'total to first output':<34} " + " ".join(f"{t * 1e3:7.1f} ms" for t in totals), flush=True)
+        print(f"  {'total to first output':<34} " + " ".join(f"{t * 1e3:9.1f} ms" for t in totals), flush=True)
     return 0
 
 

@@ -29,6 +29,28 @@ from tvm_bridge.translate import TranslationError, Translator, aligned_empty, tr
 LLVM_OPT_LEVEL = 2
 
 
+#: LLVM's optimisation level of a quick build (`quick_target`; qd-run `--opt quick`, and its
+#: default for a run of few samples): level 0 skips LLVM's optimising passes and selects
+#: instructions the fast way.  Same TIR, same results (bit for bit: the integer semantics are
+#: TIR's, not LLVM's); on the 2-core Zen 5 (session 23) MobileNetV2-0.35's TVM build and
+#: machine code 1.5 -> 0.9 s of wall time and a whole cold `qd-run --samples 1` 2.77 -> 1.93 s,
+#: for a call 4x slower (96 -> 378 us)
+QUICK_OPT_LEVEL = 0
+
+
+def quick_target(target=None):
+    """`as_target(target)` with LLVM at `QUICK_OPT_LEVEL`: for code that runs a few times,
+    where a shorter build matters more than fast kernels.  A target that names an
+    `opt-level` of its own (in its text or dict), a `tvm.target.Target` and a target of
+    another kind are `as_target`'s."""
+    import tvm
+
+    spec = None if isinstance(target, tvm.target.Target) else _spec_of(target)
+    if spec is None or spec.get("kind") != "llvm" or "opt-level" in spec:
+        return as_target(target)
+    return _target_of({**spec, "opt-level": QUICK_OPT_LEVEL}, target)
+
+
 def _llvm_spec(spec: dict) -> dict:
     """An llvm target's dict with our default optimisation level where it names none."""
     if spec.get("kind") == "llvm" and "opt-level" not in spec:
@@ -39,11 +61,7 @@ def _llvm_spec(spec: dict) -> dict:
 def host_target():
     """The host CPU as an llvm target, in TVM 0.27's dict form (its name: tvm_bridge/cpu.py,
     `QDIALECT_TARGET_CPU` overrides it; LLVM at `LLVM_OPT_LEVEL`)."""
-    import tvm
-
-    from tvm_bridge.cpu import host_cpu
-
-    return tvm.target.Target(_llvm_spec({"kind": "llvm", "mcpu": host_cpu()}))
+    return as_target(None)
 
 
 #: x86 instruction-set features a kernel compiled for a target may use (LLVM's names)
@@ -88,23 +106,45 @@ def cannot_run_here(target) -> str | None:
     return None
 
 
-def as_target(target):
-    import tvm
+def _spec_of(target) -> dict | None:
+    """The dict form of a target given as None (the host), a dict or a string (`llvm
+    -mcpu=znver4 -opt-level=3`), before our default optimisation level; None otherwise."""
+    from tvm_bridge.cpu import host_cpu
 
     if target is None:
-        return host_target()
-    if isinstance(target, tvm.target.Target):
-        return target
+        return {"kind": "llvm", "mcpu": host_cpu()}
     if isinstance(target, dict):
-        return tvm.target.Target(_llvm_spec(target))
+        return dict(target)
     if isinstance(target, str):
         parts = target.split()
         spec = {"kind": parts[0]}
         for p in parts[1:]:
             key, _, value = p.lstrip("-").partition("=")
             spec[key] = int(value) if key == "opt-level" and value.isdigit() else value
-        return tvm.target.Target(_llvm_spec(spec))
-    raise TranslationError(f"target {target!r} is not a TVM target, dict or string")
+        return spec
+    return None
+
+
+def as_target(target):
+    import tvm
+
+    if isinstance(target, tvm.target.Target):
+        return target
+    spec = _spec_of(target)
+    if spec is None:
+        raise TranslationError(f"target {target!r} is not a TVM target, dict or string")
+    return _target_of(_llvm_spec(spec), target)
+
+
+def _target_of(spec: dict, given):
+    """`tvm.target.Target(spec)`; a TranslationError naming `given` (what the caller passed)
+    where TVM refuses it (an unknown kind or attribute)."""
+    import tvm
+
+    try:
+        return tvm.target.Target(spec)
+    except (ValueError, TypeError) as e:
+        raise TranslationError(f"target {given!r}: {' '.join(str(e).split())}") from None
 
 
 def pipeline(target, schedule: bool = True):

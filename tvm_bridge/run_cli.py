@@ -2,7 +2,7 @@
 
     qd-run [MODEL] [--backend tvm|interp] [--input IN.npz] [--output OUT.npz]
            [--rounding PROFILE] [--compare litert-ref|litert|none]
-           [--bench N] [--seed S] [--samples N] [--batch N]
+           [--bench N] [--seed S] [--samples N] [--batch N] [--opt auto|quick|full]
 
 MODEL is a `.tflite` file or a `.mlir` file (entry `main` or the only public
 function).  With no MODEL it runs the example model shipped in the package.
@@ -24,6 +24,12 @@ from pathlib import Path
 import numpy as np
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR = 0, 1, 2, 3
+
+#: the most samples a run may have for `--opt auto` to build quick (LLVM at
+#: tvm_bridge/compile.py's QUICK_OPT_LEVEL) rather than full: a quick build of
+#: MobileNetV2-0.35 is 0.8 s shorter and each call 0.28 ms longer (session 23, Zen 5), so
+#: even a model a hundred times its size gains below about thirty calls
+QUICK_MAX_SAMPLES = 16
 
 
 class BadInput(Exception):
@@ -330,7 +336,7 @@ def _tvm_runner(module, args, stages):
     from qdialect.dialects.qnn import set_rounding
     from transforms import pipelines
     from tvm_bridge import cache as build_cache
-    from tvm_bridge.compile import cannot_run_here, compile_unlowered
+    from tvm_bridge.compile import QUICK_OPT_LEVEL, cannot_run_here, compile_unlowered, quick_target
     from tvm_bridge.translate import TranslationError
 
     from xdsl.utils.exceptions import PassFailedException
@@ -351,15 +357,20 @@ def _tvm_runner(module, args, stages):
             raise BadInput(" ".join(str(e).split())) from None
         lowering.append(time.perf_counter() - t0)
         stages.append(("lower to L3", lowering[0]))
-        _progress("translating to Relax and compiling with TVM")
+        _progress("translating to Relax and compiling with TVM" + (
+            f" (a quick build, LLVM at opt-level {QUICK_OPT_LEVEL}, for {args.n_samples} sample(s): "
+            "--opt full builds the fast kernels)" if quick else ""))
         return l3
 
     t0 = time.perf_counter()
     hits = build_cache.stats["hits"]
     try:  # the cache can skip the lowering too (compile_unlowered)
+        # a quick build (`--opt`): LLVM at QUICK_OPT_LEVEL, unless --target names an opt-level
+        target = quick_target(args.target) if args.quick else args.target
+        quick = args.quick and target.attrs.get("opt-level") == QUICK_OPT_LEVEL
         # named by the run key (the model file and the options): neither the module nor its
         # lowered form is printed to name the cache entry
-        model = compile_unlowered(module, lower, target=args.target, identity=getattr(args, "run_key", None))
+        model = compile_unlowered(module, lower, target=target, identity=getattr(args, "run_key", None))
     except TranslationError as e:
         raise BadInput(f"TVM bridge: {e}") from None
     cached = build_cache.stats["hits"] > hits
@@ -379,6 +390,7 @@ def _tvm_runner(module, args, stages):
     # the cache entry it runs (tvm_bridge/fast_run.py names it for the next run), if any
     runner.entry = Path(str(model.library_path)).name.removesuffix(".so") if model.library_path else None
     runner.out_dtypes = out_dtypes
+    runner.quick = quick
     return runner
 
 
@@ -421,7 +433,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=int, default=1, help="random samples when no --input")
     p.add_argument("--batch", type=int, default=1, help="batch for a dynamic batch dimension")
+    p.add_argument("--opt", choices=["auto", "quick", "full"], default="auto",
+                   help="the TVM build: full (LLVM optimising: the fast kernels), quick (LLVM at opt-level 0: "
+                        "a shorter build, kernels about 4x slower, the same results), auto (default): quick for "
+                        f"at most {QUICK_MAX_SAMPLES} samples and no --bench, unless the compiled-model cache "
+                        "holds the full build from an earlier run of the model with these options")
     return p
+
+
+def _wants_full(args, n_samples: int) -> bool:
+    """Whether this run needs the full build (`--opt`), for `n_samples` samples."""
+    if args.opt == "auto":
+        return args.bench > 0 or n_samples > QUICK_MAX_SAMPLES
+    return args.opt == "full"
 
 
 def main(argv=None) -> int:
@@ -499,7 +523,6 @@ def _run_cached(args) -> int | None:
             return None
     except (KeyError, TypeError, ValueError):
         return None
-    _progress("loaded the compiled model from the cache (tvm_bridge/cache.py, tvm_bridge/fast_run.py)")
     stages: list[tuple[str, float]] = [("TVM (cached)", time.perf_counter() - t0)]
     args.backend = "tvm"
     if args.input is not None:
@@ -508,13 +531,17 @@ def _run_cached(args) -> int | None:
     else:
         samples = [inputs_from_specs(specs, args.seed + i) for i in range(max(1, args.samples))]
         stacked = args.samples > 1
+    if meta.get("quick") and _wants_full(args, len(samples)):
+        return None  # a quick build: the cold path builds the full one (and names it in the `.run`)
+    _progress("loaded the compiled model from the cache (tvm_bridge/cache.py, tvm_bridge/fast_run.py)")
 
     def runner(sample):  # io_types.as_declared's view, without importing qdialect (and xDSL) here
         outs = model(*sample)
         return [o.view(d) if o.dtype != d and o.dtype.itemsize == d.itemsize else o
                 for o, d in zip(outs, out_dtypes)]
 
-    return _finish(args, path, samples, stacked, runner, f"tvm ({target})", stages, n_ops, entry_name, len(specs))
+    backend_text = f"tvm ({target}){', quick build' if meta.get('quick') else ''}"
+    return _finish(args, path, samples, stacked, runner, backend_text, stages, n_ops, entry_name, len(specs))
 
 
 def _run(args) -> int:
@@ -568,12 +595,16 @@ def _run(args) -> int:
         samples = [inputs_from_specs(specs, args.seed + i) for i in range(max(1, args.samples))]
         stacked = args.samples > 1
 
-    explicit_backend = args.backend == "tvm" and "--backend" in (sys.argv if args.argv is None else args.argv)
+    args.quick, args.n_samples = not _wants_full(args, len(samples)), len(samples)
+    # --backend tvm, or a --target (which only TVM takes): TVM refusing the model is an error,
+    # not a fall-back to the interpreter
+    explicit_backend = args.backend == "tvm" and ("--backend" in (sys.argv if args.argv is None else args.argv)
+                                                  or args.target is not None)
     args.run_key = _run_key(args, path, model_bytes) if args.backend == "tvm" and model_bytes is not None else None
     if args.backend == "tvm":
         try:
             runner = _tvm_runner(module, args, stages)
-            backend_text = f"tvm ({runner.target})"
+            backend_text = f"tvm ({runner.target}){', quick build' if runner.quick else ''}"
         except BadInput as e:
             if explicit_backend:
                 raise
@@ -588,7 +619,7 @@ def _run(args) -> int:
             if rk is not None:
                 fast_run.remember(rk, {"entry": runner.entry, "n_ops": n_ops, "entry_name": f.sym_name.data,
                                        "inputs": specs, "out_dtypes": [d.str for d in runner.out_dtypes],
-                                       "target": runner.target})
+                                       "target": runner.target, "quick": runner.quick})
     else:
         def runner(sample):
             try:

@@ -339,6 +339,25 @@ def test_qd_run_bad_options_are_one_line(argv, message):
     assert cap.rc == 2 and [ln for ln in cap.stderr.splitlines() if not ln.startswith("  .. ")] == [message]
 
 
+@pytest.mark.parametrize("target, message", [
+    ("bogus", 'qd-run: error: TVM bridge: target \'bogus\': Target kind "bogus" is not defined.'),
+    ("llvm -opt-level=x", "qd-run: error: TVM bridge: target 'llvm -opt-level=x': Option 'opt-level': expected type 'int'"),
+])
+@pytest.mark.parametrize("opt", ["quick", "full"])
+def test_qd_run_target_tvm_refuses_is_one_line(target, message, opt, monkeypatch):
+    """A --target TVM refuses is exit 2 with one line naming it (was: an internal error, or a
+    silent fall-back to the interpreter), with either build."""
+    from pathlib import Path
+
+    from tvm_bridge.run_cli import main as qd_run
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    model = Path(__file__).resolve().parents[1] / "models/zoo/mlp_act.tflite"
+    cap = run_main(qd_run, [str(model), "--compare", "none", "--target", target, "--opt", opt])
+    (line,) = [ln for ln in cap.stderr.splitlines() if not ln.startswith("  .. ")]
+    assert cap.rc == 2 and line.startswith(message), line
+
+
 @pytest.mark.parametrize("pipeline, message", [
     ("qnn-overflow-check{", "qd-opt: error: pass pipeline 'qnn-overflow-check{', column 20: expected argument name here"),
     ("qnn-canonicalize,,qnn-raise", "qd-opt: error: pass pipeline 'qnn-canonicalize,,qnn-raise', column 18: expected pass name here"),

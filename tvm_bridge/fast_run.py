@@ -11,7 +11,9 @@ When the same model file is run again with the same options, none of that is nee
 * `<run key>.run` (JSON, in the cache directory) names the compiled-model entry
   (tvm_bridge/cache.py) and holds what qd-run prints and needs besides the library: the
   entry function's name, its compute-op count, each input's shape, dtype (unsigned edges
-  included, qdialect/io_types.py) and random range, the outputs' dtypes, the target text;
+  included, qdialect/io_types.py) and random range, the outputs' dtypes, the target text,
+  and whether the build was quick (LLVM at opt-level 0, qd-run's `--opt`: such an entry
+  serves only runs that would build quick, run_cli._run_cached);
 * `load` opens the entry's library with TVM's runtime only (libtvm_runtime.so and the
   tvm_ffi package: about 0.2 s CPU instead of `import tvm`'s 1-3 s) and `RuntimeModel`
   runs it on the Relax VM the library carries (`vm_load_executable`, the same VM

@@ -408,3 +408,67 @@ def test_cached_run_with_a_damaged_entry_rebuilds(cache_dir, tmp_path, capsys, d
     assert qd_run(argv) == 0  # and the next run is the cached one again
     _, stages = _report(capsys.readouterr().out)
     assert stages == ["TVM (cached)", "run (tvm)", "LiteRT litert-ref"]
+
+
+def _backend(out: str) -> str:
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("backend ")]
+    return line
+
+
+def test_few_samples_build_quick_and_a_run_that_wants_the_full_build_gets_it(cache_dir, capsys):
+    """`--opt auto` (the default): a run of at most QUICK_MAX_SAMPLES samples and no --bench
+    builds quick (LLVM at opt-level 0), still bit-exact against LiteRT's reference kernels;
+    its `.run` does not serve a run of more samples, which builds the full one (opt-level 2),
+    and the full build then serves the runs of few samples too."""
+    import json
+
+    from tvm_bridge.compile import LLVM_OPT_LEVEL, QUICK_OPT_LEVEL
+    from tvm_bridge.run_cli import QUICK_MAX_SAMPLES
+
+    assert QUICK_OPT_LEVEL != LLVM_OPT_LEVEL
+    assert qd_run([str(MODEL), "--samples", "2", "--compare", "litert-ref"]) == 0
+    out = capsys.readouterr().out
+    assert f'"opt-level":{QUICK_OPT_LEVEL},' in _backend(out) and "quick build" in _backend(out)
+    assert "BIT-EXACT vs LiteRT litert-ref" in out
+    (run,) = cache_dir.glob("*.run")
+    assert json.loads(run.read_text())["quick"] is True
+
+    assert qd_run([str(MODEL), "--compare", "none"]) == 0  # few samples again: the quick build serves
+    out = capsys.readouterr().out
+    assert _report(out)[1] == ["TVM (cached)", "run (tvm)"] and "quick build" in _backend(out)
+
+    many = str(QUICK_MAX_SAMPLES + 1)
+    assert qd_run([str(MODEL), "--samples", many, "--compare", "litert-ref"]) == 0
+    out = capsys.readouterr().out
+    assert "TVM compile" in _report(out)[1]  # not served by the quick build: built
+    assert f'"opt-level":{LLVM_OPT_LEVEL},' in _backend(out) and "quick build" not in _backend(out)
+    assert f"samples {many}" in out and "BIT-EXACT vs LiteRT litert-ref" in out
+    assert json.loads(run.read_text())["quick"] is False
+
+    for argv in ([], ["--opt", "quick"], ["--bench", "2"]):  # the full build serves them all
+        assert qd_run([str(MODEL), "--compare", "none", *argv]) == 0
+        out = capsys.readouterr().out
+        assert _report(out)[1][0] == "TVM (cached)", argv
+        assert f'"opt-level":{LLVM_OPT_LEVEL},' in _backend(out), argv
+
+
+@pytest.mark.parametrize("argv", [["--bench", "2"], ["--opt", "full"]])
+def test_bench_and_opt_full_build_the_fast_kernels(cache_dir, capsys, argv):
+    from tvm_bridge.compile import LLVM_OPT_LEVEL
+
+    assert qd_run([str(MODEL), "--compare", "litert-ref", *argv]) == 0
+    out = capsys.readouterr().out
+    assert f'"opt-level":{LLVM_OPT_LEVEL},' in _backend(out) and "quick build" not in _backend(out)
+    assert "BIT-EXACT vs LiteRT litert-ref" in out
+
+
+def test_quick_target_keeps_an_opt_level_the_caller_names():
+    from tvm_bridge.compile import QUICK_OPT_LEVEL, as_target, quick_target
+
+    assert quick_target(None).attrs["opt-level"] == QUICK_OPT_LEVEL
+    assert quick_target(None).attrs["mcpu"] == as_target(None).attrs["mcpu"]
+    assert quick_target("llvm -mcpu=haswell").attrs["opt-level"] == QUICK_OPT_LEVEL
+    assert quick_target("llvm -mcpu=haswell -opt-level=3").attrs["opt-level"] == 3
+    assert quick_target({"kind": "llvm", "mcpu": "haswell", "opt-level": 1}).attrs["opt-level"] == 1
+    given = as_target("llvm -mcpu=haswell")
+    assert quick_target(given) is given

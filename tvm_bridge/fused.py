@@ -14,7 +14,7 @@ and `main_1`, each half of the calls, called in that order with the same argumen
 as two LLVM modules on two threads, which halves TVM's passes and LLVM in a cold compile on
 two cores); `threads` is the thread count TVM's pool runs on (tvm_bridge/cpu.py's
 `current_threads`, passed on every call).  Threads (session 17): when the model's
-convolution and depthwise kernels that can split their rows add up to FUSED_LAUNCH_MIN_MACS,
+convolution and depthwise kernels that can split their rows add up to FUSED_LAUNCH_MIN_MACS per entry,
 the whole body of `main` (of each entry, see below) is ONE parallel launch of TVM's pool, at every thread count: those
 kernels split their rows in `threads` chunks, one call of an outlined function (a compute
 scope) per chunk, with barriers between dependent steps, and the other kernels run on the
@@ -77,10 +77,15 @@ def launch_mode() -> str:
     return "per-loop" if _switched_off("QDIALECT_FUSED_LAUNCH") else "one"
 
 
-#: the multiply-accumulates of a model's kernels with a one-launch form from which the model
-#: is built as one parallel launch; below it every kernel runs serially (cnn_small, 0.55 M
-#: MACs, paid ~1 us for the launch at one thread, 8 -> 9 us, and gained nothing at two)
-FUSED_LAUNCH_MIN_MACS = env_int("QDIALECT_FUSED_LAUNCH_MIN_MACS", 1 << 20)
+#: the multiply-accumulates of a model's kernels with a one-launch form, per entry function
+#: (each entry is one launch of the pool per call, `parts`), from which the model is built as
+#: one parallel launch per entry; below it every kernel runs serially.  Measured: cnn_small
+#: (0.55 M MACs, one entry) paid ~1 us for the launch at one thread, 8 -> 9 us, and gained
+#: nothing at two (Zen 4, session 17); on the 2-core Zen 5 (session 23, 2 threads against 1,
+#: nothing else running) mobilenetv2_tiny (2.4 M MACs, two entries: 1.2 M a launch) 26.0
+#: against 23.5 us, ds_cnn_kws (2.7 M, one entry) 15.4 against 18.3, mobilenetv2_035_h
+#: (10.6 M, two entries) 88.5 against 99.0
+FUSED_LAUNCH_MIN_MACS = env_int("QDIALECT_FUSED_LAUNCH_MIN_MACS", 1 << 21)
 
 
 #: a model of at least this many kernel calls is fused into two entry functions, `main` and
@@ -96,6 +101,13 @@ FUSED_PARTS_MIN_CALLS = env_int("QDIALECT_FUSED_PARTS_MIN_CALLS", 24)
 def parts(n_calls: int) -> int:
     """How many entry functions a fused model of `n_calls` kernel calls is built as."""
     return 2 if FUSED_PARTS_MIN_CALLS > 0 and n_calls >= FUSED_PARTS_MIN_CALLS else 1
+
+
+def launches(parallel_macs: int, n_calls: int) -> bool:
+    """Whether a fused model of `n_calls` kernel calls, whose kernels with a one-launch form
+    do `parallel_macs` multiply-accumulates, is built as one parallel launch per entry:
+    FUSED_LAUNCH_MIN_MACS for each entry (`parts`), each of which wakes the pool once a call."""
+    return parallel_macs >= FUSED_LAUNCH_MIN_MACS * parts(n_calls)
 
 
 def entry_name(k: int) -> str:
@@ -497,10 +509,11 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
         if callee.name_hint not in kernels:
             kernels[callee.name_hint] = _subroutines(mod[callee])
     # the one-launch form (see below) where the kernels that split their loops among the
-    # threads add up to FUSED_LAUNCH_MIN_MACS; below it every kernel runs serially
+    # threads add up to FUSED_LAUNCH_MIN_MACS per entry; below it every kernel runs serially
     parallel_macs = sum(kernels[c.name_hint][2][2] for c, _ in calls if kernels[c.name_hint][2] is not None)
     mode = launch_mode()
-    one_launch = mode == "one" and parallel_macs >= FUSED_LAUNCH_MIN_MACS
+    n_parts = parts(len(calls))
+    one_launch = mode == "one" and launches(parallel_macs, len(calls))
     all_serial = mode == "one" and not one_launch
     shared: dict[str, list[str]] = {}  # callee -> the intermediates standing for its staging buffers
     for name, (_, _, launch) in kernels.items():
@@ -610,7 +623,6 @@ def _fuse(mod, max_workspace_bytes: int | None = None) -> FusedModel:
                                      tirx.BufferStore(flat, tirx.BufferLoad(source, [i]), [i]))]
     # the entries: one, or, for a model of FUSED_PARTS_MIN_CALLS kernel calls or more, one per
     # contiguous share of the calls, called in order with the same arguments (see `parts`)
-    n_parts = parts(len(calls))
     if n_parts > 1:
         printed = {name: len(str(mod[name])) for name in kernels}  # (once per kernel, not per call)
         cuts = _cuts([printed[callee.name_hint] for callee, _ in calls], n_parts)

@@ -472,3 +472,13 @@ def test_quick_target_keeps_an_opt_level_the_caller_names():
     assert quick_target({"kind": "llvm", "mcpu": "haswell", "opt-level": 1}).attrs["opt-level"] == 1
     given = as_target("llvm -mcpu=haswell")
     assert quick_target(given) is given
+
+
+def test_compile_module_with_the_quick_target_matches_litert(lowered, cache_dir):
+    """The Python form of qd-run's quick build: `compile_module(l3, target=quick_target())`."""
+    from tvm_bridge.compile import QUICK_OPT_LEVEL, quick_target
+
+    module, samples, theirs = lowered
+    model = compile_module(module, target=quick_target())
+    assert model.target.attrs["opt-level"] == QUICK_OPT_LEVEL
+    _assert_matches_litert(_outputs(model, samples), theirs)

@@ -202,6 +202,36 @@ def test_small_model_runs_serially(monkeypatch):
         cpu.set_threads(before)
 
 
+def test_launch_threshold_is_per_entry(monkeypatch):
+    """Each entry of a fused model is one launch of the pool per call, so the one-launch form
+    needs FUSED_LAUNCH_MIN_MACS of splittable kernels per entry (mobilenetv2_tiny, two
+    entries of 1.0 M MACs each, was 26.0 us a call at two threads against 23.5 at one on the
+    Zen 5).  By hand: at 1.5 M a launch, mobilenetv2_tiny (31 calls, two entries, 2.06 M MACs
+    in kernels with a one-launch form) stays serial, which a threshold on the whole model
+    would have launched, and ds_cnn_kws (17 calls, one entry, 2.66 M) is launched."""
+    from tvm_bridge import fused
+
+    monkeypatch.setattr(fused, "FUSED_PARTS_MIN_CALLS", 24)
+    monkeypatch.setattr(fused, "FUSED_LAUNCH_MIN_MACS", 1000)
+    assert fused.launches(1000, 23) and not fused.launches(999, 23)
+    assert fused.launches(2000, 24) and not fused.launches(1999, 24)
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    monkeypatch.setattr(fused, "FUSED_LAUNCH_MIN_MACS", 1_500_000)
+    for name, launched in (("mobilenetv2_tiny", False), ("ds_cnn_kws", True)):
+        made_modules = _capture_fused(monkeypatch)
+        module, samples = _lowered(ZOO / f"{name}.tflite", "tflite")
+        model = compile_module(module)
+        assert model.is_fused and len(made_modules) == 1
+        functions = {gv.name_hint: f for gv, f in made_modules[0].functions.items()}
+        entries = [n for n in functions if n == "main" or n.startswith("main_")]
+        assert len(entries) == (2 if name == "mobilenetv2_tiny" else 1)
+        keys = [key for n in entries for key in _attr_keys(functions[n].body)]
+        assert keys.count("pragma_parallel_launch_point") == (len(entries) if launched else 0), name
+        theirs = litert_run((ZOO / f"{name}.tflite").read_bytes(), samples, reference=True)
+        assert sum(_differing(model(*s), t) for s, t in zip(samples, theirs)) == 0
+
+
 def test_vm_fallback_keeps_its_threshold(monkeypatch):
     """A model that does not take the fused form (here: a workspace limit of 0) is
     translated again for the VM, whose kernels stay serial below DOT_PARALLEL_MIN_MACS even

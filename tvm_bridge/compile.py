@@ -32,9 +32,9 @@ LLVM_OPT_LEVEL = 2
 #: LLVM's optimisation level of a quick build (`quick_target`; qd-run `--opt quick`, and its
 #: default for a run of few samples): level 0 skips LLVM's optimising passes and selects
 #: instructions the fast way.  Same TIR, same results (bit for bit: the integer semantics are
-#: TIR's, not LLVM's); on the 2-core Zen 5 (session 23) MobileNetV2-0.35's TVM build and
-#: machine code 1.5 -> 0.9 s of wall time and a whole cold `qd-run --samples 1` 2.77 -> 1.93 s,
-#: for a call 4x slower (96 -> 378 us)
+#: TIR's, not LLVM's); on the 2-core Zen 5 (session 23, bench/time_to_first.py) a whole cold
+#: `qd-run --samples 1` of MobileNetV2-0.35 2.57-2.78 -> 1.73-1.85 s (TVM's passes, LLVM and
+#: machine code 1.6 -> 0.8 s), for a call about 4x slower (0.10 -> 0.36 ms)
 QUICK_OPT_LEVEL = 0
 
 

@@ -26,9 +26,10 @@ import numpy as np
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR = 0, 1, 2, 3
 
 #: the most samples a run may have for `--opt auto` to build quick (LLVM at
-#: tvm_bridge/compile.py's QUICK_OPT_LEVEL) rather than full: a quick build of
-#: MobileNetV2-0.35 is 0.8 s shorter and each call 0.28 ms longer (session 23, Zen 5), so
-#: even a model a hundred times its size gains below about thirty calls
+#: tvm_bridge/compile.py's QUICK_OPT_LEVEL) rather than full.  Session 23, Zen 5: a quick
+#: build of MobileNetV2-0.35 is 0.8-0.9 s shorter and each call 0.26 ms longer, of
+#: MobileNetV2-1.0 at 224x224 1.1 s shorter and 4.5 ms a call longer, so both gain over
+#: 16 calls with a wide margin (the break-even is near 3000 and 240 calls)
 QUICK_MAX_SAMPLES = 16
 
 

@@ -55,7 +55,8 @@ def child(blocks: int, fifo_dir: str) -> None:
     from transforms.opt import QdOptMain
     from tvm_bridge.compile import host_target
     from tvm_bridge.translate import translate
-    from tvm_bridge.vnni import clear_caches, target_flavor
+    from tvm_bridge.kernels import target_flavor
+    from tvm_bridge.vnni import clear_caches
 
     dot = target_flavor(host_target())
     ctx = QdOptMain(args=[]).ctx

@@ -78,7 +78,8 @@ def main(argv=None) -> int:
     from tvm import relax, te, tirx  # noqa: F401
 
     from tvm_bridge.compile import host_target
-    from tvm_bridge.vnni import clear_caches, target_flavor
+    from tvm_bridge.kernels import target_flavor
+    from tvm_bridge.vnni import clear_caches
 
     # what compile_module does on this machine: the dot-product kernels (with their fused
     # epilogues) where the CPU has the instruction, and our fusing, scheduled pipeline

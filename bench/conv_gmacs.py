@@ -74,7 +74,10 @@ def clock_ghz() -> tuple[float, str]:
 #: throughput: 512-bit VPDPBUSD 64 (one per cycle; Zen 4 splits it into two 256-bit halves on
 #: two pipes, the same 64), two 512-bit VPMADDWD 64, two 256-bit VPMADDWD 32, and TVM's
 #: generic int8 path (vpmovsx + vpmulld / vpmaddwd on 256 bits) at most 32
-MACS_PER_CYCLE = {"vnni": 64, "pmaddwd512": 64, "pmaddwd": 32, None: 32}
+MACS_PER_CYCLE = {"vnni": 64, "pmaddwd512": 64, "pmaddwd": 32, None: 32,
+                  # AMX (QDIALECT_AMX=1 on Sapphire Rapids and later): one TDPBUSD, 16 x 16 x 64
+                  # MACs, every 16 cycles (Intel's optimization manual)
+                  "amx": 1024}
 #: CPUs whose 512-bit integer pipes issue two of them per cycle: Zen 5 (`znver5`) runs 512-bit
 #: operations at full width on four pipes, two of which multiply (measured on the 2-core EPYC
 #: 9005 of session 20: the 48x48x16->32 layer at 349 GMAC/s on one thread, 134 MACs per cycle of
@@ -129,14 +132,15 @@ def main(argv=None) -> int:
     expected = Interpreter(module).run([x])[0]
     pipelines.lower_to_l3(module)
     target = qc.host_target()
-    from tvm_bridge.vnni import target_flavor
+    from tvm_bridge.kernels import target_flavor
 
     flavor = target_flavor(target)
     mod_vnni, _ = translate(module, dot=flavor)
     mod_plain, _ = translate(module)
     macs = h * w * k * args.kernel * args.kernel * c
     rows = []
-    variants = [("ours" + (f" ({flavor.name} kernel)" if flavor else ""),
+    fname = None if flavor is None else "amx" if flavor.tiled is not None else flavor.name
+    variants = [("ours" + (f" ({fname} kernel)" if flavor else ""),
                  lambda: tvm.compile(mod_vnni, target=target, relax_pipeline=qc.pipeline(target))),
                 ("ours, no dot kernel (scheduled TE)", lambda: tvm.compile(mod_plain, target=target,
                                                                      relax_pipeline=qc.pipeline(target))),
@@ -152,7 +156,6 @@ def main(argv=None) -> int:
             ms = median_ms(lambda: vm["main"](arg), args.runs, 10)
             rows.append((name, n, ms, macs / ms / 1e6, bad))
     print(describe())
-    fname = flavor.name if flavor else None
     print(f"conv 1x{h}x{w}x{c} -> {k}, {args.kernel}x{args.kernel} SAME, int8 per-channel + requant + relu6: "
           f"{macs / 1e6:.2f} M MACs")
     for n in threads:
@@ -177,7 +180,7 @@ def model_gmacs(name: str, threads: list[int], runs: int, fname: str | None) -> 
     from tvm_bridge.compile import compile_module, host_target
     from tvm_bridge.run_cli import _entry_signature, load_module, make_inputs
     from tvm_bridge.translate import translate
-    from tvm_bridge.vnni import target_flavor
+    from tvm_bridge.kernels import target_flavor
 
     path = Path(name) if name.endswith(".tflite") else ROOT / "models" / "zoo" / f"{name}.tflite"
     name = path.stem

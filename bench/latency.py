@@ -181,7 +181,7 @@ def kernel_choices(module, target) -> list[tuple]:
     """(op kind, kernel, instruction family, MACs) of each convolution / matmul / registered
     kernel of the L3 `module` translated for `target` (tvm_bridge/kernels.py records them)."""
     from tvm_bridge.translate import translate
-    from tvm_bridge.vnni import target_flavor
+    from tvm_bridge.kernels import target_flavor
 
     choices: list[tuple] = []
     try:

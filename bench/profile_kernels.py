@@ -49,7 +49,7 @@ def main(argv=None) -> int:
         set_rounding(module, args.rounding)
     pipelines.lower_to_l3(module)
     target = qc.host_target()
-    from tvm_bridge.vnni import target_flavor
+    from tvm_bridge.kernels import target_flavor
 
     mod, _ = translate(module, dot=target_flavor(target))
     t0 = time.perf_counter()

@@ -57,7 +57,7 @@ import tvm
 from tvm_bridge import cache
 from tvm_bridge.compile import CompiledModel, as_target, build, cannot_run_here, fused_enabled, quick_target
 from tvm_bridge.translate import translate
-from tvm_bridge.vnni import target_flavor
+from tvm_bridge.kernels import target_flavor
 t2 = time.perf_counter()
 stages = {"python imports (qdialect)": t1 - t0, "python imports (tvm)": t2 - t1}
 def timed(name, f, *a, **k):

@@ -440,7 +440,7 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
     """Translate an L3 module to Relax and build it (`build`).
 
     `dot`: the dot-product flavor of the int8 convolution kernels (tvm_bridge/vnni.py);
-    by default the target's own (`vnni.target_flavor`), None for the generic path, or
+    by default the target's own (`kernels.target_flavor`), None for the generic path, or
     a `vnni.Flavor` (an emulated one runs on any CPU: tests of a flavor the host lacks).
 
     `cache`: look the build up in (and store it to) the compiled-model cache
@@ -454,7 +454,7 @@ def compile_module(module, target=None, entry: str | None = None, dot="target",
     kernels (whose intermediates take at most `FUSED_MAX_WORKSPACE_BYTES`, when that is
     set), the Relax VM otherwise or with QDIALECT_FUSED=0."""
     from tvm_bridge import cache as build_cache
-    from tvm_bridge.vnni import target_flavor
+    from tvm_bridge.kernels import target_flavor
 
     tgt = as_target(target)
     try:  # the model's unsigned edges (qnn.element_type, qdialect.io_types): outputs in their dtypes
@@ -561,7 +561,7 @@ def compile_unlowered(module, lower, target=None, entry: str | None = None,
     printing the module (qd-run passes its run key: the model file's bytes and the import
     options; printing MobileNetV2-0.35 takes 0.12 s, and its lowered form 0.24 s more)."""
     from tvm_bridge import cache as build_cache
-    from tvm_bridge.vnni import target_flavor
+    from tvm_bridge.kernels import target_flavor
 
     tgt = as_target(target)
     key = None

@@ -148,6 +148,7 @@ def configure_pool(get_global_func=None) -> int:
     0.27 starts a pool of its own size and affinity, and a fused model's one-launch form then
     hands every launch to it (mobilenetv2_tiny 34 us a call against 23 with the pool set, one
     thread, Zen 5).  `get_global_func`: tvm_ffi's (the cached path runs without `import tvm`)."""
+    request_amx()  # (tile kernels need it before their first instruction; nothing without AMX)
     if not POOL_SET[0]:
         if get_global_func is None:
             import tvm_ffi
@@ -164,6 +165,32 @@ def _configure(n: int, get_global_func) -> None:
         os.environ["TVM_NUM_THREADS"] = str(n)
     get_global_func("runtime.config_threadpool")(0, n)
     POOL_SET[0] = True
+
+
+#: whether Linux gave this process the AMX tile registers: None until `request_amx` asked
+AMX_GRANTED: list = [None]
+#: x86-64 Linux: the arch_prctl system call, its request for an extended state, the tile data
+_SYS_ARCH_PRCTL, _ARCH_REQ_XCOMP_PERM, _XFEATURE_XTILEDATA = 158, 0x1023, 18
+
+
+def request_amx() -> bool:
+    """Ask Linux, once per process, for the AMX tile data registers where this CPU has AMX
+    (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`: a process that runs a tile
+    instruction without asking dies of SIGILL).  The permission covers every thread of the
+    process.  True when granted; False without AMX (nothing asked), off x86-64 Linux, or
+    when Linux refuses."""
+    if AMX_GRANTED[0] is None:
+        AMX_GRANTED[0] = False
+        import platform
+        import sys
+
+        if sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64") \
+                and "amx_tile" in cpu_flags()[1]:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            AMX_GRANTED[0] = libc.syscall(_SYS_ARCH_PRCTL, _ARCH_REQ_XCOMP_PERM, _XFEATURE_XTILEDATA) == 0
+    return AMX_GRANTED[0]
 
 
 #: whether this process configured TVM's pool (set_threads or configure_pool)

@@ -2,8 +2,8 @@
 linalg.generic, for a dot-product flavor (tvm_bridge/vnni.py's `Flavor`).
 
 The translation (tvm_bridge/translate.py) consults this module and nothing else about
-the kernels; the kernel modules (vnni.py, depthwise.py, batch_matmul.py, epilogue.py)
-depend only on the shared pieces in tvm_bridge/common.py and never on the translation
+the kernels, and for the flavor a target gets (`target_flavor`); the kernel modules
+(vnni.py, amx.py, depthwise.py, batch_matmul.py, epilogue.py) depend only on the shared pieces in tvm_bridge/common.py and never on the translation
 (no import cycle, at module level or inside functions).  The translator is passed to
 the kernels as an object (its `bb`, `env`, `tensor`, `dense`, `vnni_kernels`, ...).
 
@@ -14,9 +14,11 @@ kernel runs on (`FAMILIES`), "generic" for TVM's own schedules.
 
 from __future__ import annotations
 
-from tvm_bridge import batch_matmul, depthwise, epilogue, vnni
+from dataclasses import replace
+
+from tvm_bridge import amx, batch_matmul, depthwise, epilogue, vnni
 from tvm_bridge.common import _add_init, _init_value, dtype_of, shape_of
-from tvm_bridge.vnni import Flavor, NotApplicable
+from tvm_bridge.vnni import Flavor, NotApplicable, _has
 
 #: flavor name -> the instruction family it runs on (what the reports print)
 FAMILIES = {"vnni": "avx512-vnni (vpdpbusd)", "pmaddwd": "avx2 (vpmaddwd, 256-bit)",
@@ -24,7 +26,18 @@ FAMILIES = {"vnni": "avx512-vnni (vpdpbusd)", "pmaddwd": "avx2 (vpmaddwd, 256-bi
 #: kernels whose instruction is not their flavor's (kernel name -> family): the depthwise
 #: kernel multiplies 16-bit pairs (tvm_bridge/depthwise.py)
 KERNEL_FAMILIES = {"vnni_depthwise": "avx512-vnni (vpdpwssd)", "pmaddwd512_depthwise": "avx512bw (vpmaddwd, 512-bit)",
-                   "pmaddwd_depthwise": "avx2 (vpmaddwd, 256-bit)"}
+                   "pmaddwd_depthwise": "avx2 (vpmaddwd, 256-bit)", "amx_conv2d": "amx-int8 (tdpbusd)"}
+
+
+def target_flavor(target) -> Flavor | None:
+    """The kernels' flavor for `target`: `vnni.target_flavor`'s dot-product instruction, and
+    on a target with `amx-int8`, when QDIALECT_AMX asks for it (tvm_bridge/amx.py), the VNNI
+    flavor with its convolutions' reduction on AMX tiles where `amx.Tiles.takes` them (not
+    on an AMX machine whose Linux refuses the tiles: `amx.can_run`)."""
+    flavor = vnni.target_flavor(target)
+    if flavor is vnni.VNNI and amx.enabled() and _has(target, "amx-int8") and amx.can_run():
+        return replace(flavor, tiled=amx.Tiles())
+    return flavor
 
 
 def family(flavor: Flavor | None) -> str:
@@ -40,7 +53,8 @@ def record(tr, kind: str, kernel: str, flavor: Flavor | None, op=None) -> None:
     if choices is not None:
         name = family(flavor)
         if flavor is not None and kernel in KERNEL_FAMILIES:
-            name = KERNEL_FAMILIES[kernel] + (" emulated" if flavor.emulate else "")
+            emulated = flavor.tiled.emulate if kernel == "amx_conv2d" else flavor.emulate
+            name = KERNEL_FAMILIES[kernel] + (" emulated" if emulated else "")
         choices.append((kind, kernel, name, None if op is None else macs(op)))
 
 
@@ -115,12 +129,15 @@ def emit_conv(tr, op, x_value, w_value, out, strides, dilations, flavor: Flavor 
     x_shape = list(shape_of(x_value._type))
     if not vnni.applicable(x_shape, weights, dtype_of(x_value._type), dtype_of(w_value._type), out_dtype, flavor):
         return False
+    k, kh, kw, c = weights.shape
+    if flavor.tiled is not None and not flavor.tiled.takes(x_shape[1], x_shape[2], c, k, kh, kw, strides, dilations):
+        flavor = replace(flavor, tiled=None)  # (the flavor's own register tiles)
     x, in_pad = source() if source is not None else (tr.tensor(x_value), None)
     try:
         _dot_conv(tr, op, out, x, x_shape, weights, strides, dilations, flavor, in_pad)
     except NotApplicable:  # sums that could leave int32 (nothing emitted)
         return False
-    record(tr, "conv2d", f"{flavor.name}_conv2d", flavor, op)
+    record(tr, "conv2d", "amx_conv2d" if flavor.tiled is not None else f"{flavor.name}_conv2d", flavor, op)
     return True
 
 

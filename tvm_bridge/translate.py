@@ -894,7 +894,7 @@ def translate(module: ModuleOp, entry: str | None = None, dot=None, choices: lis
     `dot` (a `tvm_bridge.vnni.Flavor`, or None for the generic path): int8 convolutions
     with constant weights use the dot-product kernel of tvm_bridge/vnni.py on that
     instruction (only for a target that has it: compile_module picks
-    `vnni.target_flavor(target)`); the registry tvm_bridge/kernels.py says which kernel
+    `kernels.target_flavor(target)`); the registry tvm_bridge/kernels.py says which kernel
     takes which op.  `choices`, if given, receives one (op kind, kernel, instruction
     family) per convolution, matmul and registered-kernel op, in translation order."""
     if linalg.AddOp not in _OP_HANDLERS:

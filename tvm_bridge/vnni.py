@@ -78,6 +78,8 @@ class Flavor:
     max_lanes: int
     blocks: tuple
     emulate: bool = False
+    #: the tile reduction (tvm_bridge/amx.py's `Tiles`) for the convolutions it takes, or None
+    tiled: object = None
 
     def intrinsic(self, lanes: int) -> str:
         if self.name == "vnni":
@@ -248,8 +250,11 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
             return _seq(stores)
         return _loops("unroll", (TT,), ("t",), step)
 
-    body.append(_tiles(g, KB, g["K16"], acc_buf, INIT, Y, loop_vars, temps, value,
-                        _loops("serial", (g["KH"], g["KWE"], g["C4"]), ("rh", "rw", "rc"), accumulate)))
+    if g.get("TILED"):  # the reduction on AMX tiles (tvm_bridge/amx.py)
+        body.append(f.tiled.loops(g, XU, WP, INIT, Y, acc_buf, loop_vars, temps, value))
+    else:
+        body.append(_tiles(g, KB, g["K16"], acc_buf, INIT, Y, loop_vars, temps, value,
+                           _loops("serial", (g["KH"], g["KWE"], g["C4"]), ("rh", "rw", "rc"), accumulate)))
     # (staging and pad fill write XU's interior and border, the border loop Y's border, the
     # tiles read XU and write Y's interior)
     return _prim_func([X, WP, INIT, *eparams, Y], body,
@@ -542,10 +547,12 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
     fold = dw == 1 and kw > 1 and c % G != 0 and -(-kw * c // G) < kw * (cp // G)
     cf = -(-kw * c // G) * G
     kwe, c4 = (1, cf // G) if fold else (kw, cp // G)
-    return dict(F=f, PARALLEL=parallel_rows(oh * ow * k * kh * kw * c, oh), H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
+    g = dict(F=f, PARALLEL=parallel_rows(oh * ow * k * kh * kw * c, oh), H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
                 L=lanes, NV=nv, VECS=_vectors(f, lanes, nv), OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
                 KIND="unroll" if c < 16 else "vectorized",
                 XU=(h, w * c + G) if fold else (h, w, cp))
+    # a flavor with a tile reduction (AMX) blocks the same operands its own way
+    return g if f.tiled is None else f.tiled.geometry(g)
 
 
 def _build(g: dict, pad, odt: str, padv, epi, ebufs, twins: dict | None = None):
@@ -559,8 +566,8 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs, twins: dict | None = None):
     loop_vars = yv, xov, tv, kov, lv = tuple(tirx.Var(n, "int32") for n in ("y", "xo", "t", "ko", "l"))
     acc_buf = _buffer((tt, lanes), "int32", "ACC", scope="local")
     acc = acc_buf[tv, lv]
-    temps, value = ([], acc) if epi is None else epi.expr(acc, yv, xov * tt + tv, kov * lanes + lv, ebufs,
-                                                          lv, lanes)
+    y, x = (yv, xov * tt + tv) if not g.get("TILED") else g["F"].tiled.position(g, yv, xov, tv)
+    temps, value = ([], acc) if epi is None else epi.expr(acc, y, x, kov * lanes + lv, ebufs, lv, lanes)
     if str(value.ty) != odt:
         raise TranslationError(f"{g['F'].name} epilogue computes {value.ty}, its result is {odt}")
     shapes = dict(g, YH=g["OH"] + pt + pb, YW=g["OW"] + pl + pr, PT=pt, PL=pl, PB=pb, PR=pr, ODT=odt,

@@ -102,7 +102,7 @@ def _lowered(name: str, profile: str):
 
 def _choices(module, cpu: str) -> list[tuple]:
     from tvm_bridge.translate import translate
-    from tvm_bridge.vnni import target_flavor
+    from tvm_bridge.kernels import target_flavor
 
     choices: list[tuple] = []
     translate(module, dot=target_flavor(_target(cpu)), choices=choices)

@@ -92,11 +92,12 @@ def _versions() -> str:
 
 
 #: environment variables read when a model is built that change the code it gets (the parallel
-#: thresholds of tvm_bridge/vnni.py and schedule.py, the requantization pairs of epilogue.py):
+#: thresholds of tvm_bridge/vnni.py and schedule.py, the requantization pairs of epilogue.py, the
+#: AMX tile kernels of amx.py):
 #: their values are part of every key, so a build under other values is another entry
 BUILD_ENV = ("QDIALECT_DOT_PARALLEL_MIN_MACS", "QDIALECT_FUSED_PARALLEL_MIN_MACS", "QDIALECT_PARALLEL_MIN_WORK",
              "QDIALECT_REQUANT_PAIRS", "QDIALECT_FUSED_LAUNCH", "QDIALECT_FUSED_LAUNCH_MIN_MACS",
-             "QDIALECT_FUSED_PARTS_MIN_CALLS", "QDIALECT_VNNI_MIXED")
+             "QDIALECT_FUSED_PARTS_MIN_CALLS", "QDIALECT_VNNI_MIXED", "QDIALECT_AMX", "QDIALECT_AMX_MIN_MACS")
 
 
 def build_env() -> str:

@@ -194,6 +194,13 @@ def test_native_kernel_is_the_tile_instructions_with_intels_configuration():
     text = assembly(ex)
     lambdas = [body for body in re.split(r"\n(?=\S+:)", text) if "tdpbusd" in body]
     assert lambdas and all("ldtilecfg" in b and "tilerelease" in b for b in lambdas)
+    # qd-run's quick build (LLVM at opt-level 0) emits the same instructions
+    from tvm_bridge.compile import quick_target
+
+    _, ex = build_conv((1, 8, 8, 64), w, (1, 1), (1, 1), tiles(native=True),
+                       target=quick_target("llvm -mcpu=sapphirerapids"))
+    count = Counter(re.findall(r"^\s+(ldtilecfg|tileloadd|tdpbusd|tilestored|tilerelease)\b", assembly(ex), re.M))
+    assert count == {"ldtilecfg": 1, "tileloadd": 8, "tdpbusd": 4, "tilestored": 4, "tilerelease": 1}
 
 
 def test_this_machine(monkeypatch):

@@ -48,8 +48,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from tvm_bridge.cpu import env_int
-from tvm_bridge.vnni import _buffer, _loops, _seq
+from tvm_bridge.cpu import cpu_flags, env_int, request_amx
+from tvm_bridge.vnni import _buffer, _loops, _seq, epilogue_blocks
 
 #: multiply-accumulates from which a convolution takes the tile kernel (QDIALECT_AMX_MIN_MACS)
 MIN_MACS = env_int("QDIALECT_AMX_MIN_MACS", 1 << 20)
@@ -69,8 +69,6 @@ def can_run() -> bool:
     """False only on a machine with AMX whose Linux refuses this process the tile registers
     (its tile kernels would die of SIGILL); True there once granted, and on a machine without
     AMX (a build for another CPU)."""
-    from tvm_bridge.cpu import cpu_flags, request_amx
-
     return "amx_tile" not in cpu_flags()[1] or request_amx()
 
 
@@ -139,27 +137,13 @@ class Tiles:
         from tvm import tirx
         from tvm.tirx.script.builder import ir as T
 
-        from tvm_bridge.epilogue import lane_statements, split_wide_products
-        from tvm_bridge.vnni import epilogue_segments
-
         yv, xov, tv, kov, lv = loop_vars
         TT, KB, MA, NV, CH, CP = g["TT"], g["KB"], g["MA"], g["NV"], g["CH"], g["CP"]
         K, K16, KH, KW = g["K"], g["K16"], g["KH"], g["KW"]
         ops = _Ops(self.emulate, {**{_C0 + i: (16, 64) for i in range(MA * NV)},
                                   **{_A0 + a: (16, CH) for a in range(MA)},
                                   **{_B0 + b: (CH // 4, 64) for b in range(min(NV, 2))}})
-        blocks = []
-        for offset, width in epilogue_segments(g, KB):
-            lane = lv if offset == 0 else tirx.Var(f"l{offset}", "int32")
-            if KB == width:
-                b_temps, b_value = temps, value
-            else:
-                from tvm_bridge.vnni import _lanes_of
-
-                b_temps, b_value = _lanes_of(temps, value, lv, lane, offset, width)
-            steps, b_value = split_wide_products(b_temps, b_value, lane, width, g.get("TWINS"))
-            blocks.append((offset, width, lane, steps, b_value))
-        allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for *_, steps, _ in blocks for _, b, _ in steps]
+        allocs, epilogue_at = epilogue_blocks(g, KB, acc_buf, Y, kov, lv, temps, value)
         allocs += ops.allocs()
 
         y, x = self.position(g, yv, xov, tv)
@@ -168,11 +152,8 @@ class Tiles:
         PT, PL = g["PT"], g["PL"]
 
         def epilogue():
-            stmts = []
-            for offset, width, lane, steps, b_value in blocks:
-                store = tirx.BufferStore(Y, b_value, [0, y + PT, x + PL, kov * KB + offset + lane])
-                stmts += lane_statements(steps, [store], lane, width)
-            return tirx.IfThenElse(tirx.LT(first + tv, tirx.IntImm("int32", limit)), _seq(stmts), None)
+            return tirx.IfThenElse(tirx.LT(first + tv, tirx.IntImm("int32", limit)), _seq(epilogue_at(y + PT, x + PL)),
+                                   None)
 
         def a_offset(a, rh, rw, rc):
             if g["FLAT"]:

@@ -320,6 +320,35 @@ def _lanes_of(temps: list, value, lv, lane, offset: int, width: int):
     return out, moved(value)
 
 
+def epilogue_blocks(g: dict, KB: int, acc_buf, Y, kov, lv, temps, value):
+    """(allocations, statements_at(y, x)) of the epilogue of a channel block of KB channels:
+    the accumulator buffer and the epilogue's temporaries to allocate, and a function giving
+    the statements that write the epilogue `value` (with its `temps`, in lane variable `lv`
+    of block `kov`) of the pixel whose place in Y is (y, x).  The block in the pieces of
+    `epilogue_segments`, each with the requantization's 64-bit products in even and odd lanes
+    (epilogue.split_wide_products, its constants' pair-order copies `g["TWINS"]`)."""
+    from tvm import tirx
+
+    from tvm_bridge.epilogue import lane_statements, split_wide_products
+
+    blocks = []  # (channel offset in the block, lanes, lane variable, steps, final value)
+    for b, (offset, width) in enumerate(epilogue_segments(g, KB)):
+        lane = lv if b == 0 else tirx.Var(f"l{b}", "int32")
+        b_temps, b_value = (temps, value) if KB == width else _lanes_of(temps, value, lv, lane, offset, width)
+        steps, b_value = split_wide_products(b_temps, b_value, lane, width, g.get("TWINS"))
+        blocks.append((offset, width, lane, steps, b_value))
+    allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for *_, steps, _ in blocks for _, b, _ in steps]
+
+    def statements_at(y, x) -> list:
+        stmts = []
+        for offset, width, lane, steps, b_value in blocks:
+            store = tirx.BufferStore(Y, b_value, [0, y, x, kov * KB + offset + lane])
+            stmts += lane_statements(steps, [store], lane, width)
+        return stmts
+
+    return allocs, statements_at
+
+
 def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, value, reduction):
     """The output loops (y, column tile xo, channel block ko): TT x KB accumulators started
     from INIT, the `reduction` loops accumulating into them, then the epilogue `value` (with
@@ -328,33 +357,20 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
     from tvm import tirx
     from tvm.tirx.script.builder import ir as T
 
-    from tvm_bridge.epilogue import lane_statements, split_wide_products
-
     yv, xov, tv, kov, lv = loop_vars
     TT, PT, PL = g["TT"], g["PT"], g["PL"]
     # The epilogue one vector register of channels at a time (L lanes of the KB of a channel
     # block): in KB-lane vectors (24 or 48 lanes of int64 for the requantization's products)
     # LLVM split the values into registers unevenly, spilled the per-channel constants and
     # rebuilt them from 8-byte pieces; then the requantization's 64-bit products in even and
-    # odd lanes (epilogue.py), with its constants' pair-order copies per L lanes
-    segments = epilogue_segments(g, KB)
-    blocks = []  # (channel offset in the block, lanes, lane variable, steps, final value)
-    for b, (offset, width) in enumerate(segments):
-        lane = lv if b == 0 else tirx.Var(f"l{b}", "int32")
-        b_temps, b_value = (temps, value) if KB == width else _lanes_of(temps, value, lv, lane, offset, width)
-        steps, b_value = split_wide_products(b_temps, b_value, lane, width, g.get("TWINS"))
-        blocks.append((offset, width, lane, steps, b_value))
-    # the accumulators and the epilogue's temporaries: one set per thread when the output
+    # odd lanes (epilogue.py), with its constants' pair-order copies per L lanes.
+    # The accumulators and the epilogue's temporaries: one set per thread when the output
     # rows run in parallel (allocated inside the parallel loop), else one for the kernel
-    allocs = [tirx.AllocBuffer(acc_buf)] + [tirx.AllocBuffer(b) for *_, steps, _ in blocks for _, b, _ in steps]
+    allocs, epilogue_at = epilogue_blocks(g, KB, acc_buf, Y, kov, lv, temps, value)
     parallel = bool(g.get("PARALLEL")) and g["OH"] > 1
 
     def epilogue():
-        stmts = []
-        for offset, width, lane, steps, b_value in blocks:
-            store = tirx.BufferStore(Y, b_value, [0, yv + PT, xov * TT + tv + PL, kov * KB + offset + lane])
-            stmts += lane_statements(steps, [store], lane, width)
-        return _seq(stmts)
+        return _seq(epilogue_at(yv + PT, xov * TT + tv + PL))
 
     main = _seq([
         _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(

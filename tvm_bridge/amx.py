@@ -86,8 +86,13 @@ class Tiles:
         return k % 16 == 0 and c >= 16 and oh > 0 and ow > 0 and oh * ow * k * kh * kw * c >= MIN_MACS
 
     def geometry(self, g: dict) -> dict:
-        """The VNNI geometry `g` (vnni._geometry's, of lanes 16, no folding) made the tile
-        kernel's: TT = 16 MA pixels, KB = 16 NV channels, CH bytes of channels a tile row."""
+        """The VNNI geometry `g` (vnni._geometry's, of lanes 16) made the tile kernel's: TT =
+        16 MA pixels, KB = 16 NV channels, CH bytes of channels a tile row, the input channels
+        padded to CP, a multiple of 4, never folded into the kernel row (FOLD: C = 18, 3x3)."""
+        from tvm_bridge.vnni import NotApplicable
+
+        if g["K"] % 16:  # (`takes` refuses it: a caller of emit_conv2d that did not ask)
+            raise NotApplicable(f"AMX tiles need K % 16 == 0 (K = {g['K']})")
         flat = g["KH"] == 1 and g["KW"] == 1 and g["SH"] == 1 and g["SW"] == 1
         pixels = g["OH"] * g["OW"] if flat else g["OW"]
         ma = 2 if pixels > 16 else 1

@@ -77,6 +77,7 @@ CASES = [
     (9, 9, 20, 64, 3, 3, (1, 1), (2, 2)),     # dilation 2; C = 20 (a chunk of 20)
     (5, 40, 32, 32, 1, 3, (1, 1), (1, 1)),    # 38 columns: 2 tiles of 32, the last 6 valid
     (4, 4, 64, 16, 2, 2, (2, 2), (1, 1)),     # 2 columns, stride 2
+    (8, 9, 18, 32, 3, 3, (1, 1), (1, 1)),     # C = 18: padded to 20 (VNNI would fold the kernel row)
 ]
 
 
@@ -135,6 +136,8 @@ def test_takes_only_what_tiles_pay_for():
     assert not t.takes(56, 56, 64, 24, 1, 1, (1, 1), (1, 1))  # K % 16
     assert not t.takes(56, 56, 8, 64, 3, 3, (1, 1), (1, 1))  # fewer than 16 input channels
     assert not t.takes(8, 8, 16, 16, 1, 1, (1, 1), (1, 1))  # 16 K MACs < MIN_MACS
+    with pytest.raises(vnni.NotApplicable, match="K % 16"):  # asked directly, a clear refusal
+        vnni._geometry(tiles(), 8, 8, 64, 24, 1, 1, (1, 1), (1, 1))
 
 
 def test_selection_asks_for_qdialect_amx_and_a_target_with_amx(monkeypatch):

@@ -1,11 +1,17 @@
 """The AMX-int8 tile convolution (tvm_bridge/amx.py).
 
-Its packing, offsets, strides, tails, blocking and fused epilogue are checked bit for bit on
-any CPU with the tile instructions emulated (`Tiles(emulate=True)`: loops over a tile file,
-with the operands the instructions get): against an int64 reference for the bare
-convolution, against LiteRT for whole zoo models.  On a CPU with AMX the native kernel runs
-too; elsewhere the tests check that it compiles to the tile instructions, with the
-configuration bytes laid out as Intel's manual has them, and that nothing selects it.
+Checked bit for bit on any CPU, twice over:
+
+- the kernel built with its tile instructions as TIR loops (`Tiles(emulate=True)`), against
+  an int64 reference for the bare convolution and against LiteRT for whole zoo models;
+- the native build (for this CPU plus AMX) with only the tile instructions replaced, in its
+  LLVM IR, by calls of a C emulation written from Intel's manual (amx_emulation.py,
+  amx_emu.c), so that the pointers, strides, tile numbers and configuration the
+  instructions get are the native code's own: a kernel on its own and a whole model, at one
+  and two threads.
+
+On a CPU with AMX the native kernel runs too; elsewhere the tests check that it compiles to
+the tile instructions and that nothing selects it.
 """
 
 from __future__ import annotations
@@ -268,3 +274,96 @@ def test_zoo_models_on_tiles_match_litert(name, profile, monkeypatch):
             assert int(np.count_nonzero(a != b)) == 0
             compared += b.size
     assert compared > 0
+
+
+def _kernel_and_constants(x_shape, w, strides, dilations, flavor, parallel=False):
+    """The convolution's PrimFunc (named `kernel`) and the constants it is called with."""
+    import contextlib
+
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    xv = relax.Var("x", relax.TensorType(list(x_shape), "int8"))
+    ctx = vnni.parallel_threshold(1) if parallel else contextlib.nullcontext()
+    with ctx, bb.function("main", [xv]):
+        with bb.dataflow():
+            out = bb.emit_output(vnni.emit_conv2d(bb, xv, list(x_shape), w, strides, dilations, flavor=flavor))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    (gv,) = [g for g in mod.functions if "conv2d" in g.name_hint]
+    call = next(b.value for b in mod["main"].body.blocks[0].bindings if isinstance(b.value, tvm.ir.expr.Call))
+    constants = [a.value.numpy() for a in call.args[1].fields[1:]]
+    return mod[gv].with_attr("global_symbol", "kernel"), constants
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}-k{c[3]}-{c[4]}x{c[5]}-s{c[6][0]}-d{c[7][0]}"
+                                             for c in CASES])
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_native_kernel_on_an_emulation_of_intels_instructions(case, parallel, tmp_path):
+    from tests.tvm_bridge import amx_emulation
+    from tvm_bridge import cpu
+
+    h, w, c, k, kh, kw, strides, dilations = case
+    rng = np.random.default_rng(sum(case[:6]))
+    x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
+    wt = rng.integers(-128, 128, (k, kh, kw, c)).astype(np.int8)
+    kernel, constants = _kernel_and_constants(x.shape, wt, strides, dilations, tiles(native=True), parallel)
+    built = tvm.compile(tvm.IRModule({"kernel": kernel}), target=tvm.target.Target(amx_emulation.target()))
+    library = amx_emulation.emulated_library(amx_emulation.modules_of(built), tmp_path)
+    function = tvm.runtime.load_module(str(library))["kernel"]
+    want = reference(x, wt, strides, dilations)
+    before = cpu.current_threads()
+    try:
+        for n in (1, 2):
+            cpu.set_threads(n)
+            y = tvm.runtime.tensor(np.zeros(want.shape, np.int32))
+            function(tvm.runtime.tensor(x), *[tvm.runtime.tensor(a) for a in constants], y)
+            assert amx_emulation.fault(library) == ""
+            assert int(np.count_nonzero(y.numpy() != want)) == 0
+    finally:
+        cpu.set_threads(before)
+    ran = amx_emulation.counts(library)
+    assert ran["tdpbusd"] > 0 and ran["ldtilecfg"] == ran["tilerelease"] > 0
+
+
+@pytest.mark.parametrize("profile", ["tflite", "litert"])
+def test_native_model_on_an_emulation_of_intels_instructions(profile, tmp_path, monkeypatch):
+    """mobilenetv2_tiny with every convolution the tiles take on them (its fused form, two
+    entries), native code but for the tile instructions: LiteRT's bits at one and two threads."""
+    from pathlib import Path
+
+    from qdialect.dialects.qnn import set_rounding
+    from tests.tvm_bridge import amx_emulation
+    from transforms.pipelines import lower_to_l3
+    from tvm_bridge import cpu
+    from tvm_bridge.compile import CompiledModel, cannot_run_here, compile_module, host_target
+    from tvm_bridge.run_cli import _entry_signature, litert_run, load_module, make_inputs
+
+    monkeypatch.setattr(amx, "MIN_MACS", 0)
+    path = Path(__file__).resolve().parents[2] / "models" / "zoo" / "mobilenetv2_tiny.tflite"
+    module = load_module(path, batch=1)
+    if profile == "litert":
+        set_rounding(module, "litert")
+    lower_to_l3(module)
+    target = tvm.target.Target(amx_emulation.target())
+    built = compile_module(module, target=target, dot=tiles(native=True), cache=False)
+    assert built.is_fused and cannot_run_here(target) is not None  # (this CPU has no AMX: not runnable as built)
+    library = amx_emulation.emulated_library(amx_emulation.modules_of(built.executable), tmp_path)
+    model = CompiledModel(None, built.n_outputs, host_target(), built.out_dtypes,
+                          library=tvm.runtime.load_module(str(library)), library_path=str(library), fused=built.fused)
+    _, in_values, _ = _entry_signature(load_module(path, batch=1))
+    samples = [make_inputs(in_values, seed) for seed in range(3)]
+    theirs = litert_run(path.read_bytes(), samples, reference=profile == "tflite")
+    before = cpu.current_threads()
+    try:
+        for n in (1, 2):
+            cpu.set_threads(n)
+            for sample, expected in zip(samples, theirs):
+                outputs = model(*sample)
+                assert amx_emulation.fault(library) == ""
+                for a, b in zip(outputs, expected):
+                    assert int(np.count_nonzero(a.view(b.dtype).reshape(b.shape) != b)) == 0
+    finally:
+        cpu.set_threads(before)
+    ran = amx_emulation.counts(library)
+    assert ran["tdpbusd"] > 0 and ran["ldtilecfg"] == ran["tilerelease"] > 0

@@ -29,13 +29,19 @@ for the epilogue, which runs per pixel as the VNNI kernel's does.
   after it asks (`arch_prctl(ARCH_REQ_XCOMP_PERM)`): `tvm_bridge.cpu.request_amx` asks,
   when a model is loaded (`configure_pool`).
 
-**Emulated** (`Tiles(emulate=True)`): every tile instruction is replaced by loops over a
-tile file in memory, with the same operands (pointer offsets, strides, rows and columns of
-the configuration), so any CPU runs the kernel and the tests check its packing, offsets,
-strides, tails and epilogue bit for bit against LiteRT.  What the emulation cannot check is
-the hardware: that `tdpbusd` is what Intel's manual says it is and that the configuration
-bytes mean what the manual says; `test_amx.py` checks that the native kernel compiles to
-those instructions.
+**Checked without AMX hardware**, two ways (tests/tvm_bridge/test_amx.py):
+
+- `Tiles(emulate=True)`: every tile instruction replaced by TIR loops over a tile file in
+  memory, with the same operands (pointer offsets, strides, rows and columns of the
+  configuration), so any CPU runs the kernel: packing, offsets, strides, tails and epilogue
+  bit for bit against an int64 reference and LiteRT;
+- the native build (for the host CPU plus `amx-tile`, `amx-int8`) with only the tile
+  intrinsics renamed, in its LLVM IR, to a C emulation written from Intel's manual
+  (tests/tvm_bridge/amx_emu.c: per-thread tiles and configuration, the manual's faults on a
+  bad configuration or operand shapes): the native code's own pointers, strides, tile
+  numbers and configuration bytes, at one and two threads, a whole model's outputs LiteRT's.
+
+What neither can check is the silicon itself, nor the speed: hence opt-in.
 
 Which convolutions take it (`Tiles.takes`): int8 with constant weights, K % 16 == 0, at
 least 16 input channels and `MIN_MACS` multiply-accumulates (below, a tile's fixed costs

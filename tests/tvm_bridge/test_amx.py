@@ -65,6 +65,10 @@ def build_conv(x_shape, w, strides, dilations, flavor, target=None, parallel=Fal
 def run_conv(x, w, strides, dilations, flavor, **kw):
     from tvm import relax
 
+    from tvm_bridge.cpu import request_amx
+
+    if not flavor.tiled.emulate:  # (a VM made here, not by compile_module: ask Linux for the tiles)
+        assert request_amx()
     mod, ex = build_conv(x.shape, w, strides, dilations, flavor, **kw)
     scripts = [f.script() for gv, f in mod.functions.items() if "conv2d" in gv.name_hint]
     assert scripts and all("TMM_" in s or "tdpbusd" in s for s in scripts), "the kernel is not the tile kernel"

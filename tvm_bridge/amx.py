@@ -67,8 +67,14 @@ _C0, _A0, _B0 = 0, 4, 6
 
 
 def enabled() -> bool:
-    """Whether QDIALECT_AMX asks for the tile kernels (1/on/yes)."""
-    return os.environ.get(ENABLE_ENV, "").strip().lower() in ("1", "on", "yes", "true")
+    """Whether QDIALECT_AMX asks for the tile kernels: 1 / on / yes / true, or 0 / off / no /
+    false / unset; ValueError naming the variable for anything else."""
+    text = os.environ.get(ENABLE_ENV, "").strip().lower()
+    if text in ("1", "on", "yes", "true"):
+        return True
+    if text in ("", "0", "off", "no", "false"):
+        return False
+    raise ValueError(f"{ENABLE_ENV}={text!r}: 1 turns the AMX tile kernels on, 0 (or unset) off")
 
 
 def can_run() -> bool:

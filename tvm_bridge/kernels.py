@@ -34,8 +34,9 @@ def target_flavor(target) -> Flavor | None:
     on a target with `amx-int8`, when QDIALECT_AMX asks for it (tvm_bridge/amx.py), the VNNI
     flavor with its convolutions' reduction on AMX tiles where `amx.Tiles.takes` them (not
     on an AMX machine whose Linux refuses the tiles: `amx.can_run`)."""
+    wanted = amx.enabled()  # (a value it does not know is an error on any target)
     flavor = vnni.target_flavor(target)
-    if flavor is vnni.VNNI and amx.enabled() and _has(target, "amx-int8") and amx.can_run():
+    if wanted and flavor is vnni.VNNI and _has(target, "amx-int8") and amx.can_run():
         return replace(flavor, tiled=amx.Tiles())
     return flavor
 

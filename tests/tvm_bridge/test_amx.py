@@ -163,6 +163,11 @@ def test_selection_asks_for_qdialect_amx_and_a_target_with_amx(monkeypatch):
     assert target_flavor(as_target("llvm -mcpu=icelake-server")) is vnni.VNNI  # VNNI, no AMX
     assert target_flavor(as_target("llvm -mcpu=znver5")) is vnni.VNNI
     assert target_flavor(as_target("llvm -mcpu=haswell")) is vnni.PMADDWD
+    monkeypatch.setenv(amx.ENABLE_ENV, "off")
+    assert target_flavor(spr) is vnni.VNNI
+    monkeypatch.setenv(amx.ENABLE_ENV, "2")
+    with pytest.raises(ValueError, match="QDIALECT_AMX='2'"):
+        target_flavor(spr)
 
 
 def test_native_kernel_is_the_tile_instructions_with_intels_configuration():

@@ -12,9 +12,10 @@ one tap and a channel block, the rows of B are that layout's C/4 rows, 4K bytes 
 The kernel is the VNNI kernel's (staging, input pad, output border, fused epilogue) with
 its reduction done on tiles.  Each step computes TT = 16 MA output pixels x KB = 16 NV
 output channels (MA x NV <= 4 accumulator tiles, tmm0-3; A tiles tmm4-5; B tiles tmm6-7):
-the accumulators start from the start value in a stack buffer, are loaded as C tiles, take
-one `tdpbusd` per (tap, chunk of CH input channels, A tile, B tile), and are stored back
-for the epilogue, which runs per pixel as the VNNI kernel's does.
+the accumulator tiles are loaded from 16 copies of the start values (a [16, K] constant, so
+no store starts them), take one `tdpbusd` per (tap, chunk of CH input channels, A tile, B
+tile), and are stored to a stack buffer for the epilogue, which runs per pixel as the VNNI
+kernel's does.
 
 - A 1x1 convolution of stride 1 reads its pixels as one sequence (`FLAT`): a tile's 16
   rows are 16 consecutive pixels of the image, across its rows, so a 7x7 or 3x3 layer
@@ -191,15 +192,12 @@ class Tiles:
                 stmts += [ops.dpbusd(_C0 + a * NV + n, _A0 + a, b) for a in range(MA)]
             return _seq(stmts)
 
-        def c_tiles(action):
-            return [action(_C0 + a * NV + n, acc_buf, a * 16 * KB + n * 16, KB) for a in range(MA) for n in range(NV)]
-
+        c_tiles = [(_C0 + a * NV + n, a, n) for a in range(MA) for n in range(NV)]
         main = _seq([
-            _loops("serial", (TT,), ("t",), lambda t: tirx.BufferStore(
-                acc_buf, INIT.vload([kov * KB], f"int32x{KB}"), [t, T.ramp(0, 1, KB)])),
-            *c_tiles(ops.load),
+            # the accumulators start from INIT's 16 rows (each the start values of all K)
+            *[ops.load(t, INIT, kov * KB + n * 16, K) for t, _, n in c_tiles],
             _loops("serial", (KH, KW, CP // CH), ("rh", "rw", "rc"), reduce),
-            *c_tiles(ops.store),
+            *[ops.store(t, acc_buf, a * 16 * KB + n * 16, KB) for t, a, n in c_tiles],
             tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.SERIAL, epilogue())])
         main = tirx.For(kov, tirx.IntImm("int32", 0), tirx.IntImm("int32", K16), tirx.ForKind.SERIAL, main)
         outer, each = self._groups(g)

@@ -183,7 +183,8 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
     def at(v, offset: int):
         return v + offset if offset else v
     WP = _buffer((g["KH"], g["KWE"], g["C4"], g["K16"], G * KB), f.wdtype, "WP")
-    INIT = _buffer((K,), "int32", "INIT")
+    # (the tile kernel loads its accumulator tiles from 16 copies of the start values)
+    INIT = _buffer((16, K) if g.get("TILED") else (K,), "int32", "INIT")
     Y = _buffer((1, g["YH"], g["YW"], K), ODT, "Y")
     XU = _buffer(xu_shape, f.xdtype, "XU")
     zero = getattr(T, f.xdtype)(0)
@@ -672,7 +673,7 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
         ((epi.pad[0][1], epi.pad[0][2]), (epi.pad[1][1], epi.pad[1][2])), epi.pad[2])
     odt = "int32" if epi is None else epi.out_dtype
     yh, yw = g["OH"] + pad[0][0] + pad[1][0], g["OW"] + pad[0][1] + pad[1][1]
-    args = [x, tensor_constant(packed), tensor_constant(start)]
+    args = [x, tensor_constant(packed), tensor_constant(np.tile(start, (16, 1)) if g.get("TILED") else start)]
     args += [tensor_constant(p.value) if isinstance(p.value, np.ndarray) else p.value for p in params]
     from tvm_bridge.epilogue import pair_twins
 

@@ -182,9 +182,11 @@ def test_native_kernel_is_the_tile_instructions_with_intels_configuration():
     w = np.ones((64, 1, 1, 64), np.int8)
     mod, ex = build_conv((1, 8, 8, 64), w, (1, 1), (1, 1), tiles(native=True), target=spr)
     count = Counter(re.findall(r"^\s+(ldtilecfg|tileloadd|tdpbusd|tilestored|tilerelease)\b", assembly(ex), re.M))
-    # 64 pixels (2 A tiles) x 64 channels (2 B tiles), 64 input channels (one chunk): 4
-    # accumulator tiles loaded and stored, 2 + 2 operand tiles loaded, 4 tdpbusd
-    assert count == {"ldtilecfg": 1, "tileloadd": 8, "tdpbusd": 4, "tilestored": 4, "tilerelease": 1}
+    # per step of 32 pixels (2 A tiles) x 64 channels (2 B tiles), 64 input channels (one
+    # chunk): 4 accumulator tiles loaded and stored, 2 + 2 operand tiles loaded, 4 tdpbusd
+    # (LLVM may unroll the loop over the two steps: counts per step, not per function)
+    assert count["ldtilecfg"] == count["tilerelease"] == 1
+    assert count["tdpbusd"] in (4, 8) and count["tileloadd"] == 2 * count["tdpbusd"] == 2 * count["tilestored"]
     (kernel,) = [f for gv, f in mod.functions.items() if "conv2d" in gv.name_hint]
     stored = {}
 
@@ -218,7 +220,8 @@ def test_native_kernel_is_the_tile_instructions_with_intels_configuration():
     _, ex = build_conv((1, 8, 8, 64), w, (1, 1), (1, 1), tiles(native=True),
                        target=quick_target("llvm -mcpu=sapphirerapids"))
     count = Counter(re.findall(r"^\s+(ldtilecfg|tileloadd|tdpbusd|tilestored|tilerelease)\b", assembly(ex), re.M))
-    assert count == {"ldtilecfg": 1, "tileloadd": 8, "tdpbusd": 4, "tilestored": 4, "tilerelease": 1}
+    assert count["ldtilecfg"] == count["tilerelease"] == 1
+    assert count["tdpbusd"] in (4, 8) and count["tileloadd"] == 2 * count["tdpbusd"] == 2 * count["tilestored"]
 
 
 def test_this_machine(monkeypatch):

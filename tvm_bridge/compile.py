@@ -390,6 +390,10 @@ class CompiledModel:
         dtype and elements of each) and the thread count of TVM's pool (an int: 1 takes each
         kernel's serial form, more its parallel one).
 
+        A build with AMX tile kernels (QDIALECT_AMX=1, tvm_bridge/amx.py) runs only in a process
+        that has asked Linux for the tiles: call `tvm_bridge.cpu.request_amx()` before the
+        library's first call (qdialect's own loaders do).
+
         TVM 0.27 logs one `Warning: Scope Saving:` line per function when it saves a
         `compiled`-mode VM executable (and `Scope Loaded:` when it loads one): debug
         output, not a problem.  The save-side lines are filtered out here; anything

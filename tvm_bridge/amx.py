@@ -46,8 +46,16 @@ What neither can check is the silicon itself, nor the speed: hence opt-in.
 
 Which convolutions take it (`Tiles.takes`): int8 with constant weights, K % 16 == 0, at
 least 16 input channels and `MIN_MACS` multiply-accumulates (below, a tile's fixed costs
-outweigh the VNNI kernel's register tiles).  Off by default until it has been measured on a
-CPU with AMX: `QDIALECT_AMX=1` selects it where the target has `amx-int8`.
+outweigh the VNNI kernel's register tiles).
+
+**Batch matmuls** (attention's products of two activations, tvm_bridge/batch_matmul.py) take
+tiles too (`Tiles.takes_matmul`: N % 16 == 0, K >= 16, `MIN_MACS` over all batches): the
+kernel stages `a + 128` and packs the right-hand side per batch into the layout of B tiles,
+as it does for VNNI; `matmul_loops` accumulates 16 MA rows x 16 NV columns from zero (tilezero)
+and hands each row to the kernel's own corrections and epilogue.
+
+Off by default until it has been measured on a CPU with AMX: `QDIALECT_AMX=1` selects it where
+the target has `amx-int8`.
 """
 
 from __future__ import annotations
@@ -97,6 +105,57 @@ class Tiles:
         oh = (h - dilations[0] * (kh - 1) - 1) // strides[0] + 1
         ow = (w - dilations[1] * (kw - 1) - 1) // strides[1] + 1
         return k % 16 == 0 and c >= 16 and oh > 0 and ow > 0 and oh * ow * k * kh * kw * c >= MIN_MACS
+
+    def takes_matmul(self, m: int, n: int, k: int, batches: int) -> bool:
+        """Whether a batch matmul of `batches` [m, k] x [k, n] products runs on tiles."""
+        return n % 16 == 0 and k >= 16 and batches * m * n * k >= MIN_MACS
+
+    @staticmethod
+    def matmul_geometry(g: dict) -> dict:
+        """batch_matmul.py's geometry `g` (M, N, K) made the tile kernel's: TT = 16 MA rows, KB
+        = 16 NV columns, CH bytes of k a tile row, MT rows staged (M rounded up to TT)."""
+        from tvm_bridge.vnni import NotApplicable
+
+        if g["N"] % 16:
+            raise NotApplicable(f"AMX tiles need N % 16 == 0 (N = {g['N']})")
+        ma = 2 if g["M"] > 16 else 1
+        nv = next(n for n in (4 // ma, 2, 1) if g["N"] % (16 * n) == 0)
+        kp = -(-g["K"] // 4) * 4
+        ch = next(b for b in range(min(64, kp), 0, -4) if kp % b == 0)
+        tt = 16 * ma
+        return dict(g, TILED=True, L=16, NV=nv, MA=ma, TT=tt, CH=ch, MT=-(-g["M"] // tt) * tt)
+
+    def matmul_loops(self, g: dict, XU, WP, acc_buf, mo, ko, tv, store):
+        """The row-tile (mo) and column-block (ko) loops of the batch matmul kernel on tiles:
+        the accumulators from zero, the tile reduction over k, stored to `acc_buf`, then
+        `store` (the statement of row `tv` of the tile, every lane) for each row < M; the
+        tile configuration loaded before them and the tiles released after."""
+        from tvm import tirx
+
+        TT, KB, MA, NV, CH = g["TT"], 16 * g["NV"], g["MA"], g["NV"], g["CH"]
+        N, KP = g["N"], int(XU.shape[1])
+        ops = _Ops(self.emulate, {**{_C0 + i: (16, 64) for i in range(MA * NV)},
+                                  **{_A0 + a: (16, CH) for a in range(MA)},
+                                  **{_B0 + b: (CH // 4, 64) for b in range(min(NV, 2))}})
+        c_tiles = [(_C0 + a * NV + n, a, n) for a in range(MA) for n in range(NV)]
+
+        def reduce(rc):
+            stmts = [ops.load(_A0 + a, XU, (mo * TT + 16 * a) * KP + rc * CH, KP) for a in range(MA)]
+            for n in range(NV):
+                b = _B0 + n % 2
+                stmts.append(ops.load(b, WP, (rc * (CH // 4) * (N // KB) + ko) * (4 * KB) + n * 64, 4 * N))
+                stmts += [ops.dpbusd(_C0 + a * NV + n, _A0 + a, b) for a in range(MA)]
+            return _seq(stmts)
+
+        rows = tirx.IfThenElse(tirx.LT(mo * TT + tv, tirx.IntImm("int32", g["M"])), store, None)
+        main = _seq([
+            *[ops.zero(t) for t, _, _ in c_tiles],
+            _loops("serial", (KP // CH,), ("rc",), reduce),
+            *[ops.store(t, acc_buf, a * 16 * KB + n * 16, KB) for t, a, n in c_tiles],
+            tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.SERIAL, rows)])
+        for v, e in ((ko, N // KB), (mo, g["MT"] // TT)):
+            main = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, main)
+        return _seq(ops.allocs() + ops.enter() + [main] + ops.leave())
 
     def geometry(self, g: dict) -> dict:
         """The VNNI geometry `g` (vnni._geometry's, of lanes 16) made the tile kernel's: TT =
@@ -298,6 +357,16 @@ class _Ops:
         tile, flat = self.file[str(buf.dtype)], self._flat(buf)
         return _seq([tirx.DeclBuffer(flat, data=buf.data), _loops("serial", (rows, colsb // size), ("er", "ec"), lambda r, c: (
             tirx.BufferStore(flat, tirx.BufferLoad(tile, [t, r, c]), [offset + r * stride + c])))])
+
+    def zero(self, t: int):
+        """Tile `t` (int32 accumulators) <- 0."""
+        from tvm import tirx
+
+        if not self.emulate:
+            return self._intrin("llvm.x86.tilezero", self._tmm(t))
+        rows, colsb = self.config[t]
+        return _loops("serial", (rows, colsb // 4), ("er", "ec"), lambda r, c: tirx.BufferStore(
+            self.file["int32"], tirx.const(0, "int32"), [t, r, c]))
 
     def dpbusd(self, c: int, a: int, b: int):
         """Tile c (int32) += tile a (unsigned bytes, rows x K) . tile b (signed bytes, K/4 x

@@ -138,6 +138,7 @@ def _kernel(g: dict, f: Flavor, epi=None, ebufs=()):
     from tvm.tirx.script.builder import ir as T
 
     G, L, NV, TT = f.group, g["L"], g["NV"], g["TT"]
+    tiled = bool(g.get("TILED"))  # the products on AMX tiles (tvm_bridge/amx.py)
     KB = NV * L
     M, N, K, za, zb = g["M"], g["N"], g["K"], g["ZA"], g["ZB"]
     KP = -(-K // G) * G
@@ -148,7 +149,8 @@ def _kernel(g: dict, f: Flavor, epi=None, ebufs=()):
     B = _buffer(g["b_shape"], "int8", "B")
     INIT = _buffer((N,), "int32", "INIT")  # the epilogue's additive steps folded (mod 2^32)
     Y = _buffer(out_shape, "int32" if epi is None else epi.out_dtype, "Y")
-    XU = _buffer((M, KP), f.xdtype, "XU")
+    # (a tile reads whole 16-row tiles: the rows past M are read, their sums discarded)
+    XU = _buffer((g["MT"] if tiled else M, KP), f.xdtype, "XU")
     WP = _buffer((KP // G, N // KB, G * KB), f.wdtype, "WP")
     COL = _buffer((N,), "int32", "COL")  # the column correction, then read by the epilogue
     ROW = _buffer((M,), "int32", "ROW")
@@ -237,14 +239,17 @@ def _kernel(g: dict, f: Flavor, epi=None, ebufs=()):
             raise ValueError(f"batch matmul epilogue computes {value.ty}, its result is {Y.dtype}")
     store = _seq([*(tirx.BufferStore(b, e, [lv]) for b, e in temps),
                   tirx.BufferStore(Y, value, [*batch, mo * TT + tv, ko * KB + lv])])
-    tiles = _seq([
-        _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
-            acc_buf, T.Broadcast(zero32, KB), [t, T.ramp(0, 1, KB)])),
-        _loops("serial", (KP // G,), ("rc",), accumulate),
-        tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED,
-                 tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED, store))])
-    for v, e in ((ko, N // KB), (mo, M // TT)):
-        tiles = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, tiles)
+    row = tirx.For(lv, tirx.IntImm("int32", 0), tirx.IntImm("int32", KB), tirx.ForKind.VECTORIZED, store)
+    if tiled:
+        tiles = f.tiled.matmul_loops(g, XU, WP, acc_buf, mo, ko, tv, row)
+    else:
+        tiles = _seq([
+            _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
+                acc_buf, T.Broadcast(zero32, KB), [t, T.ramp(0, 1, KB)])),
+            _loops("serial", (KP // G,), ("rc",), accumulate),
+            tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED, row)])
+        for v, e in ((ko, N // KB), (mo, M // TT)):
+            tiles = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, tiles)
     per_batch = _seq([*stage, tiles])
     for v, e in zip(reversed(batch), reversed(out_shape[:nb])):
         per_batch = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, per_batch)
@@ -280,8 +285,11 @@ def emit(tr, op, g: dict, flavor: Flavor) -> None:
     from tvm_bridge.common import tensor_constant
 
     lanes = 16 if g["N"] % 16 == 0 and flavor.max_lanes == 16 else 8
-    tt, nv = next((t, v) for t, v in BLOCKS if g["M"] % t == 0 and g["N"] % (v * lanes) == 0)
-    g = dict(g, L=lanes, TT=tt, NV=nv)
+    if flavor.tiled is not None:  # (the registry leaves tiles only where `takes_matmul` holds)
+        g = flavor.tiled.matmul_geometry(g)
+    else:
+        tt, nv = next((t, v) for t, v in BLOCKS if g["M"] % t == 0 and g["N"] % (v * lanes) == 0)
+        g = dict(g, L=lanes, TT=tt, NV=nv)
     epi = _epilogue(tr, op, g)
     prim_func = None
     if epi is not None:
@@ -303,7 +311,7 @@ def emit(tr, op, g: dict, flavor: Flavor) -> None:
             prim_func = tr.vnni_kernels[key] = _kernel(g, flavor)
     gvar = tr.vnni_kernels.get(("gvar", id(prim_func)), (None, None))[1]
     if gvar is None:
-        gvar = tr.bb.add_func(prim_func, f"{flavor.name}_batch_matmul")
+        gvar = tr.bb.add_func(prim_func, "amx_batch_matmul" if flavor.tiled is not None else f"{flavor.name}_batch_matmul")
         tr.vnni_kernels[("gvar", id(prim_func))] = (prim_func, gvar)
     a, b = (tr.tensor(v) for v in op.inputs)
     init = np.zeros(g["N"], np.int32) if epi is None else epi.init

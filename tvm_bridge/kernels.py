@@ -26,7 +26,8 @@ FAMILIES = {"vnni": "avx512-vnni (vpdpbusd)", "pmaddwd": "avx2 (vpmaddwd, 256-bi
 #: kernels whose instruction is not their flavor's (kernel name -> family): the depthwise
 #: kernel multiplies 16-bit pairs (tvm_bridge/depthwise.py)
 KERNEL_FAMILIES = {"vnni_depthwise": "avx512-vnni (vpdpwssd)", "pmaddwd512_depthwise": "avx512bw (vpmaddwd, 512-bit)",
-                   "pmaddwd_depthwise": "avx2 (vpmaddwd, 256-bit)", "amx_conv2d": "amx-int8 (tdpbusd)"}
+                   "pmaddwd_depthwise": "avx2 (vpmaddwd, 256-bit)", "amx_conv2d": "amx-int8 (tdpbusd)",
+                   "amx_batch_matmul": "amx-int8 (tdpbusd)"}
 
 
 def target_flavor(target) -> Flavor | None:
@@ -54,7 +55,7 @@ def record(tr, kind: str, kernel: str, flavor: Flavor | None, op=None) -> None:
     if choices is not None:
         name = family(flavor)
         if flavor is not None and kernel in KERNEL_FAMILIES:
-            emulated = flavor.tiled.emulate if kernel == "amx_conv2d" else flavor.emulate
+            emulated = flavor.tiled.emulate if kernel.startswith("amx_") else flavor.emulate
             name = KERNEL_FAMILIES[kernel] + (" emulated" if emulated else "")
         choices.append((kind, kernel, name, None if op is None else macs(op)))
 
@@ -81,12 +82,18 @@ def macs(op) -> int | None:
         return None
 
 
-def _try_batch_matmul(tr, op, flavor: Flavor) -> bool:
+def _try_batch_matmul(tr, op, flavor: Flavor) -> str | bool:
     geometry = batch_matmul.match(tr, op)
     if geometry is None or not batch_matmul.applicable(geometry, flavor):
         return False
+    if flavor.tiled is not None:
+        batches = 1
+        for d in geometry["out_shape"][:-2]:
+            batches *= d
+        if not flavor.tiled.takes_matmul(geometry["M"], geometry["N"], geometry["K"], batches):
+            flavor = replace(flavor, tiled=None)  # (the flavor's own register tiles)
     batch_matmul.emit(tr, op, geometry, flavor)
-    return True
+    return "amx_batch_matmul" if flavor.tiled is not None else True
 
 
 def _try_depthwise(tr, op, flavor: Flavor) -> bool:
@@ -100,7 +107,9 @@ def _try_depthwise(tr, op, flavor: Flavor) -> bool:
     return True
 
 
-#: the kernels a linalg.generic is offered to, in order: (name, try(tr, op, flavor) -> taken)
+#: the kernels a linalg.generic is offered to, in order: (name, try(tr, op, flavor)): falsy
+#: when it does not take the op, else True (recorded as `<flavor>_<name>`) or the name of
+#: the kernel that took it
 GENERIC_KERNELS = (("batch_matmul", _try_batch_matmul), ("depthwise", _try_depthwise))
 
 
@@ -110,8 +119,9 @@ def emit_generic(tr, op, flavor: Flavor | None) -> bool:
     if flavor is None:
         return False
     for name, attempt in GENERIC_KERNELS:
-        if attempt(tr, op, flavor):
-            record(tr, name, f"{flavor.name}_{name}", flavor, op)
+        taken = attempt(tr, op, flavor)
+        if taken:
+            record(tr, name, taken if isinstance(taken, str) else f"{flavor.name}_{name}", flavor, op)
             return True
     return False
 

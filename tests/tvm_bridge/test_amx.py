@@ -348,7 +348,6 @@ def test_native_model_on_an_emulation_of_intels_instructions(profile, tmp_path, 
     from tests.tvm_bridge import amx_emulation
     from transforms.pipelines import lower_to_l3
     from tvm_bridge import cpu
-    from tvm_bridge.compile import CompiledModel, cannot_run_here, compile_module, host_target
     from tvm_bridge.run_cli import _entry_signature, litert_run, load_module, make_inputs
 
     monkeypatch.setattr(amx, "MIN_MACS", 0)
@@ -357,12 +356,7 @@ def test_native_model_on_an_emulation_of_intels_instructions(profile, tmp_path, 
     if profile == "litert":
         set_rounding(module, "litert")
     lower_to_l3(module)
-    target = tvm.target.Target(amx_emulation.target())
-    built = compile_module(module, target=target, dot=tiles(native=True), cache=False)
-    assert built.is_fused and cannot_run_here(target) is not None  # (this CPU has no AMX: not runnable as built)
-    library = amx_emulation.emulated_library(amx_emulation.modules_of(built.executable), tmp_path)
-    model = CompiledModel(None, built.n_outputs, host_target(), built.out_dtypes,
-                          library=tvm.runtime.load_module(str(library)), library_path=str(library), fused=built.fused)
+    model, library = _native_on_emulation(module, tmp_path)
     _, in_values, _ = _entry_signature(load_module(path, batch=1))
     samples = [make_inputs(in_values, seed) for seed in range(3)]
     theirs = litert_run(path.read_bytes(), samples, reference=profile == "tflite")
@@ -379,3 +373,67 @@ def test_native_model_on_an_emulation_of_intels_instructions(profile, tmp_path, 
         cpu.set_threads(before)
     ran = amx_emulation.counts(library)
     assert ran["tdpbusd"] > 0 and ran["ldtilecfg"] == ran["tilerelease"] > 0
+
+
+def _native_on_emulation(module, workdir, tiles_expected: bool = True):
+    """(a callable model, its library): the L3 `module` built natively for this CPU plus AMX
+    (fused), its tile instructions then emulated (amx_emulation.py)."""
+    from tests.tvm_bridge import amx_emulation
+    from tvm_bridge.compile import CompiledModel, cannot_run_here, compile_module, host_target
+
+    target = tvm.target.Target(amx_emulation.target())
+    built = compile_module(module, target=target, dot=tiles(native=True), cache=False)
+    assert built.is_fused and cannot_run_here(target) is not None  # (this CPU has no AMX: not runnable as built)
+    library = amx_emulation.emulated_library(amx_emulation.modules_of(built.executable), workdir, tiles_expected)
+    model = CompiledModel(None, built.n_outputs, host_target(), built.out_dtypes,
+                          library=tvm.runtime.load_module(str(library)), library_path=str(library), fused=built.fused)
+    return model, library
+
+
+MATMUL_CASES = [
+    # (lhs, rhs, adj_x, adj_y, lhs zp, rhs zp, output scale: most outputs inside the int8 range)
+    ((1, 4, 12, 16), (1, 4, 16, 16), False, False, -3, 0, 0.6),     # P @ V: 12 rows of a 16-row tile
+    ((1, 4, 16, 16), (1, 4, 48, 16), False, True, 11, -7, 0.6),     # Q @ K^T, rhs read as (n, k): 3 C tiles
+    ((1, 2, 40, 80), (1, 2, 80, 64), False, False, 5, 9, 1.0),      # 40 rows (2 A tiles, 2 steps), K = 80: chunks of 40
+    ((2, 36, 20), (1, 36, 32), True, False, -20, 13, 0.6),          # adj_x (20 rows), lhs broadcast, K = 36: one chunk
+    ((1, 8, 512), (1, 512, 16), False, False, 6, -4, 2.0),          # K = 512: 8 chunks of 64
+    ((2, 7, 5), (5, 32), False, False, 3, 1, 0.6),                  # K = 5: fewer than 16, the VNNI kernel
+]
+
+
+@pytest.mark.parametrize("case", MATMUL_CASES, ids=[f"{'x'.join(map(str, c[0]))}-{'x'.join(map(str, c[1]))}"
+                                                    for c in MATMUL_CASES])
+@pytest.mark.parametrize("native", [False, True], ids=["tir-loops", "native-on-emulation"])
+def test_batch_matmul_on_tiles_equals_litert(case, native, tmp_path, monkeypatch):
+    """Attention's products (tvm_bridge/batch_matmul.py) on tiles, their requantization fused:
+    LiteRT's reference kernels' bits, as TIR with the tile instructions as loops and as the
+    native build on the C emulation."""
+    from tests.tflite_writer import run_tflite
+    from tests.tvm_bridge.helpers import lowered_tflite
+    from tests.tvm_bridge.test_batch_matmul_kernel import _model
+    from tvm_bridge.compile import compile_module
+    from tvm_bridge.translate import translate
+
+    monkeypatch.setattr(amx, "MIN_MACS", 0)
+    lhs, rhs, adj_x, adj_y, lzp, rzp, out_s = case
+    model = _model(lhs, rhs, adj_x, adj_y, lzp, rzp, out_s)
+    lowered = lowered_tflite(model, "tflite", tmp_path, "bmm.tflite")
+    flavor = tiles(native)
+    choices = []
+    translate(lowered(), dot=flavor, choices=choices)
+    on_tiles = lhs[-1] >= 16 if not adj_x else lhs[-2] >= 16
+    assert [c[1] for c in choices] == ["amx_batch_matmul" if on_tiles else "vnni_batch_matmul"]
+    rng = np.random.default_rng(sum(lhs) * 31 + sum(rhs))
+    inputs = [rng.integers(-128, 128, lhs).astype(np.int8), rng.integers(-128, 128, rhs).astype(np.int8)]
+    if native:
+        built, library = _native_on_emulation(lowered(), tmp_path / "emu", on_tiles)
+    else:
+        built, library = compile_module(lowered(), dot=flavor, cache=False), None
+    (ours,) = built(*inputs)
+    (theirs,) = run_tflite(model, inputs, reference=True)
+    assert len(np.unique(theirs)) > 32  # (outputs that tell a wrong sum: not all clamped)
+    assert int(np.count_nonzero(ours.reshape(theirs.shape) != theirs)) == 0
+    if library is not None and on_tiles:
+        from tests.tvm_bridge import amx_emulation
+
+        assert amx_emulation.fault(library) == "" and amx_emulation.counts(library)["tdpbusd"] > 0

@@ -212,7 +212,6 @@ class Tiles:
         per tile and channel block, accumulators from INIT, the tile reduction, and the
         epilogue `value` (with its `temps`) of each valid pixel written to Y inside its pad."""
         from tvm import tirx
-        from tvm.tirx.script.builder import ir as T
 
         yv, xov, tv, kov, lv = loop_vars
         TT, KB, MA, NV, CH, CP = g["TT"], g["KB"], g["MA"], g["NV"], g["CH"], g["CP"]
@@ -334,29 +333,32 @@ class _Ops:
 
     def load(self, t: int, buf, offset, stride: int):
         """Tile `t` <- its rows x bytes from `buf`'s element `offset`, rows `stride` elements apart."""
-        from tvm import tirx
-
-        size = {"uint8": 1, "int8": 1, "int32": 4}[str(buf.dtype)]
-        if not self.emulate:
-            return self._intrin("llvm.x86.tileloadd64", self._tmm(t), buf.access_ptr("r", offset=offset),
-                                tirx.const(stride * size, "int64"))
-        rows, colsb = self.config[t]
-        tile, flat = self.file[str(buf.dtype)], self._flat(buf)
-        return _seq([tirx.DeclBuffer(flat, data=buf.data), _loops("serial", (rows, colsb // size), ("er", "ec"), lambda r, c: (
-            tirx.BufferStore(tile, tirx.BufferLoad(flat, [offset + r * stride + c]), [t, r, c])))])
+        return self._move(t, buf, offset, stride, "llvm.x86.tileloadd64")
 
     def store(self, t: int, buf, offset, stride: int):
         """`buf` from element `offset`, rows `stride` elements apart <- tile `t`."""
+        return self._move(t, buf, offset, stride, "llvm.x86.tilestored64")
+
+    def _move(self, t: int, buf, offset, stride: int, intrinsic: str):
+        """A tile load or store (`intrinsic`) of tile `t` and `buf` from element `offset`, rows
+        `stride` elements apart (the instruction takes the stride in bytes)."""
         from tvm import tirx
 
         size = {"uint8": 1, "int8": 1, "int32": 4}[str(buf.dtype)]
+        loading = intrinsic.endswith("loadd64")
         if not self.emulate:
-            return self._intrin("llvm.x86.tilestored64", self._tmm(t), buf.access_ptr("w", offset=offset),
-                                tirx.const(stride * size, "int64"))
+            pointer = buf.access_ptr("r" if loading else "w", offset=offset)
+            return self._intrin(intrinsic, self._tmm(t), pointer, tirx.const(stride * size, "int64"))
         rows, colsb = self.config[t]
         tile, flat = self.file[str(buf.dtype)], self._flat(buf)
-        return _seq([tirx.DeclBuffer(flat, data=buf.data), _loops("serial", (rows, colsb // size), ("er", "ec"), lambda r, c: (
-            tirx.BufferStore(flat, tirx.BufferLoad(tile, [t, r, c]), [offset + r * stride + c])))])
+
+        def copy(r, c):
+            at = offset + r * stride + c
+            if loading:
+                return tirx.BufferStore(tile, tirx.BufferLoad(flat, [at]), [t, r, c])
+            return tirx.BufferStore(flat, tirx.BufferLoad(tile, [t, r, c]), [at])
+
+        return _seq([tirx.DeclBuffer(flat, data=buf.data), _loops("serial", (rows, colsb // size), ("er", "ec"), copy)])
 
     def zero(self, t: int):
         """Tile `t` (int32 accumulators) <- 0."""

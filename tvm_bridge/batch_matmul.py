@@ -311,7 +311,8 @@ def emit(tr, op, g: dict, flavor: Flavor) -> None:
             prim_func = tr.vnni_kernels[key] = _kernel(g, flavor)
     gvar = tr.vnni_kernels.get(("gvar", id(prim_func)), (None, None))[1]
     if gvar is None:
-        gvar = tr.bb.add_func(prim_func, "amx_batch_matmul" if flavor.tiled is not None else f"{flavor.name}_batch_matmul")
+        name = "amx_batch_matmul" if flavor.tiled is not None else f"{flavor.name}_batch_matmul"
+        gvar = tr.bb.add_func(prim_func, name)
         tr.vnni_kernels[("gvar", id(prim_func))] = (prim_func, gvar)
     a, b = (tr.tensor(v) for v in op.inputs)
     init = np.zeros(g["N"], np.int32) if epi is None else epi.init

@@ -3,7 +3,8 @@ linalg.generic, for a dot-product flavor (tvm_bridge/vnni.py's `Flavor`).
 
 The translation (tvm_bridge/translate.py) consults this module and nothing else about
 the kernels, and for the flavor a target gets (`target_flavor`); the kernel modules
-(vnni.py, amx.py, depthwise.py, batch_matmul.py, epilogue.py) depend only on the shared pieces in tvm_bridge/common.py and never on the translation
+(vnni.py, amx.py, depthwise.py, batch_matmul.py, epilogue.py) depend only on the shared
+pieces in tvm_bridge/common.py and never on the translation
 (no import cycle, at module level or inside functions).  The translator is passed to
 the kernels as an object (its `bb`, `env`, `tensor`, `dense`, `vnni_kernels`, ...).
 

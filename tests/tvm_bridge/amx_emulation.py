@@ -79,4 +79,5 @@ def counts(library: Path) -> dict:
 def fault(library: Path) -> str:
     """The first fault the library's emulation met (a configuration or operand shapes the
     manual faults on: the instruction then did nothing), or "" when none."""
-    return ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(ctypes.CDLL(str(library)), "qd_emu_fault"))).value.decode()
+    first = ctypes.c_char.in_dll(ctypes.CDLL(str(library)), "qd_emu_fault")
+    return ctypes.c_char_p(ctypes.addressof(first)).value.decode()

@@ -9,8 +9,8 @@ a ResNet 3x3, a 1280 -> 1024 fully connected layer) is built twice, on the VNNI 
 register tiles and on AMX tiles, both checked equal to an int64 reference, and timed
 interleaved on one thread: GMAC/s of each against the core's peak (bench/conv_gmacs.py's
 `peak_gmacs`: 64 or 128 MACs a cycle for vpdpbusd, 1024 for tdpbusd) and the ratio
-tiles / VNNI.  Then each `--models` file (default: the zoo's mobilenetv2_tiny) built both
-ways in the `litert` profile, checked against LiteRT XNNPACK and timed against it.
+tiles / VNNI.  Then each `--models` file (default: the zoo's mobilenetv2_tiny and
+models/transformers' bert_tiny, whose attention products take tiles too) built both ways in the `litert` profile, checked against LiteRT XNNPACK and timed against it.
 
 On a CPU without AMX it says so and stops (exit 2), unless `--emulate`: the tile
 instructions emulated (tvm_bridge/amx.py), to check this script and its kernels' bits;
@@ -40,7 +40,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=200)
     p.add_argument("--rounds", type=int, default=10)
-    p.add_argument("--models", default=str(ROOT / "models" / "zoo" / "mobilenetv2_tiny.tflite"),
+    p.add_argument("--models", default=",".join(str(ROOT / "models" / d / f"{n}.tflite") for d, n in (
+                       ("zoo", "mobilenetv2_tiny"), ("transformers", "bert_tiny"))),
                    help="comma-separated .tflite files ('' for none)")
     p.add_argument("--emulate", action="store_true", help="emulate the tile instructions (a CPU without AMX)")
     p.add_argument("--min-macs", type=int, default=None,

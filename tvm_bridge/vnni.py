@@ -696,7 +696,7 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     # once per kernel object and translation
     gvar = None if kernels is None else kernels.get(("gvar", id(prim_func)), (None, None))[1]
     if gvar is None:
-        gvar = bb.add_func(prim_func, f"{f.name}_conv2d")
+        gvar = bb.add_func(prim_func, "amx_conv2d" if f.tiled is not None else f"{f.name}_conv2d")
         if kernels is not None:
             kernels[("gvar", id(prim_func))] = (prim_func, gvar)  # the kernel kept: its id stays its own
     return bb.emit(call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))

@@ -78,7 +78,8 @@ class Flavor:
     max_lanes: int
     blocks: tuple
     emulate: bool = False
-    #: the tile reduction (tvm_bridge/amx.py's `Tiles`) for the convolutions it takes, or None
+    #: the AMX tile reduction (tvm_bridge/amx.py's `Tiles`) for the convolutions and batch
+    #: matmuls it takes, or None
     tiled: object = None
 
     def intrinsic(self, lanes: int) -> str:
@@ -565,9 +566,9 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
     cf = -(-kw * c // G) * G
     kwe, c4 = (1, cf // G) if fold else (kw, cp // G)
     g = dict(F=f, PARALLEL=parallel_rows(oh * ow * k * kh * kw * c, oh), H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
-                L=lanes, NV=nv, VECS=_vectors(f, lanes, nv), OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
-                KIND="unroll" if c < 16 else "vectorized",
-                XU=(h, w * c + G) if fold else (h, w, cp))
+             L=lanes, NV=nv, VECS=_vectors(f, lanes, nv), OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
+             KIND="unroll" if c < 16 else "vectorized",
+             XU=(h, w * c + G) if fold else (h, w, cp))
     # a flavor with a tile reduction (AMX) blocks the same operands its own way
     return g if f.tiled is None else f.tiled.geometry(g)
 

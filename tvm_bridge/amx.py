@@ -1,5 +1,5 @@
-"""int8 convolutions on AMX-int8 tiles (`tdpbusd`), for CPUs that have them (Sapphire
-Rapids and later).
+"""int8 convolutions and batch matmuls on AMX-int8 tiles (`tdpbusd`), for CPUs that have
+them (Sapphire Rapids and later).
 
 `tdpbusd tmm_c, tmm_a, tmm_b` adds to each int32 of a 16 x 16 tile C the dot product of
 a row of A (16 rows of up to 64 unsigned bytes) with a column of B (up to 16 rows of 64
@@ -21,8 +21,8 @@ kernel's does.
   rows are 16 consecutive pixels of the image, across its rows, so a 7x7 or 3x3 layer
   wastes at most the last tile's tail.  Other convolutions take tiles along each output
   row (a 3x3 over 12 columns computes 16, the last 4 discarded).
-- A tile reads up to 15 pixels past the last one it needs; the staging buffer has the rows
-  for it, whose sums are discarded.
+- A step reads whole tiles of 16 pixels, past the last pixel of the image (or of a row's
+  last tile); the staging buffer has the rows for them, and their sums are discarded.
 - CH, the bytes of a row of A, is the largest multiple of 4 up to 64 that divides the
   padded channel count (C = 96: 48), so no channel is computed twice.
 - Each thread loads the tile configuration (`ldtilecfg`) before its first tile and releases
@@ -66,7 +66,8 @@ from dataclasses import dataclass
 from tvm_bridge.cpu import cpu_flags, env_int, request_amx
 from tvm_bridge.vnni import _buffer, _loops, _seq, epilogue_blocks
 
-#: multiply-accumulates from which a convolution takes the tile kernel (QDIALECT_AMX_MIN_MACS)
+#: multiply-accumulates from which a convolution (or a batch matmul, all its batches) takes
+#: tiles (QDIALECT_AMX_MIN_MACS): a guess until measured (bench/amx_ab.py)
 MIN_MACS = env_int("QDIALECT_AMX_MIN_MACS", 1 << 20)
 #: the environment variable that turns the tile kernels on where the target has amx-int8
 ENABLE_ENV = "QDIALECT_AMX"

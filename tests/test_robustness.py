@@ -358,6 +358,26 @@ def test_qd_run_target_tvm_refuses_is_one_line(target, message, opt, monkeypatch
     assert cap.rc == 2 and line.startswith(message), line
 
 
+@pytest.mark.parametrize("variable, value, message", [
+    ("QDIALECT_AMX", "maybe", "qd-run: error: QDIALECT_AMX='maybe': 1 turns the AMX tile kernels on"),
+    ("QDIALECT_TARGET_CPU", "bogus", "qd-run: error: QDIALECT_TARGET_CPU=bogus: not a cpu name LLVM knows"),
+    ("QDIALECT_TARGET_CPU", "native", "qd-run: error: QDIALECT_TARGET_CPU=native: TVM 0.27 compiles that for"),
+])
+def test_qd_run_bad_setting_is_one_line(variable, value, message, monkeypatch):
+    """A QDIALECT_* variable set to a value it does not take is the user's input: exit 2 and one
+    line naming it (was: `qd-run: internal error: ValueError ...`, exit 3)."""
+    from pathlib import Path
+
+    from tvm_bridge.run_cli import main as qd_run
+
+    monkeypatch.setenv("QDIALECT_CACHE", "0")
+    monkeypatch.setenv(variable, value)
+    model = Path(__file__).resolve().parents[1] / "models/zoo/mlp_act.tflite"
+    cap = run_main(qd_run, [str(model), "--compare", "none"])
+    (line,) = [ln for ln in cap.stderr.splitlines() if not ln.startswith("  .. ")]
+    assert cap.rc == 2 and line.startswith(message), line
+
+
 @pytest.mark.parametrize("pipeline, message", [
     ("qnn-overflow-check{", "qd-opt: error: pass pipeline 'qnn-overflow-check{', column 20: expected argument name here"),
     ("qnn-canonicalize,,qnn-raise", "qd-opt: error: pass pipeline 'qnn-canonicalize,,qnn-raise', column 18: expected pass name here"),

@@ -63,7 +63,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from tvm_bridge.cpu import cpu_flags, env_int, request_amx
+from tvm_bridge.cpu import SettingError, cpu_flags, env_int, request_amx
 from tvm_bridge.vnni import _buffer, _loops, _seq, epilogue_blocks
 
 #: multiply-accumulates from which a convolution (or a batch matmul, all its batches) takes
@@ -78,13 +78,13 @@ _C0, _A0, _B0 = 0, 4, 6
 
 def enabled() -> bool:
     """Whether QDIALECT_AMX asks for the tile kernels: 1 / on / yes / true, or 0 / off / no /
-    false / unset; ValueError naming the variable for anything else."""
+    false / unset; SettingError (a ValueError) naming the variable for anything else."""
     text = os.environ.get(ENABLE_ENV, "").strip().lower()
     if text in ("1", "on", "yes", "true"):
         return True
     if text in ("", "0", "off", "no", "false"):
         return False
-    raise ValueError(f"{ENABLE_ENV}={text!r}: 1 turns the AMX tile kernels on, 0 (or unset) off")
+    raise SettingError(f"{ENABLE_ENV}={text!r}: 1 turns the AMX tile kernels on, 0 (or unset) off")
 
 
 def can_run() -> bool:

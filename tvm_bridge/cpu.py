@@ -17,6 +17,11 @@ from __future__ import annotations
 
 import os
 
+class SettingError(ValueError):
+    """A QDIALECT_* environment variable set to a value it does not take (the message names the
+    variable, its value and what it takes); qd-run reports it as bad input, in one line."""
+
+
 #: Linux flag names of the instruction sets the kernel choice depends on
 KERNEL_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
                 "amx_tile", "amx_int8")
@@ -91,13 +96,13 @@ def host_cpu() -> str:
     if not override:
         return machine_cpu()
     if override == "native":
-        raise ValueError("QDIALECT_TARGET_CPU=native: TVM 0.27 compiles that for a generic CPU; "
+        raise SettingError("QDIALECT_TARGET_CPU=native: TVM 0.27 compiles that for a generic CPU; "
                          "name the CPU (e.g. znver4, haswell) or unset it")
     import tvm
 
     known = tvm.target.codegen.llvm_get_cpu_archlist(tvm.target.Target({"kind": "llvm"}))
     if override not in known:
-        raise ValueError(f"QDIALECT_TARGET_CPU={override}: not a cpu name LLVM knows (e.g. znver4, "
+        raise SettingError(f"QDIALECT_TARGET_CPU={override}: not a cpu name LLVM knows (e.g. znver4, "
                          f"sapphirerapids, icelake-server, skylake-avx512, haswell, x86-64-v2)")
     return override
 
@@ -122,16 +127,17 @@ def allow_threads() -> int:
 
 def env_int(name: str, default: int, least: int = 0) -> int:
     """The whole number environment variable `name` holds (`default` when unset or empty);
-    ValueError naming the variable and its value when it is not a whole number >= `least`."""
+    SettingError (a ValueError) naming the variable and its value when it is not a whole number
+    >= `least`."""
     text = os.environ.get(name, "").strip()
     if not text:
         return default
     try:
         value = int(text)
     except ValueError:
-        raise ValueError(f"{name}={text!r}: not a whole number (unset it for the default, {default})") from None
+        raise SettingError(f"{name}={text!r}: not a whole number (unset it for the default, {default})") from None
     if value < least:
-        raise ValueError(f"{name}={value}: must be >= {least} (unset it for the default, {default})")
+        raise SettingError(f"{name}={value}: must be >= {least} (unset it for the default, {default})")
     return value
 
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tvm_bridge.cpu import SettingError
+
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR = 0, 1, 2, 3
 
 #: the most samples a run may have for `--opt auto` to build quick (LLVM at
@@ -470,7 +472,7 @@ def main(argv=None) -> int:
             _check_options(args)
             code = _run_cached(args)
             return _run(args) if code is None else code
-    except BadInput as e:
+    except (BadInput, SettingError) as e:  # (a QDIALECT_* variable's value: the user's input too)
         print(f"qd-run: error: {' '.join(str(e).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -179,6 +179,9 @@ class RuntimeModel:
     def __init__(self, library, n_outputs: int, fused=None):
         """`library`: the loaded shared library (tvm_ffi Module); `n_outputs`: main's results;
         `fused`: (spec, constants) when the library is the fused form."""
+        from tvm_bridge.cpu import request_amx
+
+        request_amx()  # (a build with AMX tile kernels runs only once Linux gave the tiles)
         self.library = library
         self.n_outputs = n_outputs
         self._fused = None

@@ -437,3 +437,39 @@ def test_batch_matmul_on_tiles_equals_litert(case, native, tmp_path, monkeypatch
         from tests.tvm_bridge import amx_emulation
 
         assert amx_emulation.fault(library) == "" and amx_emulation.counts(library)["tdpbusd"] > 0
+
+
+@pytest.mark.parametrize("form", ["fused", "vm"])
+def test_every_loader_asks_linux_for_the_tiles_first(form, tmp_path, monkeypatch):
+    """A tile kernel run by a process that has not asked Linux for the tiles dies of SIGILL on
+    a CPU with AMX: each way qdialect runs a build asks first (`cpu.request_amx`), before the
+    first call: CompiledModel (fused, VM) and the cached path's RuntimeModel (fused, VM)."""
+    from pathlib import Path
+
+    import tvm_ffi
+
+    from transforms.pipelines import lower_to_l3
+    from tvm_bridge import cpu, fast_run
+    from tvm_bridge.compile import compile_module
+    from tvm_bridge.run_cli import _entry_signature, load_module, make_inputs
+
+    asked = []
+    monkeypatch.setattr(cpu, "request_amx", lambda: asked.append(True) or False)
+    monkeypatch.setenv("QDIALECT_FUSED", "1" if form == "fused" else "0")
+    path = Path(__file__).resolve().parents[2] / "models" / "zoo" / "mlp_act.tflite"
+    module = load_module(path, batch=1)
+    _, in_values, _ = _entry_signature(module)
+    sample = make_inputs(in_values, 0)
+    model = compile_module(lower_to_l3(module), cache=False)
+    assert model.is_fused == (form == "fused")
+    want = model(*sample)
+    assert asked, "CompiledModel ran without asking"
+    asked.clear()
+    library_path = tmp_path / "model.so"
+    model.export_library(str(library_path))
+    fast_run._load_runtime()
+    runtime = fast_run.RuntimeModel(tvm_ffi.load_module(str(library_path)), model.n_outputs,
+                                    model.fused if form == "fused" else None)
+    assert asked, "the cached path's RuntimeModel ran without asking"
+    got = runtime(*sample)
+    assert all(np.array_equal(a, b.view(a.dtype)) for a, b in zip(got, want))

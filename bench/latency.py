@@ -110,25 +110,32 @@ def set_tvm_threads(n: int) -> None:
     set_threads(n)
 
 
-def reference_aborts(model: bytes) -> str | None:
-    """Why LiteRT's reference kernels cannot prepare `model`, or None when they can.  Some abort
-    the process in `allocate_tensors` (a full MobileNetV2 of random weights: SOFTMAX's prepare,
-    `PreprocessSoftmaxScaling`, on its input scale), which no `except` catches: a child
-    process tries first."""
+def reference_aborts(model: bytes, sample: list | None = None) -> str | None:
+    """Why LiteRT's reference kernels cannot run `model` (on `sample`, the inputs the bench
+    uses, else zeros), or None when they can.  Some abort the process, which no `except`
+    catches: in `allocate_tensors` (a full MobileNetV2 of random weights: SOFTMAX's prepare,
+    `PreprocessSoftmaxScaling`, on its input scale) or in `invoke` (Keras's ResNet50 and
+    Xception of random weights at 96x96, session 24): a child process tries first."""
     import subprocess
     import tempfile
 
-    with tempfile.NamedTemporaryFile(suffix=".tflite") as f:
-        f.write(model)
-        f.flush()
-        probe = ("import sys\nfrom ai_edge_litert.interpreter import Interpreter, OpResolverType\n"
-                 "Interpreter(model_path=sys.argv[1], experimental_op_resolver_type=OpResolverType.BUILTIN_REF)"
-                 ".allocate_tensors()\n")
-        done = subprocess.run([sys.executable, "-c", probe, f.name], capture_output=True, text=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path, inputs = Path(tmp) / "model.tflite", Path(tmp) / "inputs.npz"
+        path.write_bytes(model)
+        np.savez(inputs, *(sample or []))
+        probe = ("import sys\nimport numpy as np\nfrom ai_edge_litert.interpreter import Interpreter, OpResolverType\n"
+                 "it = Interpreter(model_path=sys.argv[1], experimental_op_resolver_type=OpResolverType.BUILTIN_REF)\n"
+                 "it.allocate_tensors()\n"
+                 "given = np.load(sys.argv[2])\n"
+                 "for k, d in enumerate(it.get_input_details()):\n"
+                 "    x = given[f'arr_{k}'] if f'arr_{k}' in given.files else np.zeros(d['shape'], d['dtype'])\n"
+                 "    it.set_tensor(d['index'], x.astype(d['dtype']))\n"
+                 "it.invoke()\n")
+        done = subprocess.run([sys.executable, "-c", probe, str(path), str(inputs)], capture_output=True, text=True)
     if done.returncode == 0:
         return None
     reason = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
-    return f"LiteRT's reference kernels fail to prepare it ({reason})"
+    return f"LiteRT's reference kernels fail to run it ({reason})"
 
 
 def litert(model: bytes, reference: bool, threads: int):
@@ -428,7 +435,7 @@ def main(argv=None) -> int:
         _, in_values, _ = _entry_signature(module)
         sample = make_inputs(in_values, 0)
         row = {"model": name}
-        no_reference = reference_aborts(buf)
+        no_reference = reference_aborts(buf, sample)
         dflt1 = litert(buf, False, 1)
         expected_default = dflt1(sample)
         if no_reference is None:

@@ -237,7 +237,8 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
             if fold:
                 xidx = [yv * SH + rh * DH, (xov * TT + t) * SW * C + rc * G]
             else:
-                xidx = [yv * SH + rh * DH, (xov * TT + t) * SW + rw * DW, rc * G]
+                py, px = _pixel(g, yv, xov, t)
+                xidx = [py * SH + rh * DH, px * SW + rw * DW, rc * G]
             group = T.reinterpret(XU.vload(xidx, f"{f.xdtype}x{G}"), dtype="int32")
             stores = []
             for o, n_l in g["VECS"]:
@@ -369,22 +370,24 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
     # The accumulators and the epilogue's temporaries: one set per thread when the output
     # rows run in parallel (allocated inside the parallel loop), else one for the kernel
     allocs, epilogue_at = epilogue_blocks(g, KB, acc_buf, Y, kov, lv, temps, value)
-    parallel = bool(g.get("PARALLEL")) and g["OH"] > 1
+    n_rows = g["OH"] // (g.get("ROWS") or 1)  # (the yv loop: output rows, or groups of ROWS)
+    parallel = bool(g.get("PARALLEL")) and n_rows > 1
 
     def epilogue():
-        return _seq(epilogue_at(yv + PT, xov * TT + tv + PL))
+        y, x = _pixel(g, yv, xov, tv)
+        return _seq(epilogue_at(y + PT, x + PL))
 
     main = _seq([
         _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
             acc_buf, INIT.vload([kov * KB], f"int32x{KB}"), [t, T.ramp(0, 1, KB)])),
         reduction,
         tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED, epilogue())])
-    for v, e in zip((kov, xov), (k_blocks, g["OW"] // TT)):
+    for v, e in zip((kov, xov), (k_blocks, g.get("OWT", g["OW"] // TT))):
         main = tirx.For(v, tirx.IntImm("int32", 0), tirx.IntImm("int32", e), tirx.ForKind.SERIAL, main)
     if parallel:
-        return tirx.For(yv, tirx.IntImm("int32", 0), tirx.IntImm("int32", g["OH"]), tirx.ForKind.PARALLEL,
+        return tirx.For(yv, tirx.IntImm("int32", 0), tirx.IntImm("int32", n_rows), tirx.ForKind.PARALLEL,
                         _seq(allocs + [main]))
-    main = tirx.For(yv, tirx.IntImm("int32", 0), tirx.IntImm("int32", g["OH"]), tirx.ForKind.SERIAL, main)
+    main = tirx.For(yv, tirx.IntImm("int32", 0), tirx.IntImm("int32", n_rows), tirx.ForKind.SERIAL, main)
     return _seq(allocs + [main])
 
 
@@ -538,6 +541,41 @@ def epilogue_segments(g: dict, KB: int) -> list:
     return [(o, width) for o in range(0, KB, width)]
 
 
+#: set QDIALECT_VNNI_ROWS=0 to keep every register tile within one output row
+ROWS_ENV = "QDIALECT_VNNI_ROWS"
+
+
+def _row_tiles(f: Flavor, oh: int, ow: int, k: int, lanes: int, accumulators: int):
+    """(R, TT, NV): register tiles of R whole output rows (TT = R x OW pixels) x NV vectors
+    for a narrow image whose tiles within a row leave most registers unused (ResNet50's 3x3
+    output of 512 channels at 96x96: tiles of 3 pixels x 2 vectors, 6 accumulators, their
+    latency not hidden and each weight vector serving 3 pixels; rows of 5, which no tile of
+    `Flavor.blocks` divides: 1 x 2), or None.  Only on 512-bit flavors (32 vector registers:
+    up to 24 accumulators, at most 12 pixels)."""
+    if f.max_lanes != 16 or accumulators >= 12 or os.environ.get(ROWS_ENV) == "0":
+        return None
+    best = None
+    for r in range(1, oh + 1):
+        if oh % r or r * ow > 12:
+            continue
+        for n in (3, 2, 1):
+            if k % (n * lanes) == 0 and r * ow * n <= 24 and (best is None or r * ow * n > best[1] * best[2]):
+                best = (r, r * ow, n)
+    return best if best is not None and best[1] * best[2] > accumulators else None
+
+
+def _pixel(g: dict, yv, xov, t):
+    """(output row, output column) of pixel `t` of the tile (`yv`, `xov`): column xov TT + t of
+    row yv, or with row tiles (ROWS = R) pixel t of rows R yv .. R yv + R - 1."""
+    from tvm import tirx
+
+    rows = g.get("ROWS")
+    if not rows:
+        return yv, xov * g["TT"] + t
+    ow = tirx.IntImm("int32", g["OW"])
+    return yv * rows + tirx.floordiv(t, ow), tirx.floormod(t, ow)
+
+
 def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides, dilations) -> dict:
     """The kernel's loop extents and blocking for an HxWxC input and K x KH x KW x C weights."""
     sh, sw = strides
@@ -565,8 +603,11 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
     fold = dw == 1 and kw > 1 and c % G != 0 and -(-kw * c // G) < kw * (cp // G)
     cf = -(-kw * c // G) * G
     kwe, c4 = (1, cf // G) if fold else (kw, cp // G)
-    g = dict(F=f, PARALLEL=parallel_rows(oh * ow * k * kh * kw * c, oh), H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
-             L=lanes, NV=nv, VECS=_vectors(f, lanes, nv), OH=oh, OW=ow, TT=tt, OWT=ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
+    rows = None if fold or hit is not None else _row_tiles(f, oh, ow, k, lanes, tt * nv)
+    if rows is not None:
+        rows, tt, nv = rows
+    g = dict(F=f, PARALLEL=parallel_rows(oh * ow * k * kh * kw * c, oh // (rows or 1)), ROWS=rows, H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
+             L=lanes, NV=nv, VECS=_vectors(f, lanes, nv), OH=oh, OW=ow, TT=tt, OWT=1 if rows else ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
              KIND="unroll" if c < 16 else "vectorized",
              XU=(h, w * c + G) if fold else (h, w, cp))
     # a flavor with a tile reduction (AMX) blocks the same operands its own way
@@ -584,7 +625,7 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs, twins: dict | None = None):
     loop_vars = yv, xov, tv, kov, lv = tuple(tirx.Var(n, "int32") for n in ("y", "xo", "t", "ko", "l"))
     acc_buf = _buffer((tt, lanes), "int32", "ACC", scope="local")
     acc = acc_buf[tv, lv]
-    y, x = (yv, xov * tt + tv) if not g.get("TILED") else g["F"].tiled.position(g, yv, xov, tv)
+    y, x = _pixel(g, yv, xov, tv) if not g.get("TILED") else g["F"].tiled.position(g, yv, xov, tv)
     temps, value = ([], acc) if epi is None else epi.expr(acc, y, x, kov * lanes + lv, ebufs, lv, lanes)
     if str(value.ty) != odt:
         raise TranslationError(f"{g['F'].name} epilogue computes {value.ty}, its result is {odt}")
@@ -597,15 +638,16 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs, twins: dict | None = None):
 def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple,
                  in_pad: tuple | None = None):
     """`_bare_kernel_of` for the vector blocks `MIXED_ENV` asks for now."""
-    return _bare_kernel_of(f, h, w, c, k, kh, kw, strides, dilations, in_pad, os.environ.get(MIXED_ENV) != "0")
+    return _bare_kernel_of(f, h, w, c, k, kh, kw, strides, dilations, in_pad,
+                           (os.environ.get(MIXED_ENV) != "0", os.environ.get(ROWS_ENV) != "0"))
 
 
 @functools.lru_cache(maxsize=256)
 def _bare_kernel_of(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple,
-                    in_pad: tuple | None, mixed: bool):
+                    in_pad: tuple | None, mixed: tuple):
     """The kernel without an epilogue (int32 sums): a function of the flavor, the shapes and
-    the input pad alone (and of `mixed`, which `_geometry` reads from the environment: a key
-    of the cache only)."""
+    the input pad alone (and of `mixed`, what `_geometry` reads from the environment,
+    MIXED_ENV and ROWS_ENV: a key of the cache only)."""
     g = dict(_geometry(f, h, w, c, k, kh, kw, strides, dilations), IN_PAD=in_pad)
     return _build(g, ((0, 0), (0, 0)), "int32", 0, None, [])
 

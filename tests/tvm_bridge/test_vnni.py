@@ -106,6 +106,11 @@ CASES = [
     (9, 10, 2, 16, 3, 3, (1, 1), (1, 1)),     # C = 2: 6 bytes per kernel row -> 2 groups
     (8, 9, 6, 16, 3, 3, (1, 2), (1, 1)),      # C = 6: 18 bytes -> 5 groups (was 6); stride 2 in w
     (9, 9, 5, 16, 3, 2, (2, 1), (2, 1)),      # C = 5, dilation 2 in h only
+    # narrow images: tiles of whole rows (ROWS) on the 512-bit flavors
+    (5, 5, 64, 64, 3, 3, (1, 1), (1, 1)),     # 3 x 3 outputs: one tile of 9 pixels x 2 vectors
+    (3, 3, 128, 96, 1, 1, (1, 1), (1, 1)),    # 1x1 over 3 x 3, K = 96: 9 pixels x 2 vectors, 3 blocks
+    (12, 5, 32, 48, 1, 1, (2, 2), (1, 1)),    # stride 2: 6 x 3 outputs, tiles of 2 rows x 3 columns x 3 vectors
+    (11, 11, 16, 32, 3, 3, (2, 2), (1, 1)),   # 5 x 5 outputs: tiles of one row of 5 (was 1 pixel x 2 vectors)
 ]
 
 
@@ -127,11 +132,29 @@ def test_seven_column_rows_take_seven_column_tiles():
     was 1.9x XNNPACK's time (the layer alone as a one-op model, one thread, Zen 4)."""
     from tvm_bridge import vnni
 
-    for ow, k, (tt, nv) in ((7, 64, (7, 2)), (7, 96, (7, 3)), (14, 32, (7, 2)), (8, 32, (4, 2))):
+    for ow, k, (tt, nv) in ((7, 64, (7, 2)), (7, 96, (7, 3)), (14, 32, (7, 2)), (8, 32, (8, 2))):
         g = vnni._geometry(vnni.VNNI, 7, ow, 64, k, 1, 1, (1, 1), (1, 1))
         assert (g["TT"], g["NV"]) == (tt, nv), (ow, k)
     g = vnni._geometry(vnni.PMADDWD, 7, 7, 64, 64, 1, 1, (1, 1), (1, 1))
     assert (g["TT"], g["NV"]) == (7, 1)
+
+
+def test_narrow_images_take_tiles_of_whole_rows(monkeypatch):
+    """Where the tiles within a row would hold fewer than 12 accumulators (rows of 3, 5 or 8
+    columns), a tile is R whole rows x NV vectors, up to 12 pixels and 24 accumulators
+    (ResNet50 at 96x96, whose last stage is 3 x 3: 3.03 -> 2.44-2.66 ms a call, `litert`,
+    Zen 5); 512-bit flavors only (AVX2 has 16 registers); QDIALECT_VNNI_ROWS=0 turns it off."""
+    from tvm_bridge import vnni
+
+    for (oh, ow, k), (rows, tt, nv) in (((3, 3, 512), (3, 9, 2)), ((6, 3, 48), (2, 6, 3)), ((5, 5, 32), (1, 5, 2)),
+                                        ((25, 5, 64), (1, 5, 2)), ((7, 8, 32), (1, 8, 2))):
+        g = vnni._geometry(vnni.VNNI, oh, ow, 64, k, 1, 1, (1, 1), (1, 1))
+        assert (g["ROWS"], g["TT"], g["NV"], g["OWT"]) == (rows, tt, nv, 1), (oh, ow, k)
+    for oh, ow, k in ((6, 6, 64), (7, 7, 64), (24, 24, 64)):  # 12 accumulators or more within a row
+        assert vnni._geometry(vnni.VNNI, oh, ow, 64, k, 1, 1, (1, 1), (1, 1))["ROWS"] is None
+    assert vnni._geometry(vnni.PMADDWD, 3, 3, 64, 64, 1, 1, (1, 1), (1, 1))["ROWS"] is None
+    monkeypatch.setenv(vnni.ROWS_ENV, "0")
+    assert vnni._geometry(vnni.VNNI, 3, 3, 64, 512, 1, 1, (1, 1), (1, 1))["ROWS"] is None
 
 
 @pytest.mark.parametrize("name", FLAVORS)

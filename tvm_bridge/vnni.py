@@ -370,12 +370,18 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
     # The accumulators and the epilogue's temporaries: one set per thread when the output
     # rows run in parallel (allocated inside the parallel loop), else one for the kernel
     allocs, epilogue_at = epilogue_blocks(g, KB, acc_buf, Y, kov, lv, temps, value)
-    n_rows = g["OH"] // (g.get("ROWS") or 1)  # (the yv loop: output rows, or groups of ROWS)
+    # (the yv loop: output rows, groups of ROWS, or groups of a sequence's tiles)
+    n_rows = g.get("GROUPS") or g["OH"] // (g.get("ROWS") or 1)
     parallel = bool(g.get("PARALLEL")) and n_rows > 1
 
     def epilogue():
         y, x = _pixel(g, yv, xov, tv)
-        return _seq(epilogue_at(y + PT, x + PL))
+        stmts = _seq(epilogue_at(y + PT, x + PL))
+        if not g.get("LIMIT"):
+            return stmts
+        # a tail: the pixels past the row (or the image) are computed and not written
+        first = (yv * g["OWT"] + xov) * TT if g.get("SEQ") else xov * TT
+        return tirx.IfThenElse(tirx.LT(first + tv, tirx.IntImm("int32", g["LIMIT"])), stmts, None)
 
     main = _seq([
         _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
@@ -545,31 +551,76 @@ def epilogue_segments(g: dict, KB: int) -> list:
 ROWS_ENV = "QDIALECT_VNNI_ROWS"
 
 
-def _row_tiles(f: Flavor, oh: int, ow: int, k: int, lanes: int, accumulators: int):
-    """(R, TT, NV): register tiles of R whole output rows (TT = R x OW pixels) x NV vectors
-    for a narrow image whose tiles within a row leave most registers unused (ResNet50's 3x3
-    output of 512 channels at 96x96: tiles of 3 pixels x 2 vectors, 6 accumulators, their
-    latency not hidden and each weight vector serving 3 pixels; rows of 5, which no tile of
-    `Flavor.blocks` divides: 1 x 2), or None.  Only on 512-bit flavors (32 vector registers:
-    up to 24 accumulators, at most 12 pixels)."""
+def _channel_blocks(k: int, lanes: int, mixed: bool) -> list:
+    """(vectors per step, NV in `lanes` units) of each channel block a wide tile may take that
+    divides K: 3, 2 or 1 vectors, or with `mixed` (K an odd multiple of 8, `_vectors`) n - 1
+    vectors of 16 lanes and one of 8 (NV = 2n - 1 of 8 lanes), n up to 6."""
+    if mixed:
+        return [(n, 2 * n - 1) for n in range(6, 0, -1) if k % (16 * n - 8) == 0]
+    return [(n, n) for n in (3, 2, 1) if k % (n * lanes) == 0]
+
+
+#: set QDIALECT_VNNI_TAILS=0 to keep every register tile dividing its row
+TAILS_ENV = "QDIALECT_VNNI_TAILS"
+
+
+def _tail_tiles(f: Flavor, pixels: int, k: int, lanes: int, accumulators: int, mixed: bool):
+    """(TT, NV, tiles): register tiles of TT pixels x NV vectors over `pixels` output pixels
+    (a row, or a 1x1 stride-1 layer's whole image read as one sequence) that leave a tail,
+    its pixels computed and discarded, where every tile dividing it holds fewer than 8
+    accumulators (`accumulators`, the best of those: too few to hide vpdpbusd's latency):
+    rows of 23 (a prime; Xception's 23x23 pointwise layers at 96x96 had tiles of 1 pixel x
+    4 vectors, 127 GMAC/s).  The tile whose accumulators times the share of pixels kept is
+    largest (of equals, the one computing fewest pixels), where that beats `accumulators`
+    by a quarter.  Only on 512-bit flavors."""
+    if f.max_lanes != 16 or accumulators >= 8 or os.environ.get(TAILS_ENV) == "0":
+        return None
+    best, score = None, (1.25 * accumulators, 0)
+    for t in range(12, 1, -1):
+        tiles = -(-pixels // t)
+        for n, nv in _channel_blocks(k, lanes, mixed):
+            kept = (round(t * n * pixels / (tiles * t), 9), -tiles * t)
+            if t * n <= 24 and kept > score:
+                best, score = (t, nv, tiles), kept
+    return best
+
+
+def _row_tiles(f: Flavor, oh: int, ow: int, k: int, lanes: int, accumulators: int, mixed: bool = False):
+    """(R, TT, NV): register tiles holding more accumulators than `accumulators` (fewer than
+    12) for a narrow image or an awkward channel count, or None: R whole output rows (TT = R x
+    OW pixels, R None for TT columns within a row) x NV vectors of `lanes`.  ResNet50's 3x3
+    output of 512 channels at 96x96 had tiles of 3 pixels x 2 vectors (6 accumulators, their
+    latency not hidden, each weight vector serving 3 pixels); rows of 5, which no tile of
+    `Flavor.blocks` divides, 1 x 2.  With `mixed` (K an odd multiple of 8, `_vectors`) a block
+    is n - 1 vectors of 16 lanes and one of 8 (NV = 2n - 1 of 8): Xception's 728 channels at
+    6x6 had 1 pixel x (3 x 16 + 8), each weight vector serving one pixel.  Only on 512-bit
+    flavors (32 vector registers: up to 24 accumulators, at most 12 pixels)."""
     if f.max_lanes != 16 or accumulators >= 12 or os.environ.get(ROWS_ENV) == "0":
         return None
-    best = None
-    for r in range(1, oh + 1):
-        if oh % r or r * ow > 12:
-            continue
-        for n in (3, 2, 1):
-            if k % (n * lanes) == 0 and r * ow * n <= 24 and (best is None or r * ow * n > best[1] * best[2]):
-                best = (r, r * ow, n)
-    return best if best is not None and best[1] * best[2] > accumulators else None
+    blocks = _channel_blocks(k, lanes, mixed)
+    # (R, pixels): whole rows first, then tiles within a row
+    pixels = [(r, r * ow) for r in range(1, oh + 1) if oh % r == 0 and r * ow <= 12] + \
+        [(None, t) for t in range(ow - 1, 1, -1) if ow % t == 0 and t <= 12]
+    best, most = None, accumulators
+    for r, t in pixels:
+        for n, nv in blocks:
+            if most < t * n <= 24:
+                best, most = (r, t, nv), t * n
+    return best
 
 
 def _pixel(g: dict, yv, xov, t):
     """(output row, output column) of pixel `t` of the tile (`yv`, `xov`): column xov TT + t of
-    row yv, or with row tiles (ROWS = R) pixel t of rows R yv .. R yv + R - 1."""
+    row yv, or with row tiles (ROWS = R) pixel t of rows R yv .. R yv + R - 1, or with a
+    sequence (SEQ) pixel (yv OWT + xov) TT + t of the image.  With a tail (LIMIT) the last
+    tiles' pixels run past the row or image, into XU's spare rows."""
     from tvm import tirx
 
     rows = g.get("ROWS")
+    if g.get("SEQ"):  # pixel t of tile xov of group yv of the image's pixels in one sequence
+        m = (yv * g["OWT"] + xov) * g["TT"] + t
+        ow = tirx.IntImm("int32", g["OW"])
+        return tirx.floordiv(m, ow), tirx.floormod(m, ow)
     if not rows:
         return yv, xov * g["TT"] + t
     ow = tirx.IntImm("int32", g["OW"])
@@ -603,13 +654,35 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
     fold = dw == 1 and kw > 1 and c % G != 0 and -(-kw * c // G) < kw * (cp // G)
     cf = -(-kw * c // G) * G
     kwe, c4 = (1, cf // G) if fold else (kw, cp // G)
-    rows = None if fold or hit is not None else _row_tiles(f, oh, ow, k, lanes, tt * nv)
-    if rows is not None:
-        rows, tt, nv = rows
-    g = dict(F=f, PARALLEL=parallel_rows(oh * ow * k * kh * kw * c, oh // (rows or 1)), ROWS=rows, H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
-             L=lanes, NV=nv, VECS=_vectors(f, lanes, nv), OH=oh, OW=ow, TT=tt, OWT=1 if rows else ow // tt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
+    def accumulators(tt, nv):
+        return tt * (len(_vectors(f, lanes, nv)) if mixed else nv)
+
+    wide = None if fold else _row_tiles(f, oh, ow, k, lanes, accumulators(tt, nv), mixed=mixed)
+    rows = None
+    if wide is not None:
+        rows, tt, nv = wide
+    # tiles that leave a tail: over the whole image for a 1x1 stride-1 layer (its input pixels
+    # are one sequence in NHWC), else along each row
+    seq = kh == 1 and kw == 1 and sh == 1 and sw == 1
+    tail = None if fold else _tail_tiles(f, oh * ow if seq else ow, k, lanes, accumulators(tt, nv), mixed)
+    owt, groups, xu = (1 if rows else ow // tt), None, ((h, w * c + G) if fold else (h, w, cp))
+    parallel = parallel_rows(oh * ow * k * kh * kw * c, oh // (rows or 1))
+    if tail is not None:
+        tt, nv, tiles = tail
+        rows = None
+        if seq:  # one tile a parallel iteration, else one group of all tiles
+            parallel = parallel_rows(oh * ow * k * c, tiles)
+            groups, owt = (tiles, 1) if parallel else (1, tiles)
+            last = tiles * tt - 1  # (the last pixel a tile reads, of XU as H x W pixels)
+        else:
+            owt = tiles
+            last = ((oh - 1) * sh + (kh - 1) * dh) * w + (tiles * tt - 1) * sw + (kw - 1) * dw
+        xu = (h + max(0, -(-(last + 1 - h * w) // w)), w, cp)
+    g = dict(F=f, PARALLEL=parallel, ROWS=rows, SEQ=tail is not None and seq, GROUPS=groups,
+             LIMIT=None if tail is None else (oh * ow if seq else ow), H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
+             L=lanes, NV=nv, VECS=_vectors(f, lanes, nv), OH=oh, OW=ow, TT=tt, OWT=owt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
              KIND="unroll" if c < 16 else "vectorized",
-             XU=(h, w * c + G) if fold else (h, w, cp))
+             XU=xu)
     # a flavor with a tile reduction (AMX) blocks the same operands its own way
     return g if f.tiled is None else f.tiled.geometry(g)
 
@@ -639,7 +712,8 @@ def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, st
                  in_pad: tuple | None = None):
     """`_bare_kernel_of` for the vector blocks `MIXED_ENV` asks for now."""
     return _bare_kernel_of(f, h, w, c, k, kh, kw, strides, dilations, in_pad,
-                           (os.environ.get(MIXED_ENV) != "0", os.environ.get(ROWS_ENV) != "0"))
+                           (os.environ.get(MIXED_ENV) != "0", os.environ.get(ROWS_ENV) != "0",
+                            os.environ.get(TAILS_ENV) != "0"))
 
 
 @functools.lru_cache(maxsize=256)
@@ -647,7 +721,7 @@ def _bare_kernel_of(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int,
                     in_pad: tuple | None, mixed: tuple):
     """The kernel without an epilogue (int32 sums): a function of the flavor, the shapes and
     the input pad alone (and of `mixed`, what `_geometry` reads from the environment,
-    MIXED_ENV and ROWS_ENV: a key of the cache only)."""
+    MIXED_ENV, ROWS_ENV and TAILS_ENV: a key of the cache only)."""
     g = dict(_geometry(f, h, w, c, k, kh, kw, strides, dilations), IN_PAD=in_pad)
     return _build(g, ((0, 0), (0, 0)), "int32", 0, None, [])
 

@@ -111,6 +111,13 @@ CASES = [
     (3, 3, 128, 96, 1, 1, (1, 1), (1, 1)),    # 1x1 over 3 x 3, K = 96: 9 pixels x 2 vectors, 3 blocks
     (12, 5, 32, 48, 1, 1, (2, 2), (1, 1)),    # stride 2: 6 x 3 outputs, tiles of 2 rows x 3 columns x 3 vectors
     (11, 11, 16, 32, 3, 3, (2, 2), (1, 1)),   # 5 x 5 outputs: tiles of one row of 5 (was 1 pixel x 2 vectors)
+    (6, 6, 16, 56, 1, 1, (1, 1), (1, 1)),     # K = 56 in rows of 6: 6 x (16 + 16 + 16 + 8) (was 1 pixel)
+    # tails: tiles that do not divide the row (or the image), the pixels past it discarded
+    (23, 23, 16, 32, 1, 1, (1, 1), (1, 1)),   # 1x1 over 23 x 23: the 529 pixels as one sequence, 12 x 2
+    (23, 23, 8, 56, 1, 1, (1, 1), (1, 1)),    # the same, K = 56: 6 x (16 + 16 + 16 + 8)
+    (15, 15, 8, 32, 3, 3, (1, 1), (1, 1)),    # 3x3 into rows of 13
+    (27, 27, 8, 32, 3, 3, (2, 2), (1, 1)),    # stride 2 into rows of 13
+    (17, 17, 8, 48, 3, 3, (1, 1), (2, 2)),    # dilation 2 into rows of 13, K = 48
 ]
 
 

@@ -184,13 +184,15 @@ func.func @main(%x: tensor<4xf64>) -> tensor<4xf64> {
     assert int(np.count_nonzero(got != want)) == 0, (got, want)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
 @pytest.mark.parametrize("padding, splat", [("VALID", True), ("SAME", False)])
-def test_average_pool_window_sizes(padding, splat, tmp_path):
-    """An average pool divides each window's sum by its size, a constant tensor from the
-    lowering.  Without padding every window has 2x2 = 4 values: the splat constant is
-    read as a scalar (no tensor argument; LLVM turns the division into shifts).  SAME
-    padding of a 3x3 window gives smaller windows at the border: a tensor.  Both are
-    checked against LiteRT's reference kernels."""
+def test_average_pool_window_sizes(padding, splat, dtype, tmp_path):
+    """An average pool divides each window's sum by its size, constants from the lowering,
+    as a multiplication (lower_to_linalg.division_magic: no integer division is left, a 64-bit
+    one has no vector instruction).  Without padding every window has 2x2 = 4 values: the
+    constants are literals (no tensor argument).  SAME padding of a 3x3 window gives smaller
+    windows at the border: tensors.  Both are checked against LiteRT's reference kernels,
+    on random inputs and on windows all at the storage type's least and greatest values."""
     import tvm
     from tvm import relax
 
@@ -200,12 +202,14 @@ def test_average_pool_window_sizes(padding, splat, tmp_path):
 
     k = 2 if padding == "VALID" else 3
     out = 4 if padding == "VALID" else 8
-    x = TensorSpec((1, 8, 8, 16), "int8", scale=0.05, zero_point=-3)
-    y = TensorSpec((1, out, out, 16), "int8", scale=0.05, zero_point=-3)
+    zp = -3 if dtype == "int8" else 0
+    x = TensorSpec((1, 8, 8, 16), dtype, scale=0.05, zero_point=zp)
+    y = TensorSpec((1, out, out, 16), dtype, scale=0.05, zero_point=zp)
     model = build_model([("AVERAGE_POOL_2D", [0], [1], {"padding": padding, "stride_w": 2 if k == 2 else 1,
                                                           "stride_h": 2 if k == 2 else 1, "filter_width": k,
                                                           "filter_height": k})], [x, y], [0], [1])
     lowered = lowered_tflite(model, "tflite", tmp_path, "pool.tflite")
+    assert "arith.divsi" not in str(lowered())
     mod, _ = translate(lowered(), dot=None)
     constants = [a for bd in mod["main"].body.blocks[0].bindings
                  if isinstance(bd.value, relax.Call) and "call_tir" in str(bd.value.op)
@@ -213,7 +217,9 @@ def test_average_pool_window_sizes(padding, splat, tmp_path):
     assert (not constants) == splat, constants
     built = compile_module(lowered())
     rng = np.random.default_rng(3)
-    for _ in range(3):
-        data = rng.integers(-128, 128, (1, 8, 8, 16)).astype(np.int8)
+    info = np.iinfo(dtype)
+    samples = [np.full((1, 8, 8, 16), info.min, dtype), np.full((1, 8, 8, 16), info.max, dtype)] + [
+        rng.integers(info.min, info.max + 1, (1, 8, 8, 16)).astype(dtype) for _ in range(3)]
+    for data in samples:
         (want,) = run_tflite(model, [data], reference=True)
         assert int(np.count_nonzero(built(data)[0] != want)) == 0

@@ -280,3 +280,38 @@ func.func @headed_sum(%x: tensor<2x2xi8>, %acc: tensor<2x2xi32>) -> tensor<2x2xi
   %r = qint.rescale %s {mode = "double_round", multiplier = array<i64: 1073741824>, shift = array<i64: -18>, output_zp = -3 : i64} : (tensor<2x2xi32>) -> tensor<2x2xi8>
   func.return %r : tensor<2x2xi8>
 }
+
+// divide_round `away` by constant divisors (an average pool's window counts, 1 to 2^14):
+// no division; floor(n / d) for n = |x| + d / 2 < 2^32 as (n m_hi + (n m_lo >> 16)) >> (S - 16),
+// m = ceil(2^S / d) split at bit 16, S = 32 + ceil(log2 max d) (lower_to_linalg.division_magic).
+// Counts 4, 6, 6, 9: S = 36, d / 2 and the two halves of m as i64 operands broadcast like d;
+// m = 2^34 for d = 4, whose high half is 2^18.  All counts 4 (a splat): S = 34, m = 2^32,
+// literals in the body, its low half 0 and left out.
+// CHECK-LABEL: func.func @divide_const
+// CHECK:         arith.constant dense<{{\[\[\[\[}}2], [3]], {{\[\[}}3], [4]]]]> : tensor<1x2x2x1xi64>
+// CHECK-NEXT:    arith.constant dense<{{\[\[\[\[}}262144], [{{[0-9]+}}]], {{\[\[}}{{[0-9]+}}], [{{[0-9]+}}]]]]> : tensor<1x2x2x1xi64>
+// CHECK-NEXT:    arith.constant dense<{{\[\[\[\[}}0], [{{[0-9]+}}]], {{\[\[}}{{[0-9]+}}], [{{[0-9]+}}]]]]> : tensor<1x2x2x1xi64>
+// CHECK:         ^bb0(%{{.*}}: i32, %[[H:.*]]: i64, %[[MH:.*]]: i64, %[[ML:.*]]: i64, %{{.*}}: i32):
+// CHECK-NOT:       arith.divsi
+// CHECK:           %[[N:.*]] = arith.addi %{{.*}}, %[[H]] : i64
+// CHECK-NEXT:      %[[P:.*]] = arith.muli %[[N]], %[[MH]] : i64
+// CHECK-NEXT:      %[[L:.*]] = arith.muli %[[N]], %[[ML]] : i64
+// CHECK-NEXT:      %[[C16:.*]] = arith.constant 16 : i64
+// CHECK-NEXT:      %[[LS:.*]] = arith.shrsi %[[L]], %[[C16]] : i64
+// CHECK-NEXT:      %[[S:.*]] = arith.addi %[[P]], %[[LS]] : i64
+// CHECK-NEXT:      %[[C20:.*]] = arith.constant 20 : i64
+// CHECK-NEXT:      arith.shrsi %[[S]], %[[C20]] : i64
+// CHECK:         ^bb0(%{{.*}}: i32, %{{.*}}: i32):
+// CHECK-NOT:       arith.divsi
+// CHECK:           arith.constant 65536 : i64
+// CHECK-NEXT:      %[[P2:.*]] = arith.muli %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT:      %[[C18:.*]] = arith.constant 18 : i64
+// CHECK-NEXT:      arith.shrsi %[[P2]], %[[C18]] : i64
+// MLIR-LABEL:  func.func @divide_const
+func.func @divide_const(%s: tensor<1x2x2x2xi32>) -> (tensor<1x2x2x2xi32>, tensor<1x2x2x2xi32>) {
+  %n = arith.constant dense<[[[[4], [6]], [[6], [9]]]]> : tensor<1x2x2x1xi32>
+  %k = arith.constant dense<4> : tensor<1x2x2x1xi32>
+  %0 = qint.divide_round %s, %n {rounding = "away"} : (tensor<1x2x2x2xi32>, tensor<1x2x2x1xi32>) -> tensor<1x2x2x2xi32>
+  %1 = qint.divide_round %s, %k {rounding = "away"} : (tensor<1x2x2x2xi32>, tensor<1x2x2x1xi32>) -> tensor<1x2x2x2xi32>
+  func.return %0, %1 : tensor<1x2x2x2xi32>, tensor<1x2x2x2xi32>
+}

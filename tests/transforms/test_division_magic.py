@@ -1,0 +1,35 @@
+"""lower_to_linalg.division_magic: the average pool's division by its window counts as a
+multiplication, checked against integer floor division (numpy's `//`) over the whole
+range it claims, 0 <= n < 2^32 and 1 <= d <= 2^14."""
+
+import numpy as np
+
+from transforms.lower_to_linalg import _MAGIC_MAX_DIVISOR, division_magic
+
+
+def _quotients(n, shift, hi, lo):
+    return (n * hi + ((n * lo) >> 16)) >> (shift - 16)
+
+
+def test_every_divisor_at_the_edges_of_the_range():
+    """Each divisor up to 2^14 with the largest one in the same table (the shift is shared),
+    at the multiples of d around the ends of [0, 2^32), where a magic number that is too
+    small or too large first gives the wrong floor; and no product reaches 2^63."""
+    d = np.arange(1, _MAGIC_MAX_DIVISOR + 1, dtype=np.int64)
+    shift, hi, lo = division_magic(d)
+    top = (1 << 32) - 1
+    assert int(top) * int(hi.max()) < 1 << 63 and int(top) * int(lo.max()) < 1 << 63
+    for k in range(3):
+        for n in (k * d - 1, k * d, k * d + 1, top - k * d, top - k * d - 1, (top // d - k) * d, (top // d - k) * d - 1):
+            n = np.clip(n, 0, top)
+            np.testing.assert_array_equal(_quotients(n, shift, hi, lo), n // d)
+
+
+def test_random_dividends_per_table():
+    """Tables of one pool's counts (3x3 'SAME': 4, 6, 9; 7x7: up to 49) and random dividends."""
+    rng = np.random.default_rng(0)
+    for counts in ([4, 6, 9], [1], [2], [16, 12, 9, 8, 6, 4], list(range(1, 50)), [16384, 3, 1]):
+        d = np.asarray(counts, np.int64)
+        shift, hi, lo = division_magic(d)
+        n = rng.integers(0, 1 << 32, (5000, 1), dtype=np.int64)
+        np.testing.assert_array_equal(_quotients(n, shift, hi, lo), n // d)

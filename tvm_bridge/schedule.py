@@ -431,6 +431,7 @@ def schedule_pass(target):
     import tvm
     from tvm import tirx
 
+    from tvm_bridge.concat import concat_kernel
     from tvm_bridge.lut import lookup_family, lookup_kernel
 
     family = lookup_family(target)
@@ -442,6 +443,13 @@ def schedule_pass(target):
         updated = {}
         for gv, f in mod.functions_items():
             if not isinstance(f, tirx.PrimFunc) or ("tirx.is_scheduled" in f.attrs and f.attrs["tirx.is_scheduled"]):
+                continue
+            try:  # a concatenation alone: contiguous vector copies (tvm_bridge/concat.py)
+                copies = concat_kernel(f)
+            except Exception:  # noqa: BLE001 - an unforeseen form: scheduled as any other
+                copies = None
+            if copies is not None:
+                updated[gv] = copies
                 continue
             if family is not None:  # a byte table look-up: 32 or 64 bytes per step (tvm_bridge/lut.py)
                 try:

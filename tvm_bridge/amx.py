@@ -185,7 +185,7 @@ class Tiles:
 
         # (its own loops: none of the VNNI kernel's whole-row or tail tiles)
         parallel = parallel_rows(g["OH"] * g["OW"] * g["K"] * g["KH"] * g["KW"] * g["C"], g["OH"])
-        return dict(g, TILED=True, ROWS=None, SEQ=False, GROUPS=None, LIMIT=None, PARALLEL=parallel, FLAT=flat, MA=ma, NV=nv, L=16, TT=tt, KB=kb, K16=g["K"] // kb, CH=ch,
+        return dict(g, TILED=True, BLOCK_MAJOR=False, ROWS=None, SEQ=False, GROUPS=None, LIMIT=None, PARALLEL=parallel, FLAT=flat, MA=ma, NV=nv, L=16, TT=tt, KB=kb, K16=g["K"] // kb, CH=ch,
                     NTILES=n_tiles, VECS=tuple((o, 16) for o in range(0, kb, 16)), XU=(H + extra, W, cp),
                     OWT=n_tiles, FOLD=False, KWE=g["KW"], C4=cp // 4)
 

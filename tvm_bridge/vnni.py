@@ -183,7 +183,7 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
 
     def at(v, offset: int):
         return v + offset if offset else v
-    WP = _buffer((g["KH"], g["KWE"], g["C4"], g["K16"], G * KB), f.wdtype, "WP")
+    WP = _buffer(_packed_shape(g, G * KB), f.wdtype, "WP")
     # (the tile kernel loads its accumulator tiles from 16 copies of the start values)
     INIT = _buffer((16, K) if g.get("TILED") else (K,), "int32", "INIT")
     Y = _buffer((1, g["YH"], g["YW"], K), ODT, "Y")
@@ -244,7 +244,8 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
             for o, n_l in g["VECS"]:
                 word = T.Broadcast(group, n_l)
                 xw = word if f.emulate else T.reinterpret(word, dtype=f"{operand}x{G * n_l}")
-                wv = WP.vload([rh, rw, rc, kov, o * G], f"{f.wdtype}x{G * n_l}")
+                at_w = [kov, rh, rw, rc, o * G] if g.get("BLOCK_MAJOR") else [rh, rw, rc, kov, o * G]
+                wv = WP.vload(at_w, f"{f.wdtype}x{G * n_l}")
                 if f.wdtype != operand:  # int8 weights widened on load (vpmovsxbw)
                     wv = T.Cast(f"{operand}x{G * n_l}", wv)
                 ww = T.reinterpret(wv, dtype=f"int32x{n_l}") if f.emulate else wv
@@ -551,6 +552,22 @@ def epilogue_segments(g: dict, KB: int) -> list:
 ROWS_ENV = "QDIALECT_VNNI_ROWS"
 
 
+#: set QDIALECT_VNNI_BLOCK_MAJOR=0 for the weights packed tap-major, [KH, KW, C/4, K/KB, KB x 4]
+BLOCK_MAJOR_ENV = "QDIALECT_VNNI_BLOCK_MAJOR"
+
+
+def _packed_shape(g: dict, row: int) -> tuple:
+    """The packed weights' shape (rows of `row` values: one channel block's G-value groups):
+    block-major, [K/KB, KH, KW, C/4, KB x 4], where `g["BLOCK_MAJOR"]`, so that one channel
+    block's reduction reads its weights as one contiguous run (ResNet50 at 96x96 streams 23.5
+    MB of weights a call, most from beyond L2: in the tap-major order a block's 128-byte rows
+    lie 1-8 KB apart, a page's few lines for the prefetcher to follow); else tap-major,
+    [KH, KW, C/4, K/KB, KB x 4] (the AMX kernel's: a row of it is a row of a B tile)."""
+    if g.get("BLOCK_MAJOR"):
+        return (g["K16"], g["KH"], g["KWE"], g["C4"], row)
+    return (g["KH"], g["KWE"], g["C4"], g["K16"], row)
+
+
 def _channel_blocks(k: int, lanes: int, mixed: bool) -> list:
     """(vectors per step, NV in `lanes` units) of each channel block a wide tile may take that
     divides K: 3, 2 or 1 vectors, or with `mixed` (K an odd multiple of 8, `_vectors`) n - 1
@@ -678,7 +695,7 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
             owt = tiles
             last = ((oh - 1) * sh + (kh - 1) * dh) * w + (tiles * tt - 1) * sw + (kw - 1) * dw
         xu = (h + max(0, -(-(last + 1 - h * w) // w)), w, cp)
-    g = dict(F=f, PARALLEL=parallel, ROWS=rows, SEQ=tail is not None and seq, GROUPS=groups,
+    g = dict(F=f, BLOCK_MAJOR=os.environ.get(BLOCK_MAJOR_ENV) != "0", PARALLEL=parallel, ROWS=rows, SEQ=tail is not None and seq, GROUPS=groups,
              LIMIT=None if tail is None else (oh * ow if seq else ow), H=h, W=w, C=c, CP=cp, CF=cf, K=k, KH=kh, KW=kw, KWE=kwe, C4=c4, K16=k // (nv * lanes),
              L=lanes, NV=nv, VECS=_vectors(f, lanes, nv), OH=oh, OW=ow, TT=tt, OWT=owt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
              KIND="unroll" if c < 16 else "vectorized",
@@ -713,7 +730,7 @@ def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, st
     """`_bare_kernel_of` for the vector blocks `MIXED_ENV` asks for now."""
     return _bare_kernel_of(f, h, w, c, k, kh, kw, strides, dilations, in_pad,
                            (os.environ.get(MIXED_ENV) != "0", os.environ.get(ROWS_ENV) != "0",
-                            os.environ.get(TAILS_ENV) != "0"))
+                            os.environ.get(TAILS_ENV) != "0", os.environ.get(BLOCK_MAJOR_ENV) != "0"))
 
 
 @functools.lru_cache(maxsize=256)
@@ -721,7 +738,7 @@ def _bare_kernel_of(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int,
                     in_pad: tuple | None, mixed: tuple):
     """The kernel without an epilogue (int32 sums): a function of the flavor, the shapes and
     the input pad alone (and of `mixed`, what `_geometry` reads from the environment,
-    MIXED_ENV, ROWS_ENV and TAILS_ENV: a key of the cache only)."""
+    MIXED_ENV, ROWS_ENV, TAILS_ENV and BLOCK_MAJOR_ENV: a key of the cache only)."""
     g = dict(_geometry(f, h, w, c, k, kh, kw, strides, dilations), IN_PAD=in_pad)
     return _build(g, ((0, 0), (0, 0)), "int32", 0, None, [])
 
@@ -769,9 +786,9 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     else:
         padded = np.zeros((k, kh, kw, g["CP"]), np.int8)
         padded[..., :c] = weights
-    packed = np.ascontiguousarray(padded.reshape(k // lanes, lanes, kh, kwe, c4, G)
-                                  .transpose(2, 3, 4, 0, 1, 5).reshape(kh, kwe, c4, k // lanes, G * lanes)
-                                  .astype(f.wdtype))
+    blocked = padded.reshape(k // lanes, lanes, kh, kwe, c4, G)
+    order = (0, 2, 3, 4, 1, 5) if g.get("BLOCK_MAJOR") else (2, 3, 4, 0, 1, 5)
+    packed = np.ascontiguousarray(blocked.transpose(*order).reshape(_packed_shape(g, G * lanes)).astype(f.wdtype))
     # start value of the sums: -bias * sum(w) undoes the activations' bias (VNNI's +128;
     # nothing to undo without one); plus the output init and the folded additive epilogue
     # steps, all modulo 2^32

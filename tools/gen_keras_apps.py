@@ -9,8 +9,19 @@ each; written where asked).
   effb0  EfficientNet-B0 at 128x128 (swish, SE blocks)         effb0_128.tflite
   mnv3l  MobileNetV3-Large alpha 0.75 at 160x160              mnv3l_075_160.tflite
 
-Keras's random state is seeded once and the models are made in this order (the weights of
-one depend on the ones made before it: all four, the default, are session 19's files).
+Deeper architectures, the held-out models of sessions 24 and 25 (`docs/heldout-latency.md`;
+3-58 MB each, not committed):
+
+  r50 ResNet50 96  d121 DenseNet121 96  xcp Xception 96  iv3 InceptionV3 96
+  nas NASNetMobile 96  ev2b0 EfficientNetV2-B0 128          (session 24: --seed 24, in this order)
+  r50v2 ResNet50V2 96  mn100 MobileNet 1.0 128  ev2b1 EfficientNetV2-B1 128
+  d169 DenseNet169 64                                       (session 25: --seed 25, in this order)
+  irv2 InceptionResNetV2 96  cnxt ConvNeXt-Tiny 64  vgg16 VGG16 64
+  r101 ResNet101 64                                         (session 25, a second --seed 25 run)
+
+Keras's random state is seeded once (`--seed`, default 0) and the models are made in this
+order (the weights of one depend on the ones made before it: mnv3s, mnv1, effb0 and mnv3l, the
+default, are session 19's files).
 
 The converter's calibration data is uniform in [-1, 1] (`gen_zoo.N_CALIB` samples).  With
 random weights LiteRT's reference kernels refuse to prepare these models (SOFTMAX, as for
@@ -32,13 +43,30 @@ MODELS = {
     "mnv1": ("mnv1_025_128", 128, "MobileNet", {"alpha": 0.25}),
     "effb0": ("effb0_128", 128, "EfficientNetB0", {}),
     "mnv3l": ("mnv3l_075_160", 160, "MobileNetV3Large", {"alpha": 0.75, "include_preprocessing": False}),
+    "r50": ("resnet50_96", 96, "ResNet50", {}),
+    "d121": ("densenet121_96", 96, "DenseNet121", {}),
+    "xcp": ("xception_96", 96, "Xception", {}),
+    "iv3": ("inceptionv3_96", 96, "InceptionV3", {}),
+    "nas": ("nasnetmobile_96", 96, "NASNetMobile", {}),
+    "ev2b0": ("effv2b0_128", 128, "EfficientNetV2B0", {"include_preprocessing": False}),
+    "r50v2": ("resnet50v2_96", 96, "ResNet50V2", {}),
+    "mn100": ("mobilenet_100_128", 128, "MobileNet", {}),
+    "ev2b1": ("effv2b1_128", 128, "EfficientNetV2B1", {"include_preprocessing": False}),
+    "d169": ("densenet169_64", 64, "DenseNet169", {}),
+    "irv2": ("incresv2_96", 96, "InceptionResNetV2", {}),
+    "cnxt": ("convnext_tiny_64", 64, "ConvNeXtTiny", {"include_preprocessing": False}),
+    "vgg16": ("vgg16_64", 64, "VGG16", {}),
+    "r101": ("resnet101_64", 64, "ResNet101", {}),
 }
+#: what runs without --models: session 19's four
+DEFAULT = ("mnv3s", "mnv1", "effb0", "mnv3l")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out_dir")
-    p.add_argument("--models", default=",".join(MODELS), help="comma-separated names of " + ", ".join(MODELS))
+    p.add_argument("--models", default=",".join(DEFAULT), help="comma-separated names of " + ", ".join(MODELS))
+    p.add_argument("--seed", type=int, default=0, help="Keras's random seed, set once before the first model")
     args = p.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in MODELS]
@@ -53,7 +81,7 @@ def main(argv=None) -> int:
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(args.seed)
     for name in [n for n in MODELS if n in names]:
         file_name, size, constructor, kwargs = MODELS[name]
         net = getattr(keras.applications, constructor)(input_shape=(size, size, 3), weights=None, classes=1000,

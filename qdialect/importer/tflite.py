@@ -1207,7 +1207,11 @@ def _conv2d(imp: _Importer, op: _Op):
     n, h, wd, c = _rank(imp, x, 4, "input")
     oc, kh, kw, ic = _rank(imp, w, 4, "weights")
     if ic != c and ic > 0 and c % ic == 0:
-        raise _Unsupported("grouped convolution")
+        if ic != 1 or oc % c:
+            raise _Unsupported("grouped convolution")  # (of groups reading several input channels)
+        w = _grouped_as_depthwise(imp, op.inputs[1], oc, kh, kw)
+        _depthwise_of(imp, op, x, w, h, wd, kh, kw, oc)
+        return
     strides = _positive(imp, "strides", o["StrideH"], o["StrideW"])
     dil = _positive(imp, "dilations", o["DilationHFactor"], o["DilationWFactor"])
     pads = _tflite_padding(o["Padding"], (h, wd), (kh, kw), strides, dil)
@@ -1216,12 +1220,38 @@ def _conv2d(imp: _Importer, op: _Op):
     imp.emit(qnn.Conv2DOp, [x, w, b], op.outputs[:1], attrs)
 
 
+def _grouped_as_depthwise(imp: _Importer, i: int, oc: int, kh: int, kw: int) -> SSAValue:
+    """The weights [K, KH, KW, 1] of a CONV_2D whose groups each read one input channel (Keras's
+    `Conv2D(groups=C)`, ConvNeXt's 7x7 depthwise layers) as DEPTHWISE_CONV_2D's [1, KH, KW, K]:
+    output channel k of both reads input channel k // (K / C) with filter k, so the sums, the
+    per-output-channel requantization and the bias are the depthwise convolution's (per-axis
+    scales move from axis 0 to axis 3)."""
+    t = imp.tensor(i)
+    if not t.constant:
+        raise _Unsupported("grouped convolution with weights computed at run time")
+    q = imp.qtype(i)
+    if q is None:
+        raise imp.bad(f"weights '{t.name}' are {t.type} without quantization parameters")
+    arr = np.ascontiguousarray(imp.raw_array(i).reshape(oc, kh, kw).transpose(1, 2, 0).reshape(1, kh, kw, oc))
+    if q.is_per_axis and q.axis != 0:
+        raise _Unsupported(f"grouped convolution weights quantized along axis {q.axis}")
+    moved = UniformQuantizedType(q.storage, "f32", q.scale_array().tolist(), q.zero_point_array().tolist(),
+                                 3 if q.is_per_axis else None)
+    const = qnn.ConstantOp.from_array(arr, moved)
+    imp.block.add_op(const)
+    return const.result
+
+
 @_handles("DEPTHWISE_CONV_2D")
 def _depthwise(imp: _Importer, op: _Op):
-    o = op.options
     x, w = imp.act(op.inputs[0], "input"), imp.act(op.inputs[1], "weights")
     n, h, wd, c = _rank(imp, x, 4, "input")
     one, kh, kw, oc = _rank(imp, w, 4, "weights")
+    _depthwise_of(imp, op, x, w, h, wd, kh, kw, oc)
+
+
+def _depthwise_of(imp: _Importer, op: _Op, x: SSAValue, w: SSAValue, h: int, wd: int, kh: int, kw: int, oc: int):
+    o = op.options
     strides = _positive(imp, "strides", o["StrideH"], o["StrideW"])
     dil = _positive(imp, "dilations", o["DilationHFactor"], o["DilationWFactor"])
     pads = _tflite_padding(o["Padding"], (h, wd), (kh, kw), strides, dil)

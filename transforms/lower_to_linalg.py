@@ -897,7 +897,8 @@ def lower_divide_round(e: Lowering, op: qint.DivideRoundOp) -> SSAValue:
     rounding = op.attr("rounding", "away")
     w = qint.int_width(op.results[0])
     divisor = _constant_values(op.operands[1])
-    if rounding == "away" and divisor is not None and divisor.size and \
+    # (the magic numbers are exact for |x| + d / 2 < 2^32: a dividend of at most 32 bits)
+    if rounding == "away" and divisor is not None and divisor.size and qint.int_width(op.operands[0]) <= 32 and \
             1 <= int(divisor.min()) and int(divisor.max()) <= _MAGIC_MAX_DIVISOR:
         return _divide_round_by_constants(e, op, np.asarray(divisor, np.int64), w)
 

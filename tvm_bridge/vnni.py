@@ -10,8 +10,9 @@ constant computed at translation time:
     sum (x + 128) * w = sum x * w + 128 * sum w
 
 The weights (constants) are packed once, at translation time, into
-`[KH, KW, C/4, K/16, 16 x 4]`: for one kernel tap and four input channels, the
-64 bytes one `vpdpbusd` reads for 16 output channels.  The kernel is a TIR
+`[K/KB, KH, KW, C/4, KB x 4]` (block-major, `_packed_shape`): for one kernel tap and
+four input channels, the 64 bytes one `vpdpbusd` reads for 16 output channels, a
+channel block's taps one contiguous run.  The kernel is a TIR
 PrimFunc (built node by node, specialised to the shapes, compiled by TVM's
 LLVM backend; the TVMScript it prints is what it would be written as) whose
 inner statement is the `llvm.x86.avx512.vpdpbusd.512` call
@@ -19,7 +20,8 @@ of TVM's own `dot_16x4_vnni` intrinsic (`tvm.s_tir.tensor_intrin.x86`), written
 out rather than tensorized: `Schedule.tensorize` crashes (segfault) in TVM 0.27
 even on the smallest example.  Each step computes TT neighbouring output
 columns x NV vectors of 16 (or 8) output channels in registers (`Flavor.blocks`:
-6 x 2 or 4 x 3 where the shape allows).
+6 x 2 or 4 x 3 where the shape allows; whole rows of a narrow image, `_row_tiles`; or
+tiles leaving a tail whose pixels are discarded, `_tail_tiles`).
 
 Used for int8 x int8 -> int32 `linalg.conv_2d_nhwc_fhwc` with constant weights
 when the target has `avx512vnni` and K % 8 == 0 (8-channel blocks use the
@@ -30,7 +32,7 @@ convolution takes the generic path.
 `vpmaddwd` (`PMADDWD` flavor): signed 16-bit activations and weights, two
 products per 32-bit lane added to the accumulator.  The activations travel as
 int16 (no +128, no correction), the weights are packed as int8
-`[KH, KW, C/2, K/KB, KB x 2]` and widened on load (`vpmovsxbw`, once per
+`[K/KB, KH, KW, C/2, KB x 2]` and widened on load (`vpmovsxbw`, once per
 weight vector for TT columns: half the cache footprint of int16 weights, the
 same speed on the 48x48x16->32 conv), and each step computes TT output columns x KB
 (= NV vectors of L lanes) output channels.  `vpmaddwd` itself is exact for
@@ -671,6 +673,7 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
     fold = dw == 1 and kw > 1 and c % G != 0 and -(-kw * c // G) < kw * (cp // G)
     cf = -(-kw * c // G) * G
     kwe, c4 = (1, cf // G) if fold else (kw, cp // G)
+
     def accumulators(tt, nv):
         return tt * (len(_vectors(f, lanes, nv)) if mixed else nv)
 
@@ -727,7 +730,7 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs, twins: dict | None = None):
 
 def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple,
                  in_pad: tuple | None = None):
-    """`_bare_kernel_of` for the vector blocks `MIXED_ENV` asks for now."""
+    """`_bare_kernel_of` for the tiles and packing the environment asks for now."""
     return _bare_kernel_of(f, h, w, c, k, kh, kw, strides, dilations, in_pad,
                            (os.environ.get(MIXED_ENV) != "0", os.environ.get(ROWS_ENV) != "0",
                             os.environ.get(TAILS_ENV) != "0", os.environ.get(BLOCK_MAJOR_ENV) != "0"))
@@ -735,9 +738,9 @@ def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, st
 
 @functools.lru_cache(maxsize=256)
 def _bare_kernel_of(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple,
-                    in_pad: tuple | None, mixed: tuple):
+                    in_pad: tuple | None, env: tuple):
     """The kernel without an epilogue (int32 sums): a function of the flavor, the shapes and
-    the input pad alone (and of `mixed`, what `_geometry` reads from the environment,
+    the input pad alone (and of `env`, what `_geometry` reads from the environment,
     MIXED_ENV, ROWS_ENV, TAILS_ENV and BLOCK_MAJOR_ENV: a key of the cache only)."""
     g = dict(_geometry(f, h, w, c, k, kh, kw, strides, dilations), IN_PAD=in_pad)
     return _build(g, ((0, 0), (0, 0)), "int32", 0, None, [])

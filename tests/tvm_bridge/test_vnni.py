@@ -544,3 +544,43 @@ def test_dot_kernel_rows_in_parallel(name, c, monkeypatch):
     monkeypatch.setattr(vnni, "DOT_PARALLEL_MIN_MACS", 1 << 40)
     assert "T.parallel" not in vnni._bare_kernel(flavor(name), h, w, c, k, kh, kw, (1, 1), (1, 1)).script()
     vnni.clear_caches()
+
+
+def test_awkward_shapes_take_wide_tiles_and_tails(monkeypatch):
+    """Rows whose dividing tiles hold fewer than 8 accumulators take tiles with a tail (a 1x1
+    stride-1 layer: the image's pixels as one sequence, SEQ; else along each row, LIMIT = OW),
+    and a K that is an odd multiple of 8 takes 16 + 8-lane blocks in whole-row tiles
+    (Xception's 728 channels at 6x6: one pixel a tile before, 0.161 -> 0.049 ms a layer;
+    its 23x23 pointwise layers 0.287 -> 0.087 ms, Zen 5).  QDIALECT_VNNI_TAILS=0: no tails."""
+    from tvm_bridge import vnni
+
+    g = vnni._geometry(vnni.VNNI, 6, 6, 728, 728, 1, 1, (1, 1), (1, 1))
+    assert (g["ROWS"], g["TT"], g["NV"], g["L"], g["LIMIT"]) == (1, 6, 7, 8, None)
+    g = vnni._geometry(vnni.VNNI, 23, 23, 256, 256, 1, 1, (1, 1), (1, 1))
+    assert g["SEQ"] and (g["TT"], g["NV"], g["LIMIT"]) == (12, 2, 529)
+    assert g["XU"][0] > 23  # spare rows for the last tile's overhang
+    g = vnni._geometry(vnni.VNNI, 15, 15, 8, 32, 3, 3, (1, 1), (1, 1))
+    assert not g["SEQ"] and (g["LIMIT"], g["OWT"]) == (13, 2) and g["TT"] * g["OWT"] >= 13
+    assert vnni._geometry(vnni.PMADDWD, 23, 23, 256, 256, 1, 1, (1, 1), (1, 1))["LIMIT"] is None
+    monkeypatch.setenv(vnni.TAILS_ENV, "0")
+    assert vnni._geometry(vnni.VNNI, 23, 23, 256, 256, 1, 1, (1, 1), (1, 1))["LIMIT"] is None
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[-5]], ids=["8cols", "k48", "seq"])
+def test_tap_major_weights_equal_the_int64_reference(case, monkeypatch):
+    """QDIALECT_VNNI_BLOCK_MAJOR=0, the weights in the tap-major order the AMX tiles keep: still
+    the reference's sums (the default, block-major, is every other case here)."""
+    from tvm_bridge import vnni
+
+    monkeypatch.setenv(vnni.BLOCK_MAJOR_ENV, "0")
+    vnni.clear_caches()
+    h, w, c, k, kh, kw, strides, dilations = case
+    assert not vnni._geometry(vnni.VNNI, h, w, c, k, kh, kw, strides, dilations)["BLOCK_MAJOR"]
+    rng = np.random.default_rng(sum(case[:6]))
+    x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
+    wt = rng.integers(-128, 128, (k, kh, kw, c)).astype(np.int8)
+    try:
+        got = run_kernel(x, wt, strides, dilations, "vnni")
+    finally:
+        vnni.clear_caches()
+    np.testing.assert_array_equal(got, reference(x, wt, strides, dilations))

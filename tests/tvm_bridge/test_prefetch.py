@@ -107,10 +107,13 @@ def _chain():
     return build_model(ops, tensors, [0], [src + 4])
 
 
-def test_prefetching_kernels_equal_litert(tmp_path, monkeypatch):
+@pytest.mark.parametrize("cpu", ["host", "haswell"])
+def test_prefetching_kernels_equal_litert(cpu, tmp_path, monkeypatch):
     """The chain with every kernel made to prefetch (a last-level cache of 64 KiB, no
     minimum): the rebuilt kernels are called, issue `prefetcht1`, and the outputs are
-    LiteRT's reference kernels' bit for bit (and the build without prefetching's)."""
+    LiteRT's reference kernels' bit for bit (and the build without prefetching's); on the
+    host's kernels and on AVX2's `vpmaddwd` ones (haswell runs on every x86-64 CPU with
+    AVX2, which the tests' machines have)."""
     from tests.tflite_writer import run_tflite
     from tests.tvm_bridge.helpers import assembly, lowered_tflite
     from tvm_bridge import compile_module, prefetch
@@ -118,6 +121,8 @@ def test_prefetching_kernels_equal_litert(tmp_path, monkeypatch):
     from tvm_bridge.kernels import target_flavor
     from tvm_bridge.translate import translate
 
+    if cpu != "host":
+        monkeypatch.setenv("QDIALECT_TARGET_CPU", cpu)
     flavor = target_flavor(host_target())
     if flavor is None:
         pytest.skip("no dot-product kernel on this target")  # (never on x86-64 with AVX2)

@@ -39,7 +39,6 @@ from xdsl.ir.affine import AffineDimExpr
 
 from qdialect import cyclic_gc
 from qdialect.dialects.quant import is_subclass
-from tvm_bridge import prefetch
 from tvm_bridge.common import (  # noqa: F401 - re-exported: the bridge's public helpers
     TranslationError,
     dtype_of,
@@ -238,10 +237,8 @@ class Translator:
         order: list[str] = []
         self._collect_callees(f.sym_name.data, order, set(), [])
         for name in order:
-            # (the dot-product calls of this function alone: tvm_bridge/prefetch.py)
-            self.vnni_kernels.pop(prefetch.DotCall.KEY, None)
             self._function(self.functions[name], name if name != f.sym_name.data else "main")
-        mod = prefetch.apply(self.bb, self.vnni_kernels.pop(prefetch.DotCall.KEY, []))
+        mod = self.bb.get()
         return mod, self.n_results["main"]
 
     def _collect_callees(self, name: str, order: list[str], seen: set[str], stack: list[str]):

@@ -233,9 +233,6 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
 
     yv, xov, tv, kov, lv = loop_vars
     operand = "int8" if f.name == "vnni" else "int16"
-    # later kernels' weights to prefetch (tvm_bridge/prefetch.py): parameters before Y, one
-    # a segment (shape, dtype, first byte, bytes)
-    PF = [(_buffer(shape, dtype, f"PF{i}"), first, n) for i, (shape, dtype, first, n) in enumerate(g.get("PREFETCH") or ())]
 
     def accumulate(rh, rw, rc):
         def step(t):
@@ -262,49 +259,12 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
     if g.get("TILED"):  # the reduction on AMX tiles (tvm_bridge/amx.py)
         body.append(f.tiled.loops(g, XU, WP, INIT, Y, acc_buf, loop_vars, temps, value))
     else:
-        if not PF:
-            reduction = _loops("serial", (g["KH"], g["KWE"], g["C4"]), ("rh", "rw", "rc"), accumulate)
-        else:  # a burst of prefetches before each kernel tap's channel loop (inside it, the
-            # accumulators were stored to memory at every step: 3x the time)
-            reduction = _loops("serial", (g["KH"], g["KWE"]), ("rh", "rw"), lambda rh, rw: _seq([
-                _prefetch(g, PF, loop_vars, rh * g["KWE"] + rw),
-                _loops("serial", (g["C4"],), ("rc",), lambda rc: accumulate(rh, rw, rc))]))
-        body.append(_tiles(g, KB, g["K16"], acc_buf, INIT, Y, loop_vars, temps, value, reduction))
+        body.append(_tiles(g, KB, g["K16"], acc_buf, INIT, Y, loop_vars, temps, value,
+                           _loops("serial", (g["KH"], g["KWE"], g["C4"]), ("rh", "rw", "rc"), accumulate)))
     # (staging and pad fill write XU's interior and border, the border loop Y's border, the
     # tiles read XU and write Y's interior)
-    return _prim_func([X, WP, INIT, *eparams, *(b for b, _, _ in PF), Y], body,
+    return _prim_func([X, WP, INIT, *eparams, Y], body,
                       launch_macs=g["OH"] * g["OW"] * K * g["KH"] * g["KW"] * C)
-
-
-def _prefetch(g: dict, PF: list, loop_vars, r):
-    """The statements of kernel tap `r` (of the R = KH x KWE taps of one tile and channel
-    block) that prefetch its share of each segment (buffer, first byte, bytes) of `PF` into
-    L2 (`prefetcht1`): the kernel's tile iterations, counted in the order its loops run them,
-    fetch a segment's n lines in order, P = ceil(n / iterations) each, spread over their
-    first taps (Q = ceil(P / R) a tap).  (Inside the channel loop, a prefetch kept LLVM
-    from holding the accumulators in registers: they were stored at every step, 3x the
-    time.)"""
-    from tvm import tirx
-
-    yv, xov, _, kov, _ = loop_vars
-    n_rows = g.get("GROUPS") or g["OH"] // (g.get("ROWS") or 1)
-    owt, k16 = g.get("OWT", g["OW"] // g["TT"]), g["K16"]
-    it = (yv * owt + xov) * k16 + kov  # (the order of `_tiles`' loops)
-    taps = g["KH"] * g["KWE"]
-    stmts = []
-    for buf, first, n in PF:
-        lines = -(-n // 64)
-        last = int(np.prod(buf.shape)) - 1  # (the segment's last line may overhang its end)
-        per = -(-lines // (n_rows * owt * k16))
-        q = -(-per // taps)
-
-        def fetch(j, buf=buf, first=first, lines=lines, per=per, last=last):
-            line = tirx.Min(it * per + j, tirx.IntImm("int32", lines - 1))
-            at = tirx.Min(line * 64 + first, tirx.IntImm("int32", last))
-            return tirx.Evaluate(tirx.call_intrin("void", "tirx.prefetch", buf.access_ptr("r", offset=at), 0, 2, 1))
-        stmts.append(_loops("unroll", (q,), ("p",), lambda p, per=per, q=q, fetch=fetch: tirx.IfThenElse(
-            tirx.LT(r * q + p, tirx.IntImm("int32", per)), fetch(r * q + p), None)))
-    return _seq(stmts)
 
 
 def _pad_border(Y, g: dict, channels: int):
@@ -876,16 +836,4 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
         gvar = bb.add_func(prim_func, "amx_conv2d" if f.tiled is not None else f"{f.name}_conv2d")
         if kernels is not None:
             kernels[("gvar", id(prim_func))] = (prim_func, gvar)  # the kernel kept: its id stays its own
-    out_type = relax.TensorType([1, yh, yw, k], odt)
-    result = bb.emit(call_tir(gvar, args, out_type))
-    if kernels is not None and f.tiled is None:  # (tvm_bridge/prefetch.py's candidates)
-        from tvm_bridge.prefetch import DotCall
-
-        def rebuild(prefetch):
-            ebufs = [_buffer(p.shape, p.dtype, f"E{i}") for i, p in enumerate(params)]
-            twins = {ebufs[i].name: _buffer(v.shape, "int64", f"P{i}") for i, v in twin_values}
-            return _build(dict(g, PREFETCH=prefetch), pad, odt, padv, epi, ebufs, twins)
-        kernels.setdefault(DotCall.KEY, []).append(DotCall(
-            result, gvar, args, out_type, g["OH"] * g["OW"] * k * kh * kw * c, packed.nbytes,
-            (packed.shape, str(packed.dtype)), f, rebuild))
-    return result
+    return bb.emit(call_tir(gvar, args, relax.TensorType([1, yh, yw, k], odt)))

@@ -1207,11 +1207,13 @@ def _conv2d(imp: _Importer, op: _Op):
     n, h, wd, c = _rank(imp, x, 4, "input")
     oc, kh, kw, ic = _rank(imp, w, 4, "weights")
     if ic != c and ic > 0 and c % ic == 0:
-        if ic != 1 or oc % c:
-            raise _Unsupported("grouped convolution")  # (of groups reading several input channels)
-        w = _grouped_as_depthwise(imp, op.inputs[1], oc, kh, kw)
-        _depthwise_of(imp, op, x, w, h, wd, kh, kw, oc)
-        return
+        if oc % (c // ic):
+            raise imp.bad(f"grouped convolution of {c // ic} groups: {oc} output channels are not a multiple")
+        if ic == 1 and oc % c == 0:
+            w = _grouped_as_depthwise(imp, op.inputs[1], oc, kh, kw)
+            _depthwise_of(imp, op, x, w, h, wd, kh, kw, oc)
+            return
+        w = _grouped_as_dense(imp, op.inputs[1], oc, kh, kw, ic, c)
     strides = _positive(imp, "strides", o["StrideH"], o["StrideW"])
     dil = _positive(imp, "dilations", o["DilationHFactor"], o["DilationWFactor"])
     pads = _tflite_padding(o["Padding"], (h, wd), (kh, kw), strides, dil)
@@ -1238,6 +1240,35 @@ def _grouped_as_depthwise(imp: _Importer, i: int, oc: int, kh: int, kw: int) -> 
     moved = UniformQuantizedType(q.storage, "f32", q.scale_array().tolist(), q.zero_point_array().tolist(),
                                  3 if q.is_per_axis else None)
     const = qnn.ConstantOp.from_array(arr, moved)
+    imp.block.add_op(const)
+    return const.result
+
+
+def _grouped_as_dense(imp: _Importer, i: int, oc: int, kh: int, kw: int, ic: int, c: int) -> SSAValue:
+    """The weights [K, KH, KW, IC] of a CONV_2D of G = C / IC groups reading IC > 1 input
+    channels each (ResNeXt's and RegNet's grouped 3x3 layers) as the dense [K, KH, KW, C] of
+    one convolution: output channel k (of group g = k // (K / G)) keeps its filter on input
+    channels g IC .. g IC + IC - 1 and holds its zero point on every other, so each sum
+    gains only terms (x - zx) * 0.  Exact (the sums, the bias and the per-channel
+    requantization are the grouped convolution's), at G times the grouped form's
+    multiply-accumulates."""
+    t = imp.tensor(i)
+    if not t.constant:
+        raise _Unsupported("grouped convolution with weights computed at run time")
+    q = imp.qtype(i)
+    if q is None:
+        raise imp.bad(f"weights '{t.name}' are {t.type} without quantization parameters")
+    if q.is_per_axis and q.axis != 0:
+        raise _Unsupported(f"grouped convolution weights quantized along axis {q.axis}")
+    arr = imp.raw_array(i).reshape(oc, kh, kw, ic)
+    zp = np.broadcast_to(np.asarray(q.zero_point_array(), np.int64).reshape(-1), (oc,))
+    dense = np.empty((oc, kh, kw, c), arr.dtype)
+    dense[...] = zp.astype(arr.dtype)[:, None, None, None]
+    per_group = oc // (c // ic)
+    for k in range(oc):
+        g = k // per_group
+        dense[k, :, :, g * ic:(g + 1) * ic] = arr[k]
+    const = qnn.ConstantOp.from_array(dense, q)
     imp.block.add_op(const)
     return const.result
 

@@ -1,8 +1,8 @@
 """A CONV_2D whose groups each read one input channel (Keras's `Conv2D(groups=C)`: ConvNeXt's
 7x7 depthwise layers reach TFLite this way) is imported as the depthwise convolution it is,
 and runs bit-exact against LiteRT (reference kernels for the `tflite` profile, XNNPACK for
-`litert`) through the interpreter and the TVM build; groups of several input channels stay
-unsupported, named in the diagnostic."""
+`litert`) through the interpreter and the TVM build; groups of several input channels are one
+dense convolution with zeros outside each group (`_grouped_as_dense`), bit-exact the same way."""
 
 from __future__ import annotations
 
@@ -64,10 +64,40 @@ def test_grouped_convolution_interpreted_equals_litert_reference(tmp_path):
     assert int(np.count_nonzero(np.asarray(got) != want)) == 0
 
 
-def test_groups_of_several_channels_are_named(tmp_path):
+@pytest.mark.parametrize("c, k, ic", [(16, 8, 4), (16, 32, 8), (24, 48, 8), (12, 6, 6)],
+                         ids=["4-groups-of-4", "2-groups-of-8-x4", "3-groups-of-8-x2", "2-groups-of-6"])
+@pytest.mark.parametrize("rounding", ["tflite", "litert"])
+def test_groups_of_several_channels_equal_litert(c, k, ic, rounding, tmp_path):
+    """Groups reading several input channels (ResNeXt's, RegNet's): one dense convolution whose
+    weights hold each filter on its group's channels and zeros elsewhere; bit-exact against
+    LiteRT through the TVM build, and (the `tflite` profile) through the interpreter."""
+    from qdialect.interpreter import run_module
+    from tests.tvm_bridge.helpers import lowered_tflite
+    from tvm_bridge import compile_module
+    from tvm_bridge.run_cli import load_module
+
+    model = _grouped(c, k, ic, relu6=k > c)
+    path = tmp_path / "grouped.tflite"
+    path.write_bytes(model)
+    module = load_module(path, 1)
+    assert "qnn.conv2d" in str(module)
+    built = compile_module(lowered_tflite(model, rounding, tmp_path)())
+    rng = np.random.default_rng(c * k + ic)
+    for j in range(3):
+        x = rng.integers(-128, 128, (1, 9, 7, c)).astype(np.int8)
+        if j == 2:  # the storage extremes
+            x = np.where(rng.random(x.shape) < 0.5, -128, 127).astype(np.int8)
+        (want,) = run_tflite(model, [x], reference=rounding == "tflite")
+        assert int(np.count_nonzero(built(x)[0] != want)) == 0
+        if rounding == "tflite":
+            (got,) = run_module(module, [x])
+            assert int(np.count_nonzero(np.asarray(got) != want)) == 0
+
+
+def test_groups_not_dividing_the_output_channels_are_named(tmp_path):
     from tvm_bridge.run_cli import BadInput, load_module
 
-    path = tmp_path / "grouped2.tflite"
-    path.write_bytes(_grouped(8, 8, 2))
-    with pytest.raises(BadInput, match=r"CONV_2D x1 \(grouped convolution\)"):
+    path = tmp_path / "grouped_bad.tflite"
+    path.write_bytes(_grouped(8, 6, 2))  # 4 groups, 6 output channels
+    with pytest.raises(BadInput, match=r"grouped convolution of 4 groups: 6 output channels"):
         load_module(path, 1)

@@ -18,6 +18,9 @@ Deeper architectures, the held-out models of sessions 24 and 25 (`docs/heldout-l
   d169 DenseNet169 64                                       (session 25: --seed 25, in this order)
   irv2 InceptionResNetV2 96  cnxt ConvNeXt-Tiny 64  vgg16 VGG16 64
   r101 ResNet101 64                                         (session 25, a second --seed 25 run)
+  rnxt a small ResNeXt 96 (3 stages, cardinality 8: grouped 3x3 layers of 8-32 channels a
+       group)  rgx a RegNet-X-like net 96 (groups of 16 channels: 2-16 groups)   (session 26,
+       --seed 26; Keras 3 has no ResNeXt or RegNet, `_resnext` builds them)
 
 Keras's random state is seeded once (`--seed`, default 0) and the models are made in this
 order (the weights of one depend on the ones made before it: mnv3s, mnv1, effb0 and mnv3l, the
@@ -57,9 +60,34 @@ MODELS = {
     "cnxt": ("convnext_tiny_64", 64, "ConvNeXtTiny", {"include_preprocessing": False}),
     "vgg16": ("vgg16_64", 64, "VGG16", {}),
     "r101": ("resnet101_64", 64, "ResNet101", {}),
+    "rnxt": ("resnext_tiny_96", 96, "_resnext", {"cardinality": 8}),
+    "rgx": ("regnetx_like_96", 96, "_resnext", {"cardinality": 0, "group_width": 16}),
 }
 #: what runs without --models: session 19's four
 DEFAULT = ("mnv3s", "mnv1", "effb0", "mnv3l")
+
+
+def _resnext(keras, input_shape, weights, classes, cardinality: int = 8, group_width: int = 0):
+    """A small ResNeXt (`cardinality` groups a 3x3 layer) or, with `group_width`, a RegNet-X-like
+    net (groups of that many channels): stem 3x3/2 to 32, three stages of two bottleneck
+    blocks (widths 64, 128, 256; the first block of a stage strides 2), pooling, a dense
+    layer.  Keras 3's applications have neither."""
+    L = keras.layers
+    x_in = keras.Input(shape=input_shape)
+    x = L.ReLU()(L.BatchNormalization()(L.Conv2D(32, 3, strides=2, padding="same")(x_in)))
+    for stage, width in enumerate((64, 128, 256)):
+        for block in range(2):
+            stride = 2 if block == 0 and stage > 0 else 1
+            groups = cardinality or width // 2 // group_width
+            y = L.ReLU()(L.BatchNormalization()(L.Conv2D(width // 2, 1)(x)))
+            y = L.ReLU()(L.BatchNormalization()(L.Conv2D(width // 2, 3, strides=stride, padding="same",
+                                                         groups=groups)(y)))
+            y = L.BatchNormalization()(L.Conv2D(width, 1)(y))
+            if block == 0:
+                x = L.BatchNormalization()(L.Conv2D(width, 1, strides=stride)(x))
+            x = L.ReLU()(L.Add()([x, y]))
+    x = L.GlobalAveragePooling2D()(x)
+    return keras.Model(x_in, L.Dense(classes, activation="softmax")(x))
 
 
 def main(argv=None) -> int:
@@ -84,8 +112,9 @@ def main(argv=None) -> int:
     keras.utils.set_random_seed(args.seed)
     for name in [n for n in MODELS if n in names]:
         file_name, size, constructor, kwargs = MODELS[name]
-        net = getattr(keras.applications, constructor)(input_shape=(size, size, 3), weights=None, classes=1000,
-                                                       **kwargs)
+        make = getattr(keras.applications, constructor) if not constructor.startswith("_") else \
+            (lambda **kw: globals()[constructor](keras, **kw))
+        net = make(input_shape=(size, size, 3), weights=None, classes=1000, **kwargs)
         x_in = keras.Input(shape=(size, size, 3), batch_size=1, name="input_0")
         model = keras.Model(x_in, net(x_in), name=file_name)
         rng = np.random.default_rng(0)

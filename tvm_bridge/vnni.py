@@ -233,6 +233,9 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
 
     yv, xov, tv, kov, lv = loop_vars
     operand = "int8" if f.name == "vnni" else "int16"
+    # block-diagonal weights (`GROUP` = (KG, CG, span)): block kov's first input word, that of
+    # the group of its first output channel
+    first = 0 if not g.get("GROUP") else tirx.floordiv(tirx.floordiv(kov * KB, g["GROUP"][0]) * g["GROUP"][1], G)
 
     def accumulate(rh, rw, rc):
         def step(t):
@@ -240,7 +243,7 @@ def _kernel(g: dict, xu_shape, fold: bool, kind: str, eparams, acc_buf, loop_var
                 xidx = [yv * SH + rh * DH, (xov * TT + t) * SW * C + rc * G]
             else:
                 py, px = _pixel(g, yv, xov, t)
-                xidx = [py * SH + rh * DH, px * SW + rw * DW, rc * G]
+                xidx = [py * SH + rh * DH, px * SW + rw * DW, (rc + first) * G if g.get("GROUP") else rc * G]
             group = T.reinterpret(XU.vload(xidx, f"{f.xdtype}x{G}"), dtype="int32")
             stores = []
             for o, n_l in g["VECS"]:
@@ -570,20 +573,20 @@ def _packed_shape(g: dict, row: int) -> tuple:
     return (g["KH"], g["KWE"], g["C4"], g["K16"], row)
 
 
-def _channel_blocks(k: int, lanes: int, mixed: bool) -> list:
+def _channel_blocks(k: int, lanes: int, mixed: bool, max_n: int = 6) -> list:
     """(vectors per step, NV in `lanes` units) of each channel block a wide tile may take that
     divides K: 3, 2 or 1 vectors, or with `mixed` (K an odd multiple of 8, `_vectors`) n - 1
     vectors of 16 lanes and one of 8 (NV = 2n - 1 of 8 lanes), n up to 6."""
     if mixed:
-        return [(n, 2 * n - 1) for n in range(6, 0, -1) if k % (16 * n - 8) == 0]
-    return [(n, n) for n in (3, 2, 1) if k % (n * lanes) == 0]
+        return [(n, 2 * n - 1) for n in range(6, 0, -1) if k % (16 * n - 8) == 0 and n <= max_n]
+    return [(n, n) for n in (3, 2, 1) if k % (n * lanes) == 0 and n <= max_n]
 
 
 #: set QDIALECT_VNNI_TAILS=0 to keep every register tile dividing its row
 TAILS_ENV = "QDIALECT_VNNI_TAILS"
 
 
-def _tail_tiles(f: Flavor, pixels: int, k: int, lanes: int, accumulators: int, mixed: bool):
+def _tail_tiles(f: Flavor, pixels: int, k: int, lanes: int, accumulators: int, mixed: bool, max_n: int = 6):
     """(TT, NV, tiles): register tiles of TT pixels x NV vectors over `pixels` output pixels
     (a row, or a 1x1 stride-1 layer's whole image read as one sequence) that leave a tail,
     its pixels computed and discarded, where every tile dividing it holds fewer than 8
@@ -597,14 +600,15 @@ def _tail_tiles(f: Flavor, pixels: int, k: int, lanes: int, accumulators: int, m
     best, score = None, (1.25 * accumulators, 0)
     for t in range(12, 1, -1):
         tiles = -(-pixels // t)
-        for n, nv in _channel_blocks(k, lanes, mixed):
+        for n, nv in _channel_blocks(k, lanes, mixed, max_n):
             kept = (round(t * n * pixels / (tiles * t), 9), -tiles * t)
             if t * n <= 24 and kept > score:
                 best, score = (t, nv, tiles), kept
     return best
 
 
-def _row_tiles(f: Flavor, oh: int, ow: int, k: int, lanes: int, accumulators: int, mixed: bool = False):
+def _row_tiles(f: Flavor, oh: int, ow: int, k: int, lanes: int, accumulators: int, mixed: bool = False,
+               max_n: int = 6):
     """(R, TT, NV): register tiles holding more accumulators than `accumulators` (fewer than
     12) for a narrow image or an awkward channel count, or None: R whole output rows (TT = R x
     OW pixels, R None for TT columns within a row) x NV vectors of `lanes`.  ResNet50's 3x3
@@ -616,7 +620,7 @@ def _row_tiles(f: Flavor, oh: int, ow: int, k: int, lanes: int, accumulators: in
     flavors (32 vector registers: up to 24 accumulators, at most 12 pixels)."""
     if f.max_lanes != 16 or accumulators >= 12 or os.environ.get(ROWS_ENV) == "0":
         return None
-    blocks = _channel_blocks(k, lanes, mixed)
+    blocks = _channel_blocks(k, lanes, mixed, max_n)
     # (R, pixels): whole rows first, then tiles within a row
     pixels = [(r, r * ow) for r in range(1, oh + 1) if oh % r == 0 and r * ow <= 12] + \
         [(None, t) for t in range(ow - 1, 1, -1) if ow % t == 0 and t <= 12]
@@ -646,45 +650,88 @@ def _pixel(g: dict, yv, xov, t):
     return yv * rows + tirx.floordiv(t, ow), tirx.floormod(t, ow)
 
 
-def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides, dilations) -> dict:
-    """The kernel's loop extents and blocking for an HxWxC input and K x KH x KW x C weights."""
+def block_groups(weights: np.ndarray) -> tuple[int, int] | None:
+    """(KG, CG): the weights [K, KH, KW, C] are block-diagonal, output channels k*KG ..
+    (k+1)*KG - 1 reading only input channels k*CG .. (k+1)*CG - 1 (all other weights 0): a
+    grouped convolution as the TFLite importer makes it dense (`_grouped_as_dense`); the
+    finest such grouping of at least 2 groups, or None."""
+    k, _, _, c = weights.shape
+    if k < 2 or c < 2 or np.any(weights[0, ..., c - 1]):  # (output 0 reads input C-1: dense)
+        return None
+    for n in sorted((n for n in range(2, min(k, c) + 1) if k % n == 0 and c % n == 0), reverse=True):
+        blocks = weights.reshape(n, k // n, *weights.shape[1:3], n, c // n)
+        inside = np.zeros((n, n), bool)
+        inside[np.arange(n), np.arange(n)] = True
+        if not np.any(blocks[~inside[:, None, None, None, :, None].repeat(k // n, 1).repeat(
+                weights.shape[1], 2).repeat(weights.shape[2], 3).repeat(c // n, 5)]):
+            return k // n, c // n
+    return None
+
+
+def _group_span(kb: int, groups: tuple[int, int] | None, g_words: int) -> int | None:
+    """The input channels one channel block of `kb` outputs reads under block-diagonal
+    weights of `groups` = (KG, CG): CG (a block within a group) or kb / KG groups' CG each,
+    where blocks and groups nest and the span and its offsets are whole `g_words`-channel
+    words; else None (the block reads all C)."""
+    if groups is None:
+        return None
+    kg, cg = groups
+    if kb <= kg and kg % kb == 0 and cg % g_words == 0:
+        return cg
+    if kb > kg and kb % kg == 0 and (kb // kg * cg) % g_words == 0:
+        return kb // kg * cg
+    return None
+
+
+def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides, dilations,
+              diagonal: tuple[int, int] | None = None) -> dict:
+    """The kernel's loop extents and blocking for an HxWxC input and K x KH x KW x C weights
+    (block-diagonal ones of `diagonal` = (KG, CG), `block_groups`: each channel block reduces
+    over its groups' input channels alone, `GROUP`, in blocks of at most KG channels where
+    KG holds a vector)."""
     sh, sw = strides
     dh, dw = dilations
     G = f.group
     oh = (h - dh * (kh - 1) - 1) // sh + 1
     ow = (w - dw * (kw - 1) - 1) // sw + 1
     lanes = 16 if k % 16 == 0 and f.max_lanes == 16 else 8
+    cp = -(-c // G) * G
+    fold = dw == 1 and kw > 1 and c % G != 0 and -(-kw * c // G) < kw * (cp // G)
+    # block-diagonal weights: blocks of at most KG channels (one group's) where KG holds whole
+    # vectors, so that a block reads CG input channels (all C in one dense block)
+    if diagonal is not None and (fold or f.tiled is not None or _group_span(lanes, diagonal, G) is None
+                                 or _group_span(lanes, diagonal, G) >= cp):
+        diagonal = None
+    max_n = 6 if diagonal is None else max(1, diagonal[0] // lanes)
     # a 512-bit flavor and K an odd multiple of 8: blocks of n vectors, n - 1 of 16 lanes and
     # one of 8 (`_vectors`), where the tile fits (24 channels in 6 columns: 6 x (16 + 8))
-    mixed = lanes == 8 and f.max_lanes == 16 and os.environ.get(MIXED_ENV) != "0"
+    mixed = lanes == 8 and f.max_lanes == 16 and os.environ.get(MIXED_ENV) != "0" and diagonal is None
     hit = next(((t, n) for t, n in f.blocks if n > 1 and ow % t == 0 and k % (16 * n - 8) == 0), None) \
         if mixed else None
     if hit is not None:
         tt, nv = hit[0], (16 * hit[1] - 8) // lanes
     else:
-        tt, nv = next((t, n) for t, n in f.blocks if ow % t == 0 and k % (n * lanes) == 0)
-    cp = -(-c // G) * G
+        tt, nv = next((t, n) for t, n in f.blocks if ow % t == 0 and k % (n * lanes) == 0 and n <= max_n)
     # Few input channels (C = 1, 2, 6, ... not a multiple of the group): the bytes of one
     # input row under a kernel row, x[h, w0 + kw, c] for all (kw, c), are contiguous in
     # NHWC (dilation 1), so the dot products run over (kw, c) in groups of G values
     # instead of over c padded to G per tap: a 10x4 kernel on one channel takes 10
     # vpdpbusd per output block instead of 40.  The activations are then one row per
     # image row (W * C values, G zeros after it for the last group's overhang).
-    fold = dw == 1 and kw > 1 and c % G != 0 and -(-kw * c // G) < kw * (cp // G)
     cf = -(-kw * c // G) * G
     kwe, c4 = (1, cf // G) if fold else (kw, cp // G)
 
     def accumulators(tt, nv):
         return tt * (len(_vectors(f, lanes, nv)) if mixed else nv)
 
-    wide = None if fold else _row_tiles(f, oh, ow, k, lanes, accumulators(tt, nv), mixed=mixed)
+    wide = None if fold else _row_tiles(f, oh, ow, k, lanes, accumulators(tt, nv), mixed=mixed, max_n=max_n)
     rows = None
     if wide is not None:
         rows, tt, nv = wide
     # tiles that leave a tail: over the whole image for a 1x1 stride-1 layer (its input pixels
     # are one sequence in NHWC), else along each row
     seq = kh == 1 and kw == 1 and sh == 1 and sw == 1
-    tail = None if fold else _tail_tiles(f, oh * ow if seq else ow, k, lanes, accumulators(tt, nv), mixed)
+    tail = None if fold else _tail_tiles(f, oh * ow if seq else ow, k, lanes, accumulators(tt, nv), mixed, max_n)
     owt, groups, xu = (1 if rows else ow // tt), None, ((h, w * c + G) if fold else (h, w, cp))
     parallel = parallel_rows(oh * ow * k * kh * kw * c, oh // (rows or 1))
     if tail is not None:
@@ -703,6 +750,9 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
              L=lanes, NV=nv, VECS=_vectors(f, lanes, nv), OH=oh, OW=ow, TT=tt, OWT=owt, SH=sh, SW=sw, DH=dh, DW=dw, FOLD=fold,
              KIND="unroll" if c < 16 else "vectorized",
              XU=xu)
+    span = _group_span(nv * lanes, diagonal, G)
+    if span is not None and span < cp:  # (a block of one group's KG channels reads its CG)
+        g.update(GROUP=(diagonal[0], diagonal[1], span), C4=span // G)
     # a flavor with a tile reduction (AMX) blocks the same operands its own way
     return g if f.tiled is None else f.tiled.geometry(g)
 
@@ -729,20 +779,20 @@ def _build(g: dict, pad, odt: str, padv, epi, ebufs, twins: dict | None = None):
 
 
 def _bare_kernel(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple,
-                 in_pad: tuple | None = None):
+                 in_pad: tuple | None = None, groups: tuple | None = None):
     """`_bare_kernel_of` for the tiles and packing the environment asks for now."""
-    return _bare_kernel_of(f, h, w, c, k, kh, kw, strides, dilations, in_pad,
+    return _bare_kernel_of(f, h, w, c, k, kh, kw, strides, dilations, in_pad, groups,
                            (os.environ.get(MIXED_ENV) != "0", os.environ.get(ROWS_ENV) != "0",
                             os.environ.get(TAILS_ENV) != "0", os.environ.get(BLOCK_MAJOR_ENV) != "0"))
 
 
 @functools.lru_cache(maxsize=256)
 def _bare_kernel_of(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strides: tuple, dilations: tuple,
-                    in_pad: tuple | None, env: tuple):
+                    in_pad: tuple | None, groups: tuple | None, env: tuple):
     """The kernel without an epilogue (int32 sums): a function of the flavor, the shapes and
     the input pad alone (and of `env`, what `_geometry` reads from the environment,
     MIXED_ENV, ROWS_ENV, TAILS_ENV and BLOCK_MAJOR_ENV: a key of the cache only)."""
-    g = dict(_geometry(f, h, w, c, k, kh, kw, strides, dilations), IN_PAD=in_pad)
+    g = dict(_geometry(f, h, w, c, k, kh, kw, strides, dilations, groups), IN_PAD=in_pad)
     return _build(g, ((0, 0), (0, 0)), "int32", 0, None, [])
 
 
@@ -779,7 +829,8 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
         (pt, pl), (pb, pr), value = in_pad
         # (the value as the int8 it pads with)
         in_pad = (int(pt), int(pl), int(pb), int(pr), (int(value) + 128) % 256 - 128) if pt or pl or pb or pr else None
-    g = dict(_geometry(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations)), IN_PAD=in_pad)
+    groups = block_groups(weights)
+    g = dict(_geometry(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), groups), IN_PAD=in_pad)
     G, lanes, kwe, c4 = f.group, g["NV"] * g["L"], g["KWE"], g["C4"]
     if g["FOLD"]:
         padded = np.zeros((k, kh, 1, g["CF"]), np.int8)
@@ -789,6 +840,10 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     else:
         padded = np.zeros((k, kh, kw, g["CP"]), np.int8)
         padded[..., :c] = weights
+    if g.get("GROUP"):  # each block's own groups' input channels only
+        kg, cg, span = g["GROUP"]
+        padded = np.stack([padded[b * lanes:(b + 1) * lanes, ..., b * lanes // kg * cg:b * lanes // kg * cg + span]
+                           for b in range(k // lanes)])
     blocked = padded.reshape(k // lanes, lanes, kh, kwe, c4, G)
     order = (0, 2, 3, 4, 1, 5) if g.get("BLOCK_MAJOR") else (2, 3, 4, 0, 1, 5)
     packed = np.ascontiguousarray(blocked.transpose(*order).reshape(_packed_shape(g, G * lanes)).astype(f.wdtype))
@@ -818,10 +873,10 @@ def emit_conv2d(bb, x, x_shape, weights: np.ndarray, strides, dilations, epi=Non
     twin_values = pair_twins(params, lanes, epilogue_segments(g, lanes))
     args += [tensor_constant(v) for _, v in twin_values]
     if epi is None:
-        prim_func = _bare_kernel(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad)
+        prim_func = _bare_kernel(f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad, groups)
     else:
         struct_key = None if epi_key is None or kernels is None else (
-            f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad, epi_key)
+            f, h, w, c, k, kh, kw, tuple(strides), tuple(dilations), in_pad, groups, epi_key)
         prim_func = kernels.get(struct_key) if struct_key is not None else None
         if prim_func is None:
             ebufs = [_buffer(p.shape, p.dtype, f"E{i}") for i, p in enumerate(params)]

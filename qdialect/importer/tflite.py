@@ -1206,7 +1206,7 @@ def _conv2d(imp: _Importer, op: _Op):
     x, w = imp.act(op.inputs[0], "input"), imp.act(op.inputs[1], "weights")
     n, h, wd, c = _rank(imp, x, 4, "input")
     oc, kh, kw, ic = _rank(imp, w, 4, "weights")
-    if ic != c and ic > 0 and c % ic == 0:
+    if ic != c and 0 < ic < c and c % ic == 0:
         if oc % (c // ic):
             raise imp.bad(f"grouped convolution of {c // ic} groups: {oc} output channels are not a multiple")
         if ic == 1 and oc % c == 0:

@@ -681,17 +681,19 @@ def test_unsupported_custom_codes_are_each_named():
 
 
 def test_unsupported_variants_are_listed_at_once():
-    tensors = [q((1, 8, 8, 4)), weights((4, 3, 3, 2), W4), bias(4, 0.05, W4), q((1, 8, 8, 4)),
+    # a grouped convolution whose weights are a graph input (computed at run time)
+    tensors = [q((1, 8, 8, 4)), q((4, 3, 3, 2), 0.02, 0), bias(4, 0.05, W4), q((1, 8, 8, 4)),
                q((1, 8, 8, 4)), ints([2])]
     ops = [
-        OpSpec("CONV_2D", [0, 1, 2], [3], {"padding": "SAME", "stride_w": 1, "stride_h": 1}),  # grouped
+        OpSpec("CONV_2D", [0, 1, 2], [3], {"padding": "SAME", "stride_w": 1, "stride_h": 1}),
         OpSpec("ADD", [0, 0], [4], {"fused_activation_function": "TANH"}),
     ]
-    model = build_model(ops, tensors, [0], [3, 4])
+    model = build_model(ops, tensors, [0, 1], [3, 4])
     with pytest.raises(TFLiteImportError) as e:
         import_tflite(model)
     assert str(e.value) == (
-        "unsupported operators: CONV_2D x1 (grouped convolution), ADD x1 (fused TANH activation)"
+        "unsupported operators: CONV_2D x1 (grouped convolution with weights computed at run time), "
+        "ADD x1 (fused TANH activation)"
     )
 
 

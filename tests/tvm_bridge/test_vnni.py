@@ -584,3 +584,53 @@ def test_tap_major_weights_equal_the_int64_reference(case, monkeypatch):
     finally:
         vnni.clear_caches()
     np.testing.assert_array_equal(got, reference(x, wt, strides, dilations))
+
+
+#: block-diagonal weights (a grouped convolution made dense by the TFLite importer):
+#: (H, W, C, K, KH, KW, strides, groups, whether the 512-bit VNNI kernel skips the zeros)
+GROUPED = [
+    (10, 10, 64, 64, 3, 3, (1, 1), 4, True),     # groups of 16 x 16: a 16-lane block reads 16 of 64
+    (9, 9, 32, 32, 3, 3, (2, 2), 8, True),       # groups of 4 x 4: a block of 16 spans 4 groups, 16 of 32
+    (8, 8, 48, 96, 1, 1, (1, 1), 3, True),       # groups of 32 outputs x 16 inputs: blocks of 32
+    (7, 7, 128, 128, 3, 3, (1, 1), 8, True),     # rows of 5: whole-row tiles of one 16-lane vector
+    (10, 10, 16, 32, 3, 3, (1, 1), 8, True),     # groups of 4 outputs x 2 inputs: 8 inputs a block
+    (12, 12, 24, 48, 3, 3, (1, 1), 2, False),    # groups of 24 outputs: no block nests, all 24 read
+]
+
+
+@pytest.mark.parametrize("case", GROUPED, ids=[f"{c[2]}-{c[3]}-g{c[7]}-{c[4]}x{c[5]}-s{c[6][0]}" for c in GROUPED])
+@pytest.mark.parametrize("name", FLAVORS)
+def test_block_diagonal_weights_equal_the_int64_reference(case, name):
+    """The kernel reduces each channel block over its groups' input channels alone (`GROUP`);
+    the sums are the dense convolution's, zeros and all."""
+    from tvm_bridge import vnni
+
+    h, w, c, k, kh, kw, strides, n, skips = case
+    rng = np.random.default_rng(sum(case[:6]) + n)
+    x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
+    wt = np.zeros((k, kh, kw, c), np.int8)
+    kg, cg = k // n, c // n
+    for j in range(n):
+        wt[j * kg:(j + 1) * kg, ..., j * cg:(j + 1) * cg] = rng.integers(-128, 128, (kg, kh, kw, cg))
+    assert vnni.block_groups(wt) == (kg, cg)
+    g = vnni._geometry(flavor(name), h, w, c, k, kh, kw, strides, (1, 1), (kg, cg))
+    if name == "vnni":
+        assert bool(g.get("GROUP")) == skips
+    if g.get("GROUP"):
+        assert g["C4"] * flavor(name).group < c
+    got = run_kernel(x, wt, strides, (1, 1), name)
+    np.testing.assert_array_equal(got, reference(x, wt, strides, (1, 1)))
+
+
+def test_block_groups_finds_the_finest_grouping():
+    from tvm_bridge.vnni import block_groups
+
+    w = np.zeros((32, 3, 3, 16), np.int8)
+    for j in range(4):
+        w[j * 8:(j + 1) * 8, ..., j * 4:(j + 1) * 4] = 1
+    assert block_groups(w) == (8, 4)
+    w[0, 1, 1, 4] = 1  # one weight outside its group: 2 groups still hold
+    assert block_groups(w) == (16, 8)
+    w[0, 0, 0, 15] = -1  # output 0 reads the last input: dense
+    assert block_groups(w) is None
+    assert block_groups(np.ones((16, 1, 1, 16), np.int8)) is None

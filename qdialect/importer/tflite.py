@@ -1222,21 +1222,28 @@ def _conv2d(imp: _Importer, op: _Op):
     imp.emit(qnn.Conv2DOp, [x, w, b], op.outputs[:1], attrs)
 
 
-def _grouped_as_depthwise(imp: _Importer, i: int, oc: int, kh: int, kw: int) -> SSAValue:
-    """The weights [K, KH, KW, 1] of a CONV_2D whose groups each read one input channel (Keras's
-    `Conv2D(groups=C)`, ConvNeXt's 7x7 depthwise layers) as DEPTHWISE_CONV_2D's [1, KH, KW, K]:
-    output channel k of both reads input channel k // (K / C) with filter k, so the sums, the
-    per-output-channel requantization and the bias are the depthwise convolution's (per-axis
-    scales move from axis 0 to axis 3)."""
+def _grouped_weights_type(imp: _Importer, i: int) -> UniformQuantizedType:
+    """The quantized type of a grouped CONV_2D's weights (tensor `i`): constant, quantized,
+    per-tensor or along the output channels."""
     t = imp.tensor(i)
     if not t.constant:
         raise _Unsupported("grouped convolution with weights computed at run time")
     q = imp.qtype(i)
     if q is None:
         raise imp.bad(f"weights '{t.name}' are {t.type} without quantization parameters")
-    arr = np.ascontiguousarray(imp.raw_array(i).reshape(oc, kh, kw).transpose(1, 2, 0).reshape(1, kh, kw, oc))
     if q.is_per_axis and q.axis != 0:
         raise _Unsupported(f"grouped convolution weights quantized along axis {q.axis}")
+    return q
+
+
+def _grouped_as_depthwise(imp: _Importer, i: int, oc: int, kh: int, kw: int) -> SSAValue:
+    """The weights [K, KH, KW, 1] of a CONV_2D whose groups each read one input channel (Keras's
+    `Conv2D(groups=C)`, ConvNeXt's 7x7 depthwise layers) as DEPTHWISE_CONV_2D's [1, KH, KW, K]:
+    output channel k of both reads input channel k // (K / C) with filter k, so the sums, the
+    per-output-channel requantization and the bias are the depthwise convolution's (per-axis
+    scales move from axis 0 to axis 3)."""
+    q = _grouped_weights_type(imp, i)
+    arr = np.ascontiguousarray(imp.raw_array(i).reshape(oc, kh, kw).transpose(1, 2, 0).reshape(1, kh, kw, oc))
     moved = UniformQuantizedType(q.storage, "f32", q.scale_array().tolist(), q.zero_point_array().tolist(),
                                  3 if q.is_per_axis else None)
     const = qnn.ConstantOp.from_array(arr, moved)
@@ -1252,14 +1259,7 @@ def _grouped_as_dense(imp: _Importer, i: int, oc: int, kh: int, kw: int, ic: int
     gains only terms (x - zx) * 0.  Exact (the sums, the bias and the per-channel
     requantization are the grouped convolution's), at G times the grouped form's
     multiply-accumulates."""
-    t = imp.tensor(i)
-    if not t.constant:
-        raise _Unsupported("grouped convolution with weights computed at run time")
-    q = imp.qtype(i)
-    if q is None:
-        raise imp.bad(f"weights '{t.name}' are {t.type} without quantization parameters")
-    if q.is_per_axis and q.axis != 0:
-        raise _Unsupported(f"grouped convolution weights quantized along axis {q.axis}")
+    q = _grouped_weights_type(imp, i)
     arr = imp.raw_array(i).reshape(oc, kh, kw, ic)
     zp = np.broadcast_to(np.asarray(q.zero_point_array(), np.int64).reshape(-1), (oc,))
     dense = np.empty((oc, kh, kw, c), arr.dtype)

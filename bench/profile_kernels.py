@@ -1,6 +1,10 @@
 """Where the time goes in one zoo model compiled by our TVM bridge: per-kernel times.
 
     python bench/profile_kernels.py mobilenetv2_tiny [--rounding tflite|litert] [--runs 50] [--no-schedule]
+                                    [--in-context]
+
+MODEL is a zoo name or a .tflite or .onnx path (`--rounding tflite` keeps an ONNX model's own
+import profile).
 
 Compiles the model exactly as `qd-run` does, then times every call the Relax VM
 makes (each fused PrimFunc and the VM's own builtins) with `time_evaluator`-style
@@ -45,7 +49,7 @@ def main(argv=None) -> int:
     from tvm_bridge.run_cli import _entry_signature, load_module, make_inputs
     from tvm_bridge.translate import translate
 
-    path = Path(args.model) if args.model.endswith(".tflite") else ROOT / "models" / "zoo" / f"{args.model}.tflite"
+    path = Path(args.model) if args.model.endswith((".tflite", ".onnx")) else ROOT / "models" / "zoo" / f"{args.model}.tflite"
     module = load_module(path, 1)
     _, in_values, _ = _entry_signature(module)
     sample = make_inputs(in_values, 0)
@@ -136,6 +140,8 @@ def main(argv=None) -> int:
           f"reshapes, call overhead (the VM rows below are inflated by the Python hook)")
     for name, (us, n) in sorted(rows.items(), key=lambda kv: -kv[1][0])[: args.top]:
         print(f"  {us:9.1f} us {100 * us / total:5.1f}%  x{n:<3} {name}")
+    if path.suffix != ".tflite":  # (an ONNX model: bench/latency.py compares it with ONNX Runtime)
+        return 0
     try:
         from ai_edge_litert.interpreter import Interpreter
 

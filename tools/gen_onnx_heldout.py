@@ -233,8 +233,28 @@ def build_ew_pool(opset):
     return g
 
 
+def build_resnext(opset):
+    """A small ResNeXt / RegNet-X: grouped 3x3 layers of 16 channels a group (4 and 8 groups)
+    in residual bottleneck blocks, 56x56 input (session 26: ONNX's grouped convolutions)."""
+    g = G("resnext", 303, opset)
+    x = g.input("image", (1, 3, 56, 56))
+    y = g.conv(x, 3, 32, 3, stride=2, pads=[1, 1, 1, 1], act="relu")       # 28x28
+    c = 32
+    for width, stride in ((64, 1), (128, 2)):
+        h = g.conv(y, c, width, 1, act="relu")
+        h = g.conv(h, width, width, 3, stride=stride, pads=[1, 1, 1, 1], group=width // 16, act="relu")
+        h = g.conv(h, width, width, 1)
+        skip = g.conv(y, c, width, 1, stride=stride)
+        y = g.op("Relu", [g.op("Add", [h, skip])])
+        c = width
+    y = g.op("GlobalAveragePool", [y])
+    y = g.op("Flatten", [y], axis=1)
+    return finish(g, g.gemm(y, c, 10), "logits")
+
+
 NETS = {"cnn_mix": build_cnn_mix, "cnn_wide": build_cnn_wide, "mbv2": build_mbv2,
-        "mlp_act": build_mlp, "ew_shape": build_ew_shape, "ew_shape1": build_ew_shape1, "ew_pool": build_ew_pool}
+        "mlp_act": build_mlp, "ew_shape": build_ew_shape, "ew_shape1": build_ew_shape1, "ew_pool": build_ew_pool,
+        "resnext": build_resnext}
 
 
 # --------------------------------------------------------------------------- single-op models

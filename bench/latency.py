@@ -245,7 +245,9 @@ ONNX_ATTENTION = ("vit_tiny_qdq_u8,vit_tiny_qdq_s8,vit_tiny_qop_u8,bert_tiny_qdq
 
 
 def onnx_path(name: str) -> Path:
-    """A models/onnx name, else a models/transformers/onnx one."""
+    """An .onnx path as it is, a models/onnx name, else a models/transformers/onnx one."""
+    if name.endswith(".onnx"):
+        return Path(name)
     path = ONNX_ZOO / f"{name}.onnx"
     return path if path.exists() else ONNX_TRANSFORMERS / f"{name}.onnx"
 
@@ -398,7 +400,7 @@ def main(argv=None) -> int:
     p.add_argument("--target", default=None, help="TVM target (default: host CPU)")
     p.add_argument("--cpu", default=None, help="compile for this LLVM cpu name (QDIALECT_TARGET_CPU), e.g. "
                                                "haswell: the AVX2 kernels on an AVX-512 machine")
-    p.add_argument("--onnx-models", default=ONNX_DEFAULT, help="comma-separated names of models/onnx or models/transformers/onnx ('' for none)")
+    p.add_argument("--onnx-models", default=ONNX_DEFAULT, help="comma-separated names of models/onnx or models/transformers/onnx, or .onnx paths ('' for none)")
     p.add_argument("--onnx-only", action="store_true", help="only the ONNX rows")
     p.add_argument("--attention", action="store_true",
                    help="also the attention blocks of tests/tvm_bridge/attention_block.py (int8 and 16x8, "

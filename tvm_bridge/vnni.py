@@ -664,11 +664,9 @@ def block_groups(weights: np.ndarray) -> tuple[int, int] | None:
     if k < 2 or c < 2 or np.any(weights[0, ..., c - 1]):  # (output 0 reads input C-1: dense)
         return None
     for n in sorted((n for n in range(2, min(k, c) + 1) if k % n == 0 and c % n == 0), reverse=True):
-        blocks = weights.reshape(n, k // n, *weights.shape[1:3], n, c // n)
-        inside = np.zeros((n, n), bool)
-        inside[np.arange(n), np.arange(n)] = True
-        if not np.any(blocks[~inside[:, None, None, None, :, None].repeat(k // n, 1).repeat(
-                weights.shape[1], 2).repeat(weights.shape[2], 3).repeat(c // n, 5)]):
+        outside = weights.reshape(n, k // n, *weights.shape[1:3], n, c // n).copy()
+        outside[np.arange(n), :, :, :, np.arange(n)] = 0  # (group j's outputs on its own inputs)
+        if not outside.any():
             return k // n, c // n
     return None
 

@@ -302,7 +302,7 @@ def onnx_rows(names: list[str], args) -> list[dict]:
         module = load_module(path, 1)
         _, in_values, _ = _entry_signature(module)
         sample = make_inputs(in_values, 0)
-        row = {"model": name}
+        row = {"model": path.stem if name.endswith(".onnx") else name}
         peer = onnxruntime_session(path, 1)
         expected = peer(sample)
         row["ort_2"] = median_ms(lambda r=onnxruntime_session(path, 2): r(sample), args.runs, args.warmup)

@@ -1209,7 +1209,7 @@ def _conv2d(imp: _Importer, op: _Op):
     if ic != c and 0 < ic < c and c % ic == 0:
         if oc % (c // ic):
             raise imp.bad(f"grouped convolution of {c // ic} groups: {oc} output channels are not a multiple")
-        if ic == 1 and oc % c == 0:
+        if ic == 1:  # (groups of one channel: K a multiple of C, checked above)
             w = _grouped_as_depthwise(imp, op.inputs[1], oc, kh, kw)
             _depthwise_of(imp, op, x, w, h, wd, kh, kw, oc)
             return

@@ -464,6 +464,90 @@ def eval_scalar_op(bop: Operation, values: dict, dims: Sequence, rules: dict | N
     values[bop.results[0]] = rule(bop, [values[v] for v in bop._operands])
 
 
+#: a body value read more than once whose expression (counting repeated operands each time
+#: they appear) holds more nodes than this is bound to a variable (`SharedValues`)
+SHARED_NODES = 256
+
+#: ... and once a body is written as loops for that, each value read more than once that
+#: holds more nodes than this is computed once: a value of a few hundred nodes of nested
+#: selects still cost TVM's simplifier and code generator seconds (a chain of 30 selects:
+#: 18.8 s to build with 256, 0.1 s with 4)
+BOUND_NODES = 4
+
+
+class SharedValues:
+    """The values of a linalg.generic body that are read more than once and are big, each
+    computed once into a local buffer of one value (translate.py's `_loop_generic`) instead
+    of repeated in the expression tree.  TVM's passes walk a PrimExpr as a tree, so a chain
+    whose every step reads the previous one several times grows as a power of its length: an
+    ONNX MobileNetV2 of 16-bit activations (ORT's float depthwise convolution, nine taps,
+    each sum clamped to the finite floats, which reads it four times) held 846 KB of
+    TVMScript a kernel and spent 45 s in each StmtSimplify.  Small values (at most
+    SHARED_NODES nodes: a requantization's) stay inline.  (Not `tirx.Let` nor `tirx.Bind`:
+    StmtSimplify substitutes every integer binding back into its uses, and TVM's simplifier
+    stops on "conflicts with memorization" where a loop's passes copy a Let.  LLVM keeps a
+    one-value buffer in a register.)"""
+
+    def __init__(self, body, limit: int = SHARED_NODES):
+        self.limit = limit
+        self.temps: list = []
+        self.sizes: dict = {}
+        self.reads: dict = {}
+        for bop in body.ops:
+            for v in bop._operands:
+                self.reads[v] = self.reads.get(v, 0) + 1
+
+    def _size(self, bop: Operation) -> int:
+        return 1 + sum(self.sizes.get(v, 1) for v in bop._operands)
+
+    def _shared(self, r, size: int) -> bool:
+        return self.reads.get(r, 0) > 1 and size > self.limit
+
+    @staticmethod
+    def needed(body) -> bool:
+        """Whether some value of `body` is to be computed once (`bind`)."""
+        shared = SharedValues(body)
+        for bop in body.ops:
+            size = shared._size(bop)
+            for r in bop.results:
+                if shared._shared(r, size):
+                    return True
+                shared.sizes[r] = size
+        return False
+
+    def bind(self, bop: Operation, values: dict) -> None:
+        """After `bop` is evaluated into `values`: its result computed into a buffer of its
+        own, and read from it, where it is read more than once and is big."""
+        from tvm import tirx
+
+        size = self._size(bop)
+        for r in bop.results:
+            e = values.get(r)
+            if e is None or not self._shared(r, size):
+                self.sizes[r] = size
+                continue
+            if hasattr(e, "asobject"):  # a lazy `==` / `!=` (tvm's EqualOp, NotEqualOp)
+                e = e.asobject()
+            buf = tirx.decl_buffer((1,), str(e.ty), name=f"S{len(self.temps)}", scope="local", layout=None)
+            self.temps.append((buf, e))
+            values[r], self.sizes[r] = tirx.BufferLoad(buf, [tirx.IntImm("int32", 0)]), 1
+
+    def allocations(self) -> list:
+        """The statements allocating the buffers (before the loops)."""
+        from tvm import tirx
+
+        return [tirx.AllocBuffer(buf) for buf, _ in self.temps]
+
+    def wrap(self, stmt):
+        """`stmt` after the stores of the values computed once, in order."""
+        from tvm import tirx
+
+        if not self.temps:
+            return stmt
+        zero = tirx.IntImm("int32", 0)
+        return tirx.SeqStmt([tirx.BufferStore(buf, e, [zero]) for buf, e in self.temps] + [stmt])
+
+
 def _scalar_key(value):
     """A constant in a PrimFunc cache key: floats by their exact bits, so 0.0 and -0.0 differ."""
     return value.hex() if isinstance(value, float) else value

@@ -53,6 +53,8 @@ from tvm_bridge.common import (  # noqa: F401 - re-exported: the bridge's public
     scalar_constant,
     scalar_rules,
     affine_to_tir,
+    BOUND_NODES,
+    SharedValues,
     eval_scalar_op,
     _Init,
     _init_value,
@@ -458,8 +460,8 @@ def _generic(tr: Translator, op: linalg.GenericOp):
             raise TranslationError("linalg.generic: output map must be a permutation of parallel dims")
 
     body = op.body.block
-    if red_dims and _is_fma_chain(body):
-        return _sequential_generic(tr, op, maps, iters, extents)
+    if red_dims and _is_fma_chain(body) or SharedValues.needed(body):
+        return _loop_generic(tr, op, maps, iters, extents)
     tensor_inputs = []
     input_kinds = []  # ("tensor", k) or ("scalar", value)
     for v in op_inputs:
@@ -578,15 +580,19 @@ def _is_fma_chain(body) -> bool:
             and len(list(acc.uses)) == 1)
 
 
-def _sequential_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
-    """A reduction whose body is a fused multiply-add chain, `acc = fma(a, b, acc)`: a float
-    sum in the order of its reduction loops (MLAS's SGEMM accumulators), which a TE
-    reduction (commutative, free to be reordered or split) does not promise.  Written as a
-    TIR PrimFunc node by node: the output's loops (the last one innermost, inside the
-    reduction loops, so each output element still sees its terms in order while LLVM can
-    vectorize across that loop), the init stored first, then one `llvm.fma` per step."""
+def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
+    """A linalg.generic written as a TIR PrimFunc node by node, loops and one store, instead of
+    a TE compute: for a reduction whose body is a fused multiply-add chain, `acc = fma(a, b,
+    acc)` (a float sum in the order of its reduction loops, MLAS's SGEMM accumulators, which
+    a TE reduction, commutative and free to be reordered or split, does not promise), and for
+    a body whose big values are read several times (`SharedValues`: each computed once into
+    a one-value local buffer, where a TE expression would repeat it).  The output's loops
+    (the last one innermost, inside the reduction loops, so each output element still sees
+    its terms in order while LLVM can vectorize across that loop), the init stored first
+    where there is a reduction, then the body evaluated whole (its combiner reading the
+    output) per step."""
     import tvm
-    from tvm import relax, tirx
+    from tvm import relax, s_tir, tirx
     from tvm.target.codegen import llvm_lookup_intrinsic_id
 
     op_inputs, op_outputs = list(op.inputs), list(op.outputs)
@@ -595,12 +601,13 @@ def _sequential_generic(tr: Translator, op: linalg.GenericOp, maps, iters, exten
     out_type = op_outputs[0].type
     out_shape = list(out_type.get_shape())
     out_dtype = dtype_of(out_type)
-    if out_dtype != "float32":
-        raise TranslationError("linalg.generic: a math.fma chain must accumulate float32")
-    for bop in body.ops:
-        if isinstance(bop, tensor.ExtractOp):
-            raise TranslationError("linalg.generic: a math.fma chain cannot read captured tensors")
     red_dims = [d for d, it in enumerate(iters) if "reduction" in it]
+    if red_dims and _is_fma_chain(body) and out_dtype != "float32":
+        raise TranslationError("linalg.generic: a math.fma chain must accumulate float32")
+    if red_dims:
+        yielded = body.last_op.operands[0].owner
+        if not isinstance(yielded, Operation) or body.args[-1] not in yielded.operands:
+            raise TranslationError("linalg.generic: reduction body must yield combine(accumulator, value)")
     args, bufs, arg_of = [], [], {}
     for k, v in enumerate(op_inputs):
         if not isinstance(v.type, TensorType):
@@ -613,6 +620,16 @@ def _sequential_generic(tr: Translator, op: linalg.GenericOp, maps, iters, exten
         bufs.append(b)
         args.append(tr.tensor(v))
         arg_of[k] = ("buffer", b)
+    tables = {}  # tensors the body reads by tensor.extract
+    for bop in body.ops:
+        if isinstance(bop, tensor.ExtractOp) and bop.tensor not in tables:
+            if not isinstance(bop.tensor.type, TensorType):
+                raise TranslationError("linalg.generic: tensor.extract of a non-tensor")
+            b = tirx.decl_buffer(list(bop.tensor.type.get_shape()), dtype_of(bop.tensor.type),
+                                 name=f"T{len(tables)}", scope="global", layout=None)
+            bufs.append(b)
+            args.append(tr.tensor(bop.tensor))
+            tables[bop.tensor] = b
     init_tensor, init_const = _init_value(tr, op_outputs[0])
     init_buf = None
     if init_tensor is not None:
@@ -625,10 +642,11 @@ def _sequential_generic(tr: Translator, op: linalg.GenericOp, maps, iters, exten
     out_idx = [loop_vars[e.position] for e in out_map.results]
     rules = scalar_rules()
     fma_id = llvm_lookup_intrinsic_id("llvm.fma")
+    init_value = tirx.BufferLoad(init_buf, out_idx) if init_buf is not None else tirx.const(init_const, out_dtype)
     values: dict = {}
     for k, (arg, m) in enumerate(zip(body.args, maps)):
-        if k == len(op_inputs):
-            values[arg] = tirx.BufferLoad(Y, out_idx)
+        if k == len(op_inputs):  # the output: the running value in a reduction, else its init
+            values[arg] = tirx.BufferLoad(Y, out_idx) if red_dims else init_value
             continue
         kind, ref = arg_of[k]
         if kind == "buffer":
@@ -636,34 +654,46 @@ def _sequential_generic(tr: Translator, op: linalg.GenericOp, maps, iters, exten
         else:
             values[arg] = tirx.const(ref[0], dtype_of(arg.type))
     yield_op = body.last_op
+    shared = SharedValues(body, BOUND_NODES)
     for bop in body.ops:
         if bop is yield_op:
             break
         if bop.name == "math.fma":
             a, b, c = (values[v] for v in bop.operands)
-            values[bop.results[0]] = tirx.call_llvm_pure_intrin(out_dtype, fma_id, a, b, c)
-            continue
-        eval_scalar_op(bop, values, loop_vars, rules)
-    update = tirx.BufferStore(Y, values[yield_op.operands[0]], out_idx)
-    init_value = tirx.BufferLoad(init_buf, out_idx) if init_buf is not None else tirx.const(init_const, out_dtype)
-    inner = out_map.results[-1].position
+            values[bop.results[0]] = tirx.call_llvm_pure_intrin(str(a.ty), fma_id, a, b, c)
+        elif isinstance(bop, tensor.ExtractOp):
+            values[bop.results[0]] = tirx.BufferLoad(tables[bop.tensor], [values[i] for i in bop.indices])
+        else:
+            eval_scalar_op(bop, values, loop_vars, rules)
+        shared.bind(bop, values)
+    update = shared.wrap(tirx.BufferStore(Y, values[yield_op.operands[0]], out_idx))
+    inner = out_map.results[-1].position if out_map.results else None
     outer = [e.position for e in out_map.results[:-1]]
 
     def loop(d, stmt):
         return tirx.For(loop_vars[d], tirx.IntImm("int32", 0), tirx.IntImm("int32", extents[d]),
                         tirx.ForKind.SERIAL, stmt)
 
-    red = loop(inner, update)
-    for d in reversed(red_dims):
-        red = loop(d, red)
-    stmt = tirx.SeqStmt([loop(inner, tirx.BufferStore(Y, init_value, out_idx)), red])
+    def inner_loop(stmt):
+        return stmt if inner is None else loop(inner, stmt)
+
+    stmt = inner_loop(update)
+    if red_dims:
+        for d in reversed(red_dims):
+            stmt = loop(d, stmt)
+        stmt = tirx.SeqStmt([inner_loop(tirx.BufferStore(Y, init_value, out_idx)), stmt])
     for d in reversed(outer):
         stmt = loop(d, stmt)
+    if shared.temps:
+        stmt = tirx.SeqStmt(shared.allocations() + [stmt])
+    # in a root block: Relax's RewriteDataflowReshape reads the root block of a kernel of one
+    # tensor argument, asking whether it is a reshape
+    stmt = s_tir.SBlockRealize([], True, s_tir.SBlock([], [], [], "root", stmt))
     # op_pattern 8 (kOpaque): FuseOps leaves the call alone (FuseTIR cannot merge a block-less PrimFunc)
     attrs = tvm.ir.make_node("ir.DictAttrs", **{"tirx.noalias": True, "tirx.is_scheduled": True, "s_tir": True,
                                                  "op_pattern": 8})
     prim_func = tirx.PrimFunc([*bufs, Y], stmt, ret_type=tvm.ir.TupleType([]), attrs=attrs)
-    gvar = tr.bb.add_func(prim_func, "fma_chain")
+    gvar = tr.bb.add_func(prim_func, "fma_chain" if red_dims and _is_fma_chain(body) else "loops")
     tr.env[op.results[0]] = tr.bb.emit(call_tir(gvar, args, relax.TensorType(out_shape, out_dtype)))
 
 

@@ -518,7 +518,29 @@ def _mul(a: Fraction, b: Fraction) -> Fraction:
 
 
 def mlas_logistic(x) -> np.ndarray:
-    """MlasLogisticKernelFma3 on float32 values (exact emulation, scalar loop)."""
+    """MlasLogisticKernelFma3 on float32 values, vectorised: every fma is `_fma_f32` (one
+    float32 rounding), `v*v`, `v*p`, `p / q` and `+ 0.5` are float32 operations (IEEE,
+    correctly rounded as the kernel's), then `max(., 0)`.  The same bits as the exact
+    scalar emulation `mlas_logistic_exact` (65536 values of a 16-bit table: 12 s ->
+    a few ms)."""
+    k = {n: F32(v) for n, v in _LOGISTIC.items()}
+    x = np.asarray(x, F32)
+    v = np.minimum(np.maximum(x, k["lower"]), k["upper"])
+    x2 = (v * v).astype(F32)
+    p = _fma_f32(x2, k["alpha_9"], k["alpha_7"])
+    for c in ("alpha_5", "alpha_3", "alpha_1"):
+        p = _fma_f32(x2, p, k[c])
+    q = _fma_f32(x2, k["beta_10"], k["beta_8"])
+    for c in ("beta_6", "beta_4", "beta_2", "beta_0"):
+        q = _fma_f32(x2, q, k[c])
+    p = (v * p).astype(F32)
+    r = ((p / q).astype(F32) + F32(0.5)).astype(F32)
+    return np.asarray(np.maximum(r, F32(0.0)), F32).reshape(np.shape(x))
+
+
+def mlas_logistic_exact(x) -> np.ndarray:
+    """MlasLogisticKernelFma3 on float32 values (exact emulation in rationals, scalar loop:
+    about 0.2 ms a value; the cross-check of `mlas_logistic`)."""
     k = {n: Fraction(float(F32(v))) for n, v in _LOGISTIC.items()}
     out = []
     for xv in np.asarray(x, F32).reshape(-1):

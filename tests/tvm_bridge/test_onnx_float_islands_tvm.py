@@ -111,7 +111,7 @@ def test_tanh_matches_mlas_on_a_float32_grid():
 
 @pytest.mark.slow  # ~45 s
 def test_logistic_matches_mlas_on_a_float32_grid():
-    # mlas_logistic is an exact (Fraction) scalar emulation (~0.4 ms a value): a coarser grid of
+    # (a grid chosen when mlas_logistic was a scalar emulation in rationals, ~0.4 ms a value) a grid of
     # [-20, 20], and every float32 within 128 ulps of the clamp limits +-18 and of +-1
     runs = [(np.float32(c).view(np.int32) + np.arange(-128, 129)).astype(np.int32).view(np.float32)
             for c in (18.0, 1.0)]

@@ -616,6 +616,17 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
                 raise TranslationError("linalg.generic: non-constant scalar input")
             arg_of[k] = ("scalar", c)
             continue
+        # a constant (weights) whose axis along the innermost loop is not its last: a copy
+        # with that axis last, so that the loop reads it contiguously (LLVM vectorizes it:
+        # ORT's float 1x1 convolutions, OIHW weights along the output channels)
+        perm = _inner_last(maps[k], out_map, _constant_array(tr, v))
+        if perm is not None:
+            array = np.ascontiguousarray(_constant_array(tr, v).transpose(perm))
+            b = tirx.decl_buffer(list(array.shape), dtype_of(v.type), name=f"I{k}", scope="global", layout=None)
+            bufs.append(b)
+            args.append(tensor_constant(array))
+            arg_of[k] = ("buffer", b, perm)
+            continue
         b = tirx.decl_buffer(list(v.type.get_shape()), dtype_of(v.type), name=f"I{k}", scope="global", layout=None)
         bufs.append(b)
         args.append(tr.tensor(v))
@@ -648,9 +659,12 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
         if k == len(op_inputs):  # the output: the running value in a reduction, else its init
             values[arg] = tirx.BufferLoad(Y, out_idx) if red_dims else init_value
             continue
-        kind, ref = arg_of[k]
+        kind, ref = arg_of[k][:2]
         if kind == "buffer":
-            values[arg] = tirx.BufferLoad(ref, [affine_to_tir(e, loop_vars) for e in m.results])
+            index = [affine_to_tir(e, loop_vars) for e in m.results]
+            if len(arg_of[k]) == 3:  # (the copy with its axes permuted)
+                index = [index[i] for i in arg_of[k][2]]
+            values[arg] = tirx.BufferLoad(ref, index)
         else:
             values[arg] = tirx.const(ref[0], dtype_of(arg.type))
     yield_op = body.last_op
@@ -695,6 +709,31 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
     prim_func = tirx.PrimFunc([*bufs, Y], stmt, ret_type=tvm.ir.TupleType([]), attrs=attrs)
     gvar = tr.bb.add_func(prim_func, "fma_chain" if red_dims and _is_fma_chain(body) else "loops")
     tr.env[op.results[0]] = tr.bb.emit(call_tir(gvar, args, relax.TensorType(out_shape, out_dtype)))
+
+
+def _constant_array(tr: Translator, value: SSAValue):
+    """The numpy array of `value` where it is a dense constant (or a reshape of one), else None."""
+    v = tr.env.get(value)
+    if isinstance(v, _Dense):
+        return v.array()
+    owner = value.owner
+    if isinstance(owner, Operation) and owner.name in ("tensor.expand_shape", "tensor.collapse_shape") \
+            and isinstance(tr.env.get(owner.operands[0]), _Dense):
+        return tr.env[owner.operands[0]].array().reshape(value.type.get_shape())
+    return None
+
+
+def _inner_last(m, out_map, array) -> list | None:
+    """The axis order putting last the axis of constant `array` (read through map `m`) that
+    the loop kernel's innermost loop (the output's last dimension, `out_map`) indexes, where
+    that axis is not last already and has more than one element; else None."""
+    if array is None or array.ndim < 2 or not out_map.results:
+        return None
+    inner = out_map.results[-1].position
+    axes = [r for r, e in enumerate(m.results) if isinstance(e, AffineDimExpr) and e.position == inner]
+    if len(axes) != 1 or axes[0] == array.ndim - 1 or array.shape[axes[0]] < 2:
+        return None
+    return [r for r in range(array.ndim) if r != axes[0]] + [axes[0]]
 
 
 def _is_identity(combiner: Operation, value, dtype: str) -> bool:

@@ -465,7 +465,8 @@ def eval_scalar_op(bop: Operation, values: dict, dims: Sequence, rules: dict | N
 
 
 #: a body value read more than once whose expression (counting repeated operands each time
-#: they appear) holds more nodes than this is bound to a variable (`SharedValues`)
+#: they appear) holds more nodes than this makes translate.py write the generic as loops
+#: (`SharedValues.needed`)
 SHARED_NODES = 256
 
 #: ... and once a body is written as loops for that, each value read more than once that

@@ -619,9 +619,10 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
         # a constant (weights) whose axis along the innermost loop is not its last: a copy
         # with that axis last, so that the loop reads it contiguously (LLVM vectorizes it:
         # ORT's float 1x1 convolutions, OIHW weights along the output channels)
-        perm = _inner_last(maps[k], out_map, _constant_array(tr, v))
+        array = _constant_array(tr, v)
+        perm = _inner_last(maps[k], out_map, array)
         if perm is not None:
-            array = np.ascontiguousarray(_constant_array(tr, v).transpose(perm))
+            array = np.ascontiguousarray(array.transpose(perm))
             b = tirx.decl_buffer(list(array.shape), dtype_of(v.type), name=f"I{k}", scope="global", layout=None)
             bufs.append(b)
             args.append(tensor_constant(array))
@@ -703,7 +704,7 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
     # in a root block: Relax's RewriteDataflowReshape reads the root block of a kernel of one
     # tensor argument, asking whether it is a reshape
     stmt = s_tir.SBlockRealize([], True, s_tir.SBlock([], [], [], "root", stmt))
-    # op_pattern 8 (kOpaque): FuseOps leaves the call alone (FuseTIR cannot merge a block-less PrimFunc)
+    # op_pattern 8 (kOpaque): FuseOps leaves the call alone (FuseTIR cannot merge loops without blocks)
     attrs = tvm.ir.make_node("ir.DictAttrs", **{"tirx.noalias": True, "tirx.is_scheduled": True, "s_tir": True,
                                                  "op_pattern": 8})
     prim_func = tirx.PrimFunc([*bufs, Y], stmt, ret_type=tvm.ir.TupleType([]), attrs=attrs)

@@ -78,6 +78,9 @@ class _Unsupported(Exception):
 MAX_ELEMENTS = 2**31 - 1
 """Largest element count of one tensor (TFLite's dimensions are int32)."""
 MAX_RANK = 16
+#: the most weights a grouped CONV_2D's dense form (`_grouped_as_dense`) may hold: ResNeXt-101
+#: 64x4d's widest grouped layer holds 37.7 M
+MAX_DENSE_GROUPED = 1 << 28
 """Largest tensor rank imported (TFLite's kernels stop at 6 or 8)."""
 
 _TENSOR_TYPES = {v: k for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
@@ -1260,6 +1263,11 @@ def _grouped_as_dense(imp: _Importer, i: int, oc: int, kh: int, kw: int, ic: int
     requantization are the grouped convolution's), at G times the grouped form's
     multiply-accumulates."""
     q = _grouped_weights_type(imp, i)
+    # (the input's channel count is a field of the file: the dense form G times the weights'
+    # bytes is checked before it is allocated)
+    if oc * kh * kw * c > MAX_DENSE_GROUPED:
+        raise _Unsupported(f"grouped convolution of {c // ic} groups whose dense form would hold "
+                           f"{oc * kh * kw * c} weights (more than {MAX_DENSE_GROUPED})")
     arr = imp.raw_array(i).reshape(oc, kh, kw, ic)
     zp = np.broadcast_to(np.asarray(q.zero_point_array(), np.int64).reshape(-1), (oc,))
     dense = np.empty((oc, kh, kw, c), arr.dtype)

@@ -101,3 +101,18 @@ def test_groups_not_dividing_the_output_channels_are_named(tmp_path):
     path.write_bytes(_grouped(8, 6, 2))  # 4 groups, 6 output channels
     with pytest.raises(BadInput, match=r"grouped convolution of 4 groups: 6 output channels"):
         load_module(path, 1)
+
+
+def test_a_dense_form_beyond_the_limit_is_refused_before_it_is_allocated(tmp_path, monkeypatch):
+    """The input's channel count is a field of the file: a grouped convolution of tiny weights
+    on an input claiming many channels would make a dense form of G times the weights' bytes.
+    Refused, named, before anything is allocated (the limit lowered here so that a small
+    model crosses it: 16 x 3 x 3 x 8 = 1152 weights)."""
+    from qdialect.importer import tflite
+    from tvm_bridge.run_cli import BadInput, load_module
+
+    monkeypatch.setattr(tflite, "MAX_DENSE_GROUPED", 1000)
+    path = tmp_path / "grouped_big.tflite"
+    path.write_bytes(_grouped(8, 16, 2))
+    with pytest.raises(BadInput, match=r"grouped convolution of 4 groups whose dense form would hold 1152 weights"):
+        load_module(path, 1)

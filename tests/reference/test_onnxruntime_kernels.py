@@ -841,12 +841,15 @@ def test_float_reduce_mean_axes_input(opset, fed):
             assert _bits_equal(y, R.reduce_mean_f32(x, axes, True, base_offset=(x.ctypes.data % 16) // 4)) == 0
 
 
-def test_vectorised_logistic_is_the_exact_emulation():
-    """`mlas_logistic` (numpy, every fma one float32 rounding) against the exact scalar
-    emulation in rationals: values across the polynomial's range, at the clamp limits, and
-    the float32 neighbours of +-18 and +-1."""
+@pytest.mark.parametrize("disable_all", [True, False])
+def test_logistic_emulations_match_onnxruntime(disable_all):
+    """`mlas_logistic` (numpy, every fma one float32 rounding) and the exact scalar emulation
+    in rationals `mlas_logistic_exact` against ORT's Sigmoid: values across the polynomial's
+    range, at the clamp limits, and the float32 neighbours of +-18 and +-1."""
     rng = np.random.default_rng(22)
     runs = [(np.float32(c).view(np.int32) + np.arange(-40, 41)).astype(np.int32).view(np.float32) for c in (18.0, 1.0)]
     x = np.concatenate([rng.standard_normal(1500) * 7, np.linspace(-19, 19, 601), [0.0, -0.0, 1e30, -1e30],
                         *runs, *[-r for r in runs]]).astype(np.float32)
-    assert _bits_equal(R.mlas_logistic(x), R.mlas_logistic_exact(x)) == 0
+    y = _session([helper.make_node("Sigmoid", ["x"], ["y"])], x.shape, {}, disable_all=disable_all).run(None, {"x": x})[0]
+    assert _bits_equal(y, R.mlas_logistic(x)) == 0
+    assert _bits_equal(y, R.mlas_logistic_exact(x)) == 0

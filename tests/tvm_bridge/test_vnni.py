@@ -566,6 +566,55 @@ def test_awkward_shapes_take_wide_tiles_and_tails(monkeypatch):
     assert vnni._geometry(vnni.VNNI, 23, 23, 256, 256, 1, 1, (1, 1), (1, 1))["LIMIT"] is None
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", [(10, 10, 512, 256, 3, 3, (1, 1), (1, 1)), (6, 6, 512, 256, 3, 3, (1, 1), (1, 1)),
+                                  (13, 13, 2048, 1024, 1, 1, (1, 1), (1, 1))], ids=["8x8", "rows", "seq"])
+@pytest.mark.parametrize("name", FLAVORS)
+def test_large_weights_take_the_channel_blocks_outermost(case, name, threads, monkeypatch):
+    """Weights beyond OUTER_MIN_WEIGHTS over few pixel tiles (VGG16's and ResNet101's last
+    stages at 64x64): each channel block's weights are read once for all the tiles, the
+    blocks (not the rows) shared among the threads; the sums are the reference's at 1 and 2
+    threads.  QDIALECT_VNNI_BLOCKS_OUTER=0 keeps the rows outermost."""
+    from tvm_bridge import vnni
+    from tvm_bridge.cpu import set_threads
+
+    h, w, c, k, kh, kw, strides, dilations = case
+    f = flavor(name)
+    g = vnni._geometry(f, h, w, c, k, kh, kw, strides, dilations)
+    assert g["BLOCKS_OUTER"] and g["PARALLEL"] and g["K16"] >= vnni.OUTER_MIN_BLOCKS
+    vnni.clear_caches()
+    script = vnni._bare_kernel(f, h, w, c, k, kh, kw, strides, dilations).script()
+    assert "for ko in T.parallel" in script, script
+    rng = np.random.default_rng(sum(case[:6]))
+    x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
+    wt = rng.integers(-128, 128, (k, kh, kw, c)).astype(np.int8)
+    before = int(tvm.get_global_func("runtime.NumThreads")())
+    try:
+        set_threads(threads)
+        got = run_kernel(x, wt, strides, dilations, name)
+    finally:
+        set_threads(before)
+        vnni.clear_caches()
+    np.testing.assert_array_equal(got, reference(x, wt, strides, dilations))
+    monkeypatch.setenv(vnni.BLOCKS_OUTER_ENV, "0")
+    assert not vnni._geometry(f, h, w, c, k, kh, kw, strides, dilations)["BLOCKS_OUTER"]
+    assert "for ko in T.parallel" not in vnni._bare_kernel(f, h, w, c, k, kh, kw, strides, dilations).script()
+    vnni.clear_caches()
+
+
+def test_small_weights_keep_the_rows_outermost():
+    """Weights that stay in L2 between pixel tiles (VGG16's first layers: 37 KB over 64 rows;
+    ResNet50's 590 KB 3x3 layers) keep the rows outermost and parallel: the activations are
+    read once."""
+    from tvm_bridge import vnni
+
+    assert not vnni._geometry(vnni.VNNI, 66, 66, 64, 64, 3, 3, (1, 1), (1, 1))["BLOCKS_OUTER"]
+    assert not vnni._geometry(vnni.VNNI, 34, 34, 128, 128, 3, 3, (1, 1), (1, 1))["BLOCKS_OUTER"]
+    assert not vnni._geometry(vnni.VNNI, 8, 8, 256, 256, 3, 3, (1, 1), (1, 1))["BLOCKS_OUTER"]
+    # (large weights over a large image in 16-bit words: the activations dominate the traffic)
+    assert not vnni._geometry(vnni.PMADDWD, 7, 7, 2048, 512, 1, 1, (1, 1), (1, 1))["BLOCKS_OUTER"]
+
+
 @pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[-5]], ids=["8cols", "k48", "seq"])
 def test_tap_major_weights_equal_the_int64_reference(case, monkeypatch):
     """QDIALECT_VNNI_BLOCK_MAJOR=0, the weights in the tap-major order the AMX tiles keep: still

@@ -595,11 +595,32 @@ def _blocks_outer(g: dict) -> bool:
     if os.environ.get(BLOCKS_OUTER_ENV) == "0":
         return False
     f: Flavor = g["F"]
-    weights = g["K"] * g["KH"] * g["KWE"] * g["C4"] * f.group * np.dtype(f.wdtype).itemsize
+    weights, tiles = _weight_bytes(g), _tile_count(g)
     staged = int(np.prod(g["XU"])) * np.dtype(f.xdtype).itemsize
-    tiles = (g.get("GROUPS") or g["OH"] // (g.get("ROWS") or 1)) * g["OWT"]
     return weights > OUTER_MIN_WEIGHTS and g["K16"] >= OUTER_MIN_BLOCKS and tiles > 1 and \
         weights + g["K16"] * staged < staged + tiles * weights
+
+
+def _one_tile_streamed(g: dict) -> bool:
+    """Whether a kernel of geometry `g` is one pixel tile over more than OUTER_MIN_WEIGHTS of
+    weights (a fully connected layer: each weight byte read once from memory, for one
+    `vpdpbusd`): its channel blocks, in parallel, let a second core stream weights too.
+    VGG16_64's 4096 -> 4096 layer (16.8 MB) at two threads: 308-318 -> 174-231 us in the
+    call; its rows (one) had left it serial."""
+    return os.environ.get(BLOCKS_OUTER_ENV) != "0" and _tile_count(g) == 1 and \
+        _weight_bytes(g) > OUTER_MIN_WEIGHTS and g["K16"] >= OUTER_MIN_BLOCKS
+
+
+def _weight_bytes(g: dict) -> int:
+    """The packed weights' bytes of a kernel of geometry `g`."""
+    f: Flavor = g["F"]
+    return g["K"] * g["KH"] * g["KWE"] * g["C4"] * f.group * np.dtype(f.wdtype).itemsize
+
+
+def _tile_count(g: dict) -> int:
+    """The pixel tiles of a kernel of geometry `g`: row groups (or a sequence's groups) x
+    column tiles."""
+    return (g.get("GROUPS") or g["OH"] // (g.get("ROWS") or 1)) * g["OWT"]
 
 
 def _packed_shape(g: dict, row: int) -> tuple:
@@ -793,6 +814,9 @@ def _geometry(f: Flavor, h: int, w: int, c: int, k: int, kh: int, kw: int, strid
     if span is not None and span < cp:  # (a block of one group's KG channels reads its CG)
         g.update(GROUP=(diagonal[0], diagonal[1], span), C4=span // G)
     g["BLOCKS_OUTER"] = _blocks_outer(g)
+    if not g["BLOCKS_OUTER"] and not parallel and _one_tile_streamed(g) and \
+            parallel_rows(oh * ow * k * kh * kw * c, g["K16"]):
+        g.update(BLOCKS_OUTER=True, PARALLEL=True)  # (its channel blocks shared among the threads)
     # a flavor with a tile reduction (AMX) blocks the same operands its own way
     return g if f.tiled is None else f.tiled.geometry(g)
 

@@ -568,16 +568,19 @@ def test_awkward_shapes_take_wide_tiles_and_tails(monkeypatch):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", [(10, 10, 512, 256, 3, 3, (1, 1), (1, 1)), (6, 6, 512, 256, 3, 3, (1, 1), (1, 1)),
-                                  (13, 13, 2048, 1024, 1, 1, (1, 1), (1, 1))], ids=["8x8", "rows", "seq"])
+                                  (13, 13, 2048, 1024, 1, 1, (1, 1), (1, 1)), (1, 1, 2048, 1024, 1, 1, (1, 1), (1, 1))],
+                         ids=["8x8", "rows", "seq", "one-tile"])
 @pytest.mark.parametrize("name", FLAVORS)
 def test_large_weights_take_the_channel_blocks_outermost(case, name, threads, monkeypatch):
-    """Weights beyond OUTER_MIN_WEIGHTS over few pixel tiles (VGG16's and ResNet101's last
-    stages at 64x64): each channel block's weights are read once for all the tiles, the
-    blocks (not the rows) shared among the threads; the sums are the reference's at 1 and 2
-    threads.  QDIALECT_VNNI_BLOCKS_OUTER=0 keeps the rows outermost."""
+    """Weights beyond OUTER_MIN_WEIGHTS over few pixel tiles (VGG16's last stages at 64x64)
+    or one (a fully connected layer): each channel block's weights are read once for all the
+    tiles, the blocks (not the rows) shared among the threads; the sums are the reference's
+    at 1 and 2 threads.  QDIALECT_VNNI_BLOCKS_OUTER=0 keeps the rows outermost (and a
+    one-tile kernel serial)."""
     from tvm_bridge import vnni
     from tvm_bridge.cpu import set_threads
 
+    monkeypatch.setattr(vnni, "DOT_PARALLEL_MIN_MACS", 1 << 20)  # (the one-tile case: 2 M MACs)
     h, w, c, k, kh, kw, strides, dilations = case
     f = flavor(name)
     g = vnni._geometry(f, h, w, c, k, kh, kw, strides, dilations)

@@ -576,7 +576,7 @@ BLOCKS_OUTER_ENV = "QDIALECT_VNNI_BLOCKS_OUTER"
 
 
 #: the weights above which `_blocks_outer` may read them once (below, the L2 of the CPUs the
-#: kernels target keeps them for the next pixel tile: with 512 KB, ResNet50's 590 KB 3x3
+#: kernels target keeps them for the next pixel tile: with 512 KB, ResNet50V2's 590 KB 3x3
 #: layers at 96x96 took the blocks outermost and ran 2-4 % slower), and the fewest channel
 #: blocks it shares among the threads
 OUTER_MIN_WEIGHTS = 1 << 20

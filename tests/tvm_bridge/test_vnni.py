@@ -607,7 +607,7 @@ def test_large_weights_take_the_channel_blocks_outermost(case, name, threads, mo
 
 def test_small_weights_keep_the_rows_outermost():
     """Weights that stay in L2 between pixel tiles (VGG16's first layers: 37 KB over 64 rows;
-    ResNet50's 590 KB 3x3 layers) keep the rows outermost and parallel: the activations are
+    ResNet50V2's 590 KB 3x3 layers) keep the rows outermost and parallel: the activations are
     read once."""
     from tvm_bridge import vnni
 

@@ -714,13 +714,14 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
 
 def _constant_array(tr: Translator, value: SSAValue):
     """The numpy array of `value` where it is a dense constant (or a reshape of one), else None."""
-    v = tr.env.get(value)
-    if isinstance(v, _Dense):
-        return v.array()
+    dense = tr.dense(value)
+    if dense is not None:
+        return dense.array()
     owner = value.owner
-    if isinstance(owner, Operation) and owner.name in ("tensor.expand_shape", "tensor.collapse_shape") \
-            and isinstance(tr.env.get(owner.operands[0]), _Dense):
-        return tr.env[owner.operands[0]].array().reshape(value.type.get_shape())
+    if isinstance(owner, Operation) and owner.name in ("tensor.expand_shape", "tensor.collapse_shape"):
+        source = tr.dense(owner.operands[0])
+        if source is not None:
+            return source.array().reshape(value.type.get_shape())
     return None
 
 

@@ -78,10 +78,10 @@ class _Unsupported(Exception):
 MAX_ELEMENTS = 2**31 - 1
 """Largest element count of one tensor (TFLite's dimensions are int32)."""
 MAX_RANK = 16
-#: the most weights a grouped CONV_2D's dense form (`_grouped_as_dense`) may hold: ResNeXt-101
-#: 64x4d's widest grouped layer holds 37.7 M
-MAX_DENSE_GROUPED = 1 << 28
 """Largest tensor rank imported (TFLite's kernels stop at 6 or 8)."""
+MAX_DENSE_GROUPED = 1 << 28
+"""Most weights a grouped CONV_2D's dense form (`_grouped_as_dense`) may hold (ResNeXt-101
+64x4d's widest grouped layer holds 37.7 M)."""
 
 _TENSOR_TYPES = {v: k for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
 _OPERATORS = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}

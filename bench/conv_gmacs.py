@@ -193,6 +193,8 @@ def main(argv=None) -> int:
     target = qc.host_target()
     from tvm_bridge.kernels import target_flavor
 
+    from tvm_bridge.lowering import register
+
     flavor = target_flavor(target)
     mod_vnni, _ = translate(module, dot=flavor)
     mod_plain, _ = translate(module)
@@ -200,9 +202,11 @@ def main(argv=None) -> int:
     rows = []
     fname = None if flavor is None else "amx" if flavor.tiled is not None else flavor.name
     variants = [("ours" + (f" ({fname} kernel)" if flavor else ""),
-                 lambda: tvm.compile(mod_vnni, target=target, relax_pipeline=qc.pipeline(target))),
+                 lambda: tvm.compile(mod_vnni, target=target, relax_pipeline=qc.pipeline(target),
+                                    tir_pipeline=register())),
                 ("ours, no dot kernel (scheduled TE)", lambda: tvm.compile(mod_plain, target=target,
-                                                                     relax_pipeline=qc.pipeline(target))),
+                                                                     relax_pipeline=qc.pipeline(target),
+                                                                     tir_pipeline=register())),
                 ("TVM default tvm.compile", lambda: tvm.compile(mod_plain, target=target))]
     for name, make in variants:
         ex = make()

@@ -64,6 +64,9 @@ def main(argv=None) -> int:
     kwargs = {}
     if not args.no_schedule and hasattr(qc, "pipeline"):
         kwargs["relax_pipeline"] = qc.pipeline(target)
+        from tvm_bridge.lowering import register
+
+        kwargs["tir_pipeline"] = register()  # (the TIR pipeline of our builds)
     ex = tvm.compile(mod, target=target, **kwargs)
     print(f"compile: {time.perf_counter() - t0:.1f} s")
     dev = tvm.cpu()

@@ -436,7 +436,10 @@ def build(mod, target):
     """
     from tvm import relax
 
-    return relax.build(mod, target=target, relax_pipeline=pipeline(target), exec_mode="compiled")
+    from tvm_bridge.lowering import register
+
+    return relax.build(mod, target=target, relax_pipeline=pipeline(target), tir_pipeline=register(),
+                       exec_mode="compiled")
 
 
 def compile_module(module, target=None, entry: str | None = None, dot="target",

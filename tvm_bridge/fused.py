@@ -761,7 +761,9 @@ def _build_entry(module, target):
     host = target.with_host(target) if target.host is None else target
     mod = tirx.transform.BindTarget(host)(module)
     lower, finalize_host, _ = tirx.get_default_tir_pipeline(target)
-    mod = lower(mod)
+    from tvm_bridge.lowering import mark_accumulators
+
+    mod = mark_accumulators(lower(mod))  # (the accumulators on the stack: tvm_bridge/lowering.py)
     functions = {}
     for gv, func in mod.functions.items():
         if isinstance(func, tirx.PrimFunc) and not func.attrs.get("tirx.is_entry_func", False):

@@ -416,9 +416,13 @@ def _tiles(g: dict, KB: int, k_blocks: int, acc_buf, INIT, Y, loop_vars, temps, 
         first = (yv * g["OWT"] + xov) * TT if g.get("SEQ") else xov * TT
         return tirx.IfThenElse(tirx.LT(first + tv, tirx.IntImm("int32", g["LIMIT"])), stmts, None)
 
+    # (the start values a vector register at a time, as the reduction reads and writes them:
+    # on the stack, tvm_bridge/lowering.py, one store of a whole 48-lane block made LLVM's
+    # SROA split the accumulators into single lanes, rebuilt into vectors at every step)
     main = _seq([
-        _loops("unroll", (TT,), ("t",), lambda t: tirx.BufferStore(
-            acc_buf, INIT.vload([kov * KB], f"int32x{KB}"), [t, T.ramp(0, 1, KB)])),
+        _loops("unroll", (TT,), ("t",), lambda t: _seq([tirx.BufferStore(
+            acc_buf, INIT.vload([kov * KB + o], f"int32x{n}"), [t, T.ramp(o, 1, n)])
+            for o, n in g.get("VECS") or [(0, KB)]])),
         reduction,
         tirx.For(tv, tirx.IntImm("int32", 0), tirx.IntImm("int32", TT), tirx.ForKind.UNROLLED, epilogue())])
     def loop(v, extent: int, body, kind=tirx.ForKind.SERIAL):
@@ -605,8 +609,11 @@ PREFETCH_BYTES = 8 << 10
 def _prefetch_bytes(g: dict) -> int:
     """How far ahead a kernel of geometry `g` prefetches its weights: PREFETCH_ENV's bytes
     (default PREFETCH_BYTES, 0 for none), with block-major weights only (tap-major ones are
-    no single stream)."""
-    return env_int(PREFETCH_ENV, PREFETCH_BYTES) if g.get("BLOCK_MAJOR") else 0
+    no single stream), and only where its accumulators go on the stack (their vectors all of
+    one width, tvm_bridge/lowering.py): elsewhere LLVM stores them at every step of a loop
+    that prefetches."""
+    widths = {n for _, n in g["VECS"]} | {n for _, n in epilogue_segments(g, g["NV"] * g["L"])}
+    return env_int(PREFETCH_ENV, PREFETCH_BYTES) if g.get("BLOCK_MAJOR") and len(widths) == 1 else 0
 
 
 #: the weights above which `_blocks_outer` may read them once (below, the L2 of the CPUs the

@@ -30,6 +30,13 @@ ACCUMULATORS = "ACC"
 _ANNOTATION = "disable_lower_builtin"  # (TVM's transform::kDisableLowerTVMBuiltin)
 
 
+def _lanes(dtype) -> int:
+    """The lanes of a TVM dtype (1 for a scalar)."""
+    import tvm
+
+    return int(tvm.DataType(str(dtype)).lanes)
+
+
 def _uniform_vectors(body, buf) -> bool:
     """Whether every access of the flat buffer `buf` in `body` is a vector of one lane count
     at a constant offset that is a multiple of it: what LLVM's SROA turns into registers of
@@ -41,6 +48,8 @@ def _uniform_vectors(body, buf) -> bool:
 
     from tvm.ir.expr import TensorLoad
 
+    # (StorageRewrite may have made the buffer one of vectors, read at scalar indices)
+    element_lanes = _lanes(buf.dtype)
     seen, ok = set(), [True]
 
     def visit(node):
@@ -52,6 +61,8 @@ def _uniform_vectors(body, buf) -> bool:
             lanes = int(index.lanes)
             seen.add(lanes)
             ok[0] = ok[0] and int(index.base) % lanes == 0
+        elif isinstance(index, tirx.IntImm) and element_lanes > 1:  # (one element a vector)
+            seen.add(element_lanes)
         else:
             ok[0] = False
         return node
@@ -77,7 +88,7 @@ def mark_accumulators(mod):
             if not isinstance(extent, tirx.IntImm):
                 return node
             size *= int(extent)
-        if size * tvm.DataType(buf.dtype).bits // 8 > MAX_STACK_BYTES:
+        if size * _lanes(buf.dtype) * tvm.DataType(buf.dtype).bits // 8 > MAX_STACK_BYTES:
             return node
         return tirx.AllocBuffer(buf, {_ANNOTATION: tirx.IntImm("int32", 1)})
 

@@ -66,6 +66,7 @@ def run_kernel(x, w, strides, dilations, name):
     from tvm import relax
 
     from tvm_bridge.compile import host_target
+    from tvm_bridge.lowering import register
     from tvm_bridge.vnni import emit_conv2d
 
     bb = relax.BlockBuilder()
@@ -75,7 +76,7 @@ def run_kernel(x, w, strides, dilations, name):
             out = bb.emit_output(emit_conv2d(bb, xv, list(x.shape), w, strides, dilations, flavor=flavor(name)))
         bb.emit_func_output(out)
     target = host_target()
-    ex = tvm.compile(bb.get(), target=target)
+    ex = tvm.compile(bb.get(), target=target, tir_pipeline=register())  # (our builds' TIR pipeline)
     vm = relax.VirtualMachine(ex, tvm.cpu())
     return vm["main"](tvm.runtime.tensor(x)).numpy()
 
@@ -686,3 +687,99 @@ def test_block_groups_finds_the_finest_grouping():
     w[0, 0, 0, 15] = -1  # output 0 reads the last input: dense
     assert block_groups(w) is None
     assert block_groups(np.ones((16, 1, 1, 16), np.int8)) is None
+
+
+#: (H, W, C, K, KH, KW): ResNet101_64's 3x3 layers of 256 channels at 4x4 (590 KB of weights
+#: from memory in the call) and of 512 at 2x2 (2.4 MB, one tile of the whole image)
+PREFETCH_CASES = [(6, 6, 256, 256, 3, 3), (4, 4, 512, 512, 3, 3)]
+
+
+@pytest.mark.parametrize("case", PREFETCH_CASES, ids=["4x4", "2x2"])
+@pytest.mark.parametrize("name", FLAVORS)
+def test_weights_prefetched_ahead_equal_the_reference(case, name, monkeypatch):
+    """The reduction prefetches the packed weights PREFETCH_BYTES ahead, one `prefetcht0`
+    per 64-byte line a step reads (clamped to the last weight): the sums are still the
+    reference's, and QDIALECT_VNNI_PREFETCH=0 builds the kernel without."""
+    from tvm_bridge import vnni
+
+    h, w, c, k, kh, kw = case
+    f = flavor(name)
+    g = vnni._geometry(f, h, w, c, k, kh, kw, (1, 1), (1, 1))
+    assert g["PREFETCH"] == vnni.PREFETCH_BYTES
+    vnni.clear_caches()
+    script = vnni._bare_kernel(f, h, w, c, k, kh, kw, (1, 1), (1, 1)).script()
+    lines = -(-g["NV"] * g["L"] * f.group // 64)  # (a step's weights, in 64-byte lines: 1 for 32 bytes)
+    assert script.count("T.prefetch(") == lines, script
+    assert f"+ {vnni.PREFETCH_BYTES}, {vnni._weight_bytes(g) - 1})" in script, script
+    rng = np.random.default_rng(sum(case))
+    x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
+    wt = rng.integers(-128, 128, (k, kh, kw, c)).astype(np.int8)
+    try:
+        got = run_kernel(x, wt, (1, 1), (1, 1), name)
+    finally:
+        vnni.clear_caches()
+    np.testing.assert_array_equal(got, reference(x, wt, (1, 1), (1, 1)))
+    monkeypatch.setenv(vnni.PREFETCH_ENV, "0")
+    assert "T.prefetch" not in vnni._bare_kernel(f, h, w, c, k, kh, kw, (1, 1), (1, 1)).script()
+    vnni.clear_caches()
+
+
+def test_no_prefetch_where_the_accumulators_are_vectors_of_several_widths():
+    """K = 24 on VNNI (a 16-lane and an 8-lane vector a pixel) and fully connected layers (one
+    pixel: the epilogue reads a block of 48 or 32 channels as one vector over 16-lane steps,
+    epilogue_width; their weights stream from memory at its bandwidth anyway): the
+    accumulators stay in TVM's workspace (tvm_bridge/lowering.py), where a prefetch in the
+    loop would have LLVM store them at every step; those kernels do not prefetch."""
+    from tvm_bridge import vnni
+
+    assert vnni._geometry(vnni.VNNI, 9, 9, 8, 24, 3, 3, (1, 1), (1, 1))["PREFETCH"] == 0
+    assert vnni._geometry(vnni.VNNI, 1, 1, 64, 48, 1, 1, (1, 1), (1, 1))["PREFETCH"] == 0
+    assert vnni._geometry(vnni.VNNI, 1, 1, 1024, 512, 1, 1, (1, 1), (1, 1))["PREFETCH"] == 0
+    assert vnni._geometry(vnni.VNNI, 6, 6, 256, 256, 3, 3, (1, 1), (1, 1))["PREFETCH"] > 0
+
+
+def _loop_blocks(asm: str) -> list[list[str]]:
+    """The basic blocks of `asm` (split at labels and jumps) that branch back to their own
+    label: the innermost loops."""
+    import re
+
+    blocks, label, body = [], None, []
+    for line in asm.splitlines():
+        m = re.match(r"^(\.?[\w.$]+):", line)
+        if m:
+            label, body = m.group(1), []
+            continue
+        body.append(line.strip())
+        if label and re.match(rf"j\w+\s+{re.escape(label)}$", line.strip()):
+            blocks.append(body)
+            label, body = None, []
+    return blocks
+
+
+def test_prefetching_loop_keeps_the_accumulators_in_registers():
+    """Built as our builds are (`compile.build`, the accumulators on the stack), the loop of
+    ResNet101's 3x3 layer at 4x4 that prefetches holds all 16 accumulators in registers: it
+    stores no vector register.  (In TVM's workspace, an `llvm.prefetch` call in the loop
+    made LLVM store every accumulator at every step, 3x the time.)  Compiled for a VNNI CPU
+    and read, not run."""
+    from tvm import relax
+
+    from tests.tvm_bridge.helpers import assembly
+    from tvm_bridge import vnni
+    from tvm_bridge.compile import as_target, build
+
+    h, w, c, k = 6, 6, 256, 256
+    bb = relax.BlockBuilder()
+    xv = relax.Var("x", relax.TensorType([1, h, w, c], "int8"))
+    weights = np.random.default_rng(3).integers(-128, 128, (k, 3, 3, c)).astype(np.int8)
+    with bb.function("main", [xv]):
+        with bb.dataflow():
+            out = bb.emit_output(vnni.emit_conv2d(bb, xv, [1, h, w, c], weights, (1, 1), (1, 1), flavor=vnni.VNNI))
+        bb.emit_func_output(out)
+    asm = assembly(build(bb.get(), as_target("llvm -mcpu=cascadelake")))
+    loops = [b for b in _loop_blocks(asm) if any(i.startswith("prefetcht0") for i in b)]
+    assert loops, "no loop prefetches"
+    for body in loops:
+        assert sum(i.startswith("vpdpbusd") for i in body) >= 16, body
+        stores = [i for i in body if i.startswith("vmov") and "%zmm" in i.split(",")[0] and "(" in i.split(",")[-1]]
+        assert not stores, stores

@@ -873,6 +873,24 @@ def _quantize_scalar(s, y, op):
     return s.trunc(s.clamp(r, max(lo, blo), min(hi, bhi)), out_q.bits)
 
 
+def _dequantized(e: Emitter, x: SSAValue, x_q: QParams) -> SSAValue:
+    """The stored integers `x` dequantized once into float32 (`_dequant_scalar`, one generic
+    over the tensor), for the float convolutions to read: exactly the values their bodies
+    computed per product (one rounding, in a kernel of its own, so nothing contracts it),
+    where an FMA chain dequantized each activation once per filter tap and per channel
+    vector, with the clamp that keeps the product a rounding of its own around each."""
+    from xdsl.dialects.builtin import TensorType, f32
+
+    from transforms.lower_to_linalg import Lowering, identity
+
+    shape = list(qint.shape_of(x))
+    low = Lowering()
+    out = low.generic([x], [identity(len(shape))], TensorType(f32, shape), identity(len(shape)),
+                      lambda s, v, *_: _dequant_scalar(s, v, x_q))
+    e.ops.extend(low.ops)
+    return out
+
+
 def _fma_chain(e: Emitter, low, pieces, out_shape, n_par: int) -> SSAValue:
     """One FMA chain from +0: `pieces` [(inputs, maps, dequantize x?, x qparams, n reduction dims)],
     each a reduction generic continuing the previous one's accumulator."""
@@ -888,7 +906,7 @@ def _fma_chain(e: Emitter, low, pieces, out_shape, n_par: int) -> SSAValue:
 
         def body(s, wv, xv, a):  # (the weights first: xDSL's verifier takes loop ranges from the first
             # operand that names a loop alone, and x names the reduction loops only with offsets)
-            return s.emit(mathd.FmaOp(_dequant_scalar(s, xv, x_q), wv, a))
+            return s.emit(mathd.FmaOp(xv if x_q is None else _dequant_scalar(s, xv, x_q), wv, a))
 
         acc = low.generic([w, x], [amap(n_par + n_red, [dim(n_par - 1)] + [dim(n_par + j) for j in range(n_red)]), xmap],
                           TensorType(f32, out_shape), out_map, body,
@@ -920,7 +938,7 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
     if kind == "fc":
         o, k = wf.shape
         rows = math.prod(qint.shape_of(x_v)) // k
-        x = e.reshape(e.storage(x_v), (rows, k))
+        x = _dequantized(e, e.reshape(e.storage(x_v), (rows, k)), x_q)
         # MlasGemm with a prepacked B: K blocks of 256, each an FMA chain from 0; y = (b + t0) + t1 ...
         chains = []
         for k0 in range(0, k, 256):
@@ -928,7 +946,7 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
             wblk = _float_tensor(low, wf[:, k0:k1])
             xb = x if (k0, k1) == (0, k) else e.add(tensor.ExtractSliceOp(
                 x, [0, k0], [rows, k1 - k0], [1, 1], TensorType(x.type.element_type, [rows, k1 - k0])))
-            pieces = [(xb, amap(3, [dim(0), dim(2)]), wblk, x_q)]
+            pieces = [(xb, amap(3, [dim(0), dim(2)]), wblk, None)]  # (x dequantized above)
             chains.append(_fma_chain_fc(low, pieces, [rows, o]))
         bias = _float_tensor(low, bf)
 
@@ -948,7 +966,7 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
     sh, sw = op.attr("strides", [1, 1])
     dh, dw = op.attr("dilations", [1, 1])
     pads = tuple(op.attr("padding", [0, 0, 0, 0]))
-    x = _padded(e, x_v, pads)
+    x = _dequantized(e, _padded(e, x_v, pads), x_q)
     cin = qint.shape_of(x_v)[3]
     if kind == "conv":
         _, kh, kw, cg = wf.shape  # OHWI
@@ -1007,7 +1025,7 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
                 for (c0, c1), (y0, y1), (x0, x1) in _boxes(ka, kb, (kh, kw)):
                     wbox = _float_tensor(low, wk[:, c0:c1, y0:y1, x0:x1])
                     m = amap(7, [dim(0), dim(1) * sh + (dim(5) + y0) * dh, dim(2) * sw + (dim(6) + x0) * dw, dim(4)])
-                    pieces.append((channels(c0, c1), m, wbox, x_q))
+                    pieces.append((channels(c0, c1), m, wbox, None))  # (x dequantized above)
                 inputs.append(_fma_chain(e, low, pieces, out_shape, n_par))
                 maps.append(identity(4))
                 term_values[term] = ("input", len(inputs) - 1)
@@ -1044,7 +1062,7 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
             total = None
             for xi, (wk_kind, wref) in how[1]:
                 wv = s.const(wref, f32) if wk_kind == "scalar" else args[wref]
-                p = no_contract(s, s.emit(arith.MulfOp(_dequant_scalar(s, args[xi], x_q), wv)))
+                p = no_contract(s, s.emit(arith.MulfOp(args[xi], wv)))  # (x dequantized above)
                 total = p if total is None else s.emit(arith.AddfOp(total, p))
             return total
 
@@ -1083,7 +1101,7 @@ def _fma_chain_fc(low, pieces, out_shape) -> SSAValue:
     acc = 0.0
     for x, xmap, w, x_q in pieces:
         def body(s, wv, xv, a):
-            return s.emit(mathd.FmaOp(_dequant_scalar(s, xv, x_q), wv, a))
+            return s.emit(mathd.FmaOp(xv if x_q is None else _dequant_scalar(s, xv, x_q), wv, a))
 
         acc = low.generic([w, x], [amap(3, [dim(1), dim(2)]), xmap], TensorType(f32, out_shape),
                           amap(3, [dim(0), dim(1)]), body, iterators=["parallel", "parallel", "reduction"], init=acc)

@@ -655,19 +655,25 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
     rules = scalar_rules()
     fma_id = llvm_lookup_intrinsic_id("llvm.fma")
     init_value = tirx.BufferLoad(init_buf, out_idx) if init_buf is not None else tirx.const(init_const, out_dtype)
-    values: dict = {}
-    for k, (arg, m) in enumerate(zip(body.args, maps)):
-        if k == len(op_inputs):  # the output: the running value in a reduction, else its init
-            values[arg] = tirx.BufferLoad(Y, out_idx) if red_dims else init_value
-            continue
-        kind, ref = arg_of[k][:2]
-        if kind == "buffer":
-            index = [affine_to_tir(e, loop_vars) for e in m.results]
-            if len(arg_of[k]) == 3:  # (the copy with its axes permuted)
-                index = [index[i] for i in arg_of[k][2]]
-            values[arg] = tirx.BufferLoad(ref, index)
-        else:
-            values[arg] = tirx.const(ref[0], dtype_of(arg.type))
+    def inputs_at(lv) -> dict:
+        """The body's input arguments (not the output's) read at loop variables `lv`."""
+        vals = {}
+        for k, (arg, m) in enumerate(zip(body.args, maps)):
+            if k == len(op_inputs):
+                continue
+            kind, ref = arg_of[k][:2]
+            if kind == "buffer":
+                index = [affine_to_tir(e, lv) for e in m.results]
+                if len(arg_of[k]) == 3:  # (the copy with its axes permuted)
+                    index = [index[i] for i in arg_of[k][2]]
+                vals[arg] = tirx.BufferLoad(ref, index)
+            else:
+                vals[arg] = tirx.const(ref[0], dtype_of(arg.type))
+        return vals
+
+    values = inputs_at(loop_vars)
+    # the output: the running value in a reduction, else its init
+    values[body.args[len(op_inputs)]] = tirx.BufferLoad(Y, out_idx) if red_dims else init_value
     yield_op = body.last_op
     shared = SharedValues(body, BOUND_NODES)
     for bop in body.ops:
@@ -684,6 +690,18 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
     update = shared.wrap(tirx.BufferStore(Y, values[yield_op.operands[0]], out_idx))
     inner = out_map.results[-1].position if out_map.results else None
     outer = [e.position for e in out_map.results[:-1]]
+    tile = None
+    if red_dims and _is_fma_chain(body) and not tables and outer:
+        tile = _chain_tile(extents[outer[-1]], extents[inner], iters[outer[-1]], iters[inner])
+    if tile is not None:
+        stmt = _tiled_chain(body, yield_op, lambda lv: inputs_at(lv), loop_vars, out_map, red_dims, extents, tile,
+                            Y, init_buf, init_const, out_dtype, rules, fma_id)
+    if tile is not None and stmt is not None:
+        for d in reversed(outer[:-1]):
+            stmt = tirx.For(loop_vars[d], tirx.IntImm("int32", 0), tirx.IntImm("int32", extents[d]),
+                            tirx.ForKind.SERIAL, stmt)
+        tr.env[op.results[0]] = _finish_loop_generic(tr, stmt, bufs, args, Y, out_shape, out_dtype, "fma_chain")
+        return
 
     def loop(d, stmt):
         return tirx.For(loop_vars[d], tirx.IntImm("int32", 0), tirx.IntImm("int32", extents[d]),
@@ -701,6 +719,16 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
         stmt = loop(d, stmt)
     if shared.temps:
         stmt = tirx.SeqStmt(shared.allocations() + [stmt])
+    tr.env[op.results[0]] = _finish_loop_generic(tr, stmt, bufs, args, Y, out_shape, out_dtype,
+                                                 "fma_chain" if red_dims and _is_fma_chain(body) else "loops")
+
+
+def _finish_loop_generic(tr: Translator, stmt, bufs, args, Y, out_shape, out_dtype: str, name: str):
+    """The call (bound in the module) of `_loop_generic`'s loops `stmt` over buffers `bufs`
+    writing Y, made a PrimFunc added to the module, on `args`."""
+    import tvm
+    from tvm import relax, s_tir, tirx
+
     # in a root block: Relax's RewriteDataflowReshape reads the root block of a kernel of one
     # tensor argument, asking whether it is a reshape
     stmt = s_tir.SBlockRealize([], True, s_tir.SBlock([], [], [], "root", stmt))
@@ -708,8 +736,107 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
     attrs = tvm.ir.make_node("ir.DictAttrs", **{"tirx.noalias": True, "tirx.is_scheduled": True, "s_tir": True,
                                                  "op_pattern": 8})
     prim_func = tirx.PrimFunc([*bufs, Y], stmt, ret_type=tvm.ir.TupleType([]), attrs=attrs)
-    gvar = tr.bb.add_func(prim_func, "fma_chain" if red_dims and _is_fma_chain(body) else "loops")
-    tr.env[op.results[0]] = tr.bb.emit(call_tir(gvar, args, relax.TensorType(out_shape, out_dtype)))
+    gvar = tr.bb.add_func(prim_func, name)
+    return tr.bb.emit(call_tir(gvar, args, relax.TensorType(out_shape, out_dtype)))
+
+
+#: the most vector registers of accumulators a tiled FMA chain holds (of 32 on AVX-512: the
+#: weights' vector and the broadcast activation need a few), and the lanes of one
+CHAIN_MAX_VECTORS = 24
+CHAIN_LANES = 16
+#: set QDIALECT_CHAIN_TILES=0 to keep every FMA chain one output pixel at a time
+CHAIN_TILES_ENV = "QDIALECT_CHAIN_TILES"
+
+
+def _chain_tile(pixels: int, channels: int, pixel_iter: str, channel_iter: str) -> int | None:
+    """The pixels P of a register tile of an FMA chain (`_tiled_chain`) whose last two output
+    dimensions are `pixels` (the tiled one) and `channels` (the vector): the largest divisor
+    of `pixels`, at least 2, with P x channels / CHAIN_LANES vectors within CHAIN_MAX_VECTORS;
+    None where none fits (or channels is no multiple of 8 or over 256 lanes)."""
+    import os
+
+    if os.environ.get(CHAIN_TILES_ENV) == "0" or "parallel" not in pixel_iter or "parallel" not in channel_iter:
+        return None
+    if channels % 8 or channels > 256:
+        return None
+    vectors = -(-channels // CHAIN_LANES)
+    fits = [p for p in range(2, min(pixels, 12) + 1) if pixels % p == 0 and p * vectors <= CHAIN_MAX_VECTORS]
+    return max(fits) if fits else None
+
+
+def _tiled_chain(body, yield_op, chain_at, loop_vars, out_map, red_dims, extents, P: int, Y, init_buf, init_const,
+                 out_dtype: str, rules, fma_id):
+    """The loops of an FMA chain over a register tile: P pixels of the last parallel output
+    dimension before the channels x all its channels, the running sums in a local buffer ACC
+    (P x channels, float32; on the stack and in registers, tvm_bridge/lowering.py) instead of
+    in Y, read and written at every step of the reduction.  Each sum still sees its terms in
+    the order of the reduction loops, so every element is the one-pixel loop's (MLAS's
+    SGEMM order); the steps of the P pixels are independent FMAs instead of one chain whose
+    every step waits for a store to Y and its reload (ResNeXt's 16-bit grouped 3x3 layer of
+    16 channels at 28x28: 23 G FMA a second).  Returns the statement for the loops from the
+    tiled dimension in (the outer ones are the caller's), or None where a value the body
+    computes once (`SharedValues`) reads a channel."""
+    from tvm import tirx
+
+    outer = [e.position for e in out_map.results[:-1]]
+    tdim, inner = outer[-1], out_map.results[-1].position
+    channels = extents[inner]
+    xo, pv = tirx.Var("xo", "int32"), tirx.Var("p", "int32")
+    ACC = tirx.decl_buffer((P, channels), "float32", name="ACC", scope="local", layout=None)
+    lv = list(loop_vars)
+    lv[tdim] = xo * P + pv
+    out_idx = [lv[e.position] for e in out_map.results]
+    o = loop_vars[inner]
+
+    def vector_loop(stmt):
+        return tirx.For(o, tirx.IntImm("int32", 0), tirx.IntImm("int32", channels), tirx.ForKind.VECTORIZED, stmt)
+
+    def per_pixel(stmt):
+        return tirx.For(pv, tirx.IntImm("int32", 0), tirx.IntImm("int32", P), tirx.ForKind.UNROLLED, stmt)
+
+    init = tirx.BufferLoad(init_buf, out_idx) if init_buf is not None else tirx.const(init_const, out_dtype)
+    values = chain_at(lv)
+    values[body.args[-1]] = tirx.BufferLoad(ACC, [pv, o])
+    shared = SharedValues(body, BOUND_NODES)
+    for bop in body.ops:
+        if bop is yield_op:
+            break
+        if bop.name == "math.fma":
+            a, b, c = (values[v] for v in bop.operands)
+            values[bop.results[0]] = tirx.call_llvm_pure_intrin(str(a.ty), fma_id, a, b, c)
+        else:
+            eval_scalar_op(bop, values, lv, rules)
+        shared.bind(bop, values)
+    # the values computed once (the dequantized activation) are a pixel's, stored before its
+    # vector of channels: none may read a channel
+    if any(_reads_var(e, o) for _, e in shared.temps):
+        return None
+    step = per_pixel(shared.wrap(vector_loop(tirx.BufferStore(ACC, values[yield_op.operands[0]], [pv, o]))))
+    for d in reversed(red_dims):
+        step = tirx.For(loop_vars[d], tirx.IntImm("int32", 0), tirx.IntImm("int32", extents[d]),
+                        tirx.ForKind.SERIAL, step)
+    tile = tirx.SeqStmt([
+        per_pixel(vector_loop(tirx.BufferStore(ACC, init, [pv, o]))),
+        step,
+        per_pixel(vector_loop(tirx.BufferStore(Y, tirx.BufferLoad(ACC, [pv, o]), out_idx)))])
+    return tirx.SeqStmt(shared.allocations() + [tirx.AllocBuffer(ACC), tirx.For(
+        xo, tirx.IntImm("int32", 0), tirx.IntImm("int32", extents[tdim] // P), tirx.ForKind.SERIAL, tile)])
+
+
+def _reads_var(expr, var) -> bool:
+    """Whether TIR expression `expr` reads variable `var`."""
+    import tvm_ffi
+    from tvm import tirx
+
+    found = [False]
+
+    def visit(node):
+        if node.same_as(var):
+            found[0] = True
+        return node
+
+    tvm_ffi.structural_map(expr, (tirx.Var, visit))
+    return found[0]
 
 
 def _constant_array(tr: Translator, value: SSAValue):

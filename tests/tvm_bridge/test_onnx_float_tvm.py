@@ -121,3 +121,26 @@ def test_conv_then_depthwise_padded_bottom_row():
     for x, want in zip(xs, expected):
         got = compiled(x)[0].view(np.uint8).astype(np.int64)
         assert int(np.sum(got != want.astype(np.int64))) == 0
+
+
+@pytest.mark.parametrize("tiles", ["1", "0"])
+def test_fma_chains_in_register_tiles_match_the_interpreter(tiles, monkeypatch):
+    """The float convolution's FMA chains run a register tile of pixels at a time
+    (`translate._tiled_chain`: 12 pixels x 32 channels here, the sums in a local ACC) and read
+    the activations dequantized once (`decompose_onnx._dequantized`); every element is still
+    MLAS's order (the interpreter's recipe, checked against ORT in tests/reference), with the
+    tiles and without (QDIALECT_CHAIN_TILES=0)."""
+    from tvm_bridge.translate import CHAIN_TILES_ENV, translate
+
+    monkeypatch.setenv(CHAIN_TILES_ENV, tiles)
+    module, xs = _adversarial("conv", "i16")
+    expected = [np.asarray(Interpreter(module).run([x])[0]) for x in xs]
+    lower_to_l3(module)
+    mod, _ = translate(module)
+    chains = [f.script() for gv, f in mod.functions.items() if gv.name_hint.startswith("fma_chain")]
+    assert chains
+    assert all(("ACC = T.alloc_local((12, 32)" in s) == (tiles == "1") for s in chains), chains[0]
+    compiled = compile_module(module, cache=False)
+    for x, want in zip(xs, expected):
+        got = compiled(x)[0].astype(np.int64)
+        assert int(np.sum(got != want.astype(np.int64))) == 0

@@ -675,32 +675,20 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
     # the output: the running value in a reduction, else its init
     values[body.args[len(op_inputs)]] = tirx.BufferLoad(Y, out_idx) if red_dims else init_value
     yield_op = body.last_op
-    shared = SharedValues(body, BOUND_NODES)
-    for bop in body.ops:
-        if bop is yield_op:
-            break
-        if bop.name == "math.fma":
-            a, b, c = (values[v] for v in bop.operands)
-            values[bop.results[0]] = tirx.call_llvm_pure_intrin(str(a.ty), fma_id, a, b, c)
-        elif isinstance(bop, tensor.ExtractOp):
-            values[bop.results[0]] = tirx.BufferLoad(tables[bop.tensor], [values[i] for i in bop.indices])
-        else:
-            eval_scalar_op(bop, values, loop_vars, rules)
-        shared.bind(bop, values)
+    shared = _evaluate_body(body, values, loop_vars, rules, fma_id, tables)
     update = shared.wrap(tirx.BufferStore(Y, values[yield_op.operands[0]], out_idx))
     inner = out_map.results[-1].position if out_map.results else None
     outer = [e.position for e in out_map.results[:-1]]
     tile = None
     if red_dims and _is_fma_chain(body) and not tables and outer:
         tile = _chain_tile(extents[outer[-1]], extents[inner], iters[outer[-1]], iters[inner])
-    if tile is not None:
-        stmt = _tiled_chain(body, yield_op, lambda lv: inputs_at(lv), loop_vars, out_map, red_dims, extents, tile,
-                            Y, init_buf, init_const, out_dtype, rules, fma_id)
-    if tile is not None and stmt is not None:
+    tiled = None if tile is None else _tiled_chain(body, inputs_at, loop_vars, out_map, red_dims, extents, tile, Y,
+                                                   init_buf, init_const, out_dtype, rules, fma_id)
+    if tiled is not None:
         for d in reversed(outer[:-1]):
-            stmt = tirx.For(loop_vars[d], tirx.IntImm("int32", 0), tirx.IntImm("int32", extents[d]),
-                            tirx.ForKind.SERIAL, stmt)
-        tr.env[op.results[0]] = _finish_loop_generic(tr, stmt, bufs, args, Y, out_shape, out_dtype, "fma_chain")
+            tiled = tirx.For(loop_vars[d], tirx.IntImm("int32", 0), tirx.IntImm("int32", extents[d]),
+                             tirx.ForKind.SERIAL, tiled)
+        tr.env[op.results[0]] = _finish_loop_generic(tr, tiled, bufs, args, Y, out_shape, out_dtype, "fma_chain")
         return
 
     def loop(d, stmt):
@@ -766,7 +754,30 @@ def _chain_tile(pixels: int, channels: int, pixel_iter: str, channel_iter: str) 
     return max(fits) if fits else None
 
 
-def _tiled_chain(body, yield_op, chain_at, loop_vars, out_map, red_dims, extents, P: int, Y, init_buf, init_const,
+def _evaluate_body(body, values: dict, loop_vars, rules, fma_id, tables: dict) -> SharedValues:
+    """`_loop_generic`'s body ops up to its yield evaluated into `values` (TIR expressions of
+    its arguments, read at `loop_vars`; `tables` the buffers of the tensors it reads by
+    tensor.extract): `math.fma` as `llvm.fma`, the rest by the scalar rules; the values read
+    several times and big, each computed once (the SharedValues returned, to allocate and
+    store)."""
+    from tvm import tirx
+
+    shared = SharedValues(body, BOUND_NODES)
+    for bop in body.ops:
+        if bop is body.last_op:
+            break
+        if bop.name == "math.fma":
+            a, b, c = (values[v] for v in bop.operands)
+            values[bop.results[0]] = tirx.call_llvm_pure_intrin(str(a.ty), fma_id, a, b, c)
+        elif isinstance(bop, tensor.ExtractOp):
+            values[bop.results[0]] = tirx.BufferLoad(tables[bop.tensor], [values[i] for i in bop.indices])
+        else:
+            eval_scalar_op(bop, values, loop_vars, rules)
+        shared.bind(bop, values)
+    return shared
+
+
+def _tiled_chain(body, chain_at, loop_vars, out_map, red_dims, extents, P: int, Y, init_buf, init_const,
                  out_dtype: str, rules, fma_id):
     """The loops of an FMA chain over a register tile: P pixels of the last parallel output
     dimension before the channels x all its channels, the running sums in a local buffer ACC
@@ -799,16 +810,8 @@ def _tiled_chain(body, yield_op, chain_at, loop_vars, out_map, red_dims, extents
     init = tirx.BufferLoad(init_buf, out_idx) if init_buf is not None else tirx.const(init_const, out_dtype)
     values = chain_at(lv)
     values[body.args[-1]] = tirx.BufferLoad(ACC, [pv, o])
-    shared = SharedValues(body, BOUND_NODES)
-    for bop in body.ops:
-        if bop is yield_op:
-            break
-        if bop.name == "math.fma":
-            a, b, c = (values[v] for v in bop.operands)
-            values[bop.results[0]] = tirx.call_llvm_pure_intrin(str(a.ty), fma_id, a, b, c)
-        else:
-            eval_scalar_op(bop, values, lv, rules)
-        shared.bind(bop, values)
+    yield_op = body.last_op
+    shared = _evaluate_body(body, values, lv, rules, fma_id, {})
     # the values computed once (the dequantized activation) are a pixel's, stored before its
     # vector of channels: none may read a channel
     if any(_reads_var(e, o) for _, e in shared.temps):

@@ -280,9 +280,9 @@ def _prefetch_ahead(g: dict, WP, kov, rh, rw, rc) -> list:
     """The statements that prefetch (`prefetcht0`) the packed weights `g["PREFETCH"]` bytes
     ahead of those the reduction step (kov, rh, rw, rc) reads, one per 64-byte line it reads
     (one for the 32 bytes of a 256-bit vpmaddwd step; the block-major weights are one stream
-    in the order the steps read them; the address is clamped to the last weight).  In the call of a model whose weights do not stay in the
-    caches, the hardware's prefetchers left the weights' first read to the pace of the
-    computation: ResNet101_64's 3x3 layers of 256 channels at 4x4 (590 KB) took 44 us a
+    in the order the steps read them; the address is clamped to the last weight).  In the
+    call of a model whose weights do not stay in the caches, the hardware's prefetchers left
+    the weights' first read to the pace of the computation: ResNet101_64's 3x3 layers of 256 channels at 4x4 (590 KB) took 44 us a
     call where they take 19 warm; 8 KB ahead, 23 us (a C loop of the same shape: 42 -> 21 us,
     2 and 4 KB ahead 31 and 25)."""
     from tvm import tirx

@@ -681,7 +681,9 @@ def _loop_generic(tr: Translator, op: linalg.GenericOp, maps, iters, extents):
     outer = [e.position for e in out_map.results[:-1]]
     tile = None
     if red_dims and _is_fma_chain(body) and not tables and outer:
-        tile = _chain_tile(extents[outer[-1]], extents[inner], iters[outer[-1]], iters[inner])
+        # (the vector width of the target's dot-product flavor: 16 lanes with AVX-512, 8 otherwise)
+        lanes = tr.dot.max_lanes if getattr(tr, "dot", None) is not None else 8
+        tile = _chain_tile(extents[outer[-1]], extents[inner], iters[outer[-1]], iters[inner], lanes)
     tiled = None if tile is None else _tiled_chain(body, inputs_at, loop_vars, out_map, red_dims, extents, tile, Y,
                                                    init_buf, init_const, out_dtype, rules, fma_id)
     if tiled is not None:
@@ -728,29 +730,30 @@ def _finish_loop_generic(tr: Translator, stmt, bufs, args, Y, out_shape, out_dty
     return tr.bb.emit(call_tir(gvar, args, relax.TensorType(out_shape, out_dtype)))
 
 
-#: the most vector registers of accumulators a tiled FMA chain holds (of 32 on AVX-512: the
-#: weights' vector and the broadcast activation need a few), and the lanes of one
-CHAIN_MAX_VECTORS = 24
+#: the float lanes of accumulators a tiled FMA chain holds: 24 of the 32 zmm registers with
+#: AVX-512 (the weights' vector and the broadcast activation need a few), 12 of the 16 ymm
+#: ones otherwise; and the lanes its channels come in whole multiples of
+CHAIN_MAX_LANES = {16: 24 * 16, 8: 12 * 8}
 CHAIN_LANES = 16
 #: set QDIALECT_CHAIN_TILES=0 to keep every FMA chain one output pixel at a time
 CHAIN_TILES_ENV = "QDIALECT_CHAIN_TILES"
 
 
-def _chain_tile(pixels: int, channels: int, pixel_iter: str, channel_iter: str) -> int | None:
+def _chain_tile(pixels: int, channels: int, pixel_iter: str, channel_iter: str, vector_lanes: int) -> int | None:
     """The pixels P of a register tile of an FMA chain (`_tiled_chain`) whose last two output
-    dimensions are `pixels` (the tiled one) and `channels` (the vector): the largest divisor
-    of `pixels`, at least 2, with P x channels / CHAIN_LANES vectors within CHAIN_MAX_VECTORS;
-    None where none fits, or where channels is no multiple of CHAIN_LANES (MobileNetV2's 72
-    channels, 4.5 vectors a pixel: LLVM split the tile's sums into lanes, 4.4 -> 55 us a
-    call) or over 256."""
+    dimensions are `pixels` (the tiled one) and `channels` (the vector), on a target whose
+    float vectors have `vector_lanes` lanes: the largest divisor of `pixels`, at least 2 and
+    at most 12, whose P x channels sums fit CHAIN_MAX_LANES; None where none fits, or where
+    channels is no multiple of CHAIN_LANES (MobileNetV2's 72 channels, 4.5 vectors a pixel:
+    LLVM split the tile's sums into lanes, 4.4 -> 55 us a call)."""
     import os
 
     if os.environ.get(CHAIN_TILES_ENV) == "0" or "parallel" not in pixel_iter or "parallel" not in channel_iter:
         return None
-    if channels % CHAIN_LANES or channels > 256:
+    if channels % CHAIN_LANES:
         return None
-    vectors = -(-channels // CHAIN_LANES)
-    fits = [p for p in range(2, min(pixels, 12) + 1) if pixels % p == 0 and p * vectors <= CHAIN_MAX_VECTORS]
+    budget = CHAIN_MAX_LANES[16 if vector_lanes >= 16 else 8]
+    fits = [p for p in range(2, min(pixels, 12) + 1) if pixels % p == 0 and p * channels <= budget]
     return max(fits) if fits else None
 
 

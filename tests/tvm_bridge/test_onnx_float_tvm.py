@@ -126,20 +126,27 @@ def test_conv_then_depthwise_padded_bottom_row():
 @pytest.mark.parametrize("tiles", ["1", "0"])
 def test_fma_chains_in_register_tiles_match_the_interpreter(tiles, monkeypatch):
     """The float convolution's FMA chains run a register tile of pixels at a time
-    (`translate._tiled_chain`: 12 pixels x 32 channels here, the sums in a local ACC) and read
+    (`translate._tiled_chain`: 12 pixels x 32 channels with AVX-512, 3 with AVX2; the sums in
+    a local ACC) and read
     the activations dequantized once (`decompose_onnx._dequantized`); every element is still
     MLAS's order (the interpreter's recipe, checked against ORT in tests/reference), with the
     tiles and without (QDIALECT_CHAIN_TILES=0)."""
-    from tvm_bridge.translate import CHAIN_TILES_ENV, translate
+    from tvm_bridge.compile import host_target
+    from tvm_bridge.kernels import target_flavor
+    from tvm_bridge.translate import CHAIN_TILES_ENV, _chain_tile, translate
 
+    dot = target_flavor(host_target())  # (as compile_module translates: the tile follows the vector width)
+    monkeypatch.delenv(CHAIN_TILES_ENV, raising=False)
+    pixels = _chain_tile(12, 32, "parallel", "parallel", dot.max_lanes if dot else 8)
+    assert pixels == (12 if dot is not None and dot.max_lanes == 16 else 3)
     monkeypatch.setenv(CHAIN_TILES_ENV, tiles)
     module, xs = _adversarial("conv", "i16")
     expected = [np.asarray(Interpreter(module).run([x])[0]) for x in xs]
     lower_to_l3(module)
-    mod, _ = translate(module)
+    mod, _ = translate(module, dot=dot)
     chains = [f.script() for gv, f in mod.functions.items() if gv.name_hint.startswith("fma_chain")]
     assert chains
-    assert all(("ACC = T.alloc_local((12, 32)" in s) == (tiles == "1") for s in chains), chains[0]
+    assert all((f"ACC = T.alloc_local(({pixels}, 32)" in s) == (tiles == "1") for s in chains), chains[0]
     compiled = compile_module(module, cache=False)
     for x, want in zip(xs, expected):
         got = compiled(x)[0].astype(np.int64)

@@ -7,7 +7,7 @@ that compute the same integers:
 | --- | --- |
 | conv2d / depthwise_conv2d / fully_connected (`onnxruntime`: QLinearConv, QGemm, QLinearMatMul) | qint accumulation (exact) -> qint.rescale `float_even` with ORT's float32 scale `f32(f32(x_s * w_s[c]) / y_s)`, clamp |
 | conv2d / fully_connected, uint8 x int8 on AVX2 without VNNI (`onnxruntime`) | L3: the patches in (ky, kx, c) order, their even and odd K halves (strided slices), one reduction generic summing `sat16(a0 w0 + a1 w1) - w_zp (a0 + a1)` in int32; the constant zero-point correction and bias (qint.bias_add), the same rescale |
-| conv2d / depthwise_conv2d / fully_connected (`onnx`: ORT's float Conv / Gemm) | L3 directly: activations dequantized in the kernel, MLAS's fused multiply-add chains in K order (math.fma, in-order loops in TVM), its K blocks and path choice, the one-filter-per-group kernel's rounded products in groups of 4, bias, QuantizeLinear |
+| conv2d / depthwise_conv2d / fully_connected (`onnx`: ORT's float Conv / Gemm) | L3 directly: activations dequantized once into float32, MLAS's fused multiply-add chains in K order (math.fma, in-order loops in TVM), its K blocks and path choice, the one-filter-per-group kernel's rounded products in groups of 4, bias, QuantizeLinear |
 | batch_matmul (`onnxruntime`: QLinearMatMul of two activations) | qint.batch_matmul -> rescale with `f32(f32(a_s * b_s) / y_s)` |
 | mean over H, W (`onnxruntime`: QLinearGlobalAveragePool) | qint.reduce_sum -> rescale `float_even`, scale `f32(x_s / f32(y_s * f32(N)))` |
 | mean over H, W (`onnx`: float GlobalAveragePool) | MLAS's four-lane global sum, `/ HW`, QuantizeLinear |
@@ -882,19 +882,17 @@ def _dequantized(e: Emitter, x: SSAValue, x_q: QParams) -> SSAValue:
     vector, with the clamp that keeps the product a rounding of its own around each."""
     from xdsl.dialects.builtin import TensorType, f32
 
-    from transforms.lower_to_linalg import Lowering, identity
+    from transforms.lower_to_linalg import Lowering
 
-    shape = list(qint.shape_of(x))
     low = Lowering()
-    out = low.generic([x], [identity(len(shape))], TensorType(f32, shape), identity(len(shape)),
-                      lambda s, v, *_: _dequant_scalar(s, v, x_q))
+    out = low.elementwise([x], TensorType(f32, list(qint.shape_of(x))), lambda s, v, _o: _dequant_scalar(s, v, x_q))
     e.ops.extend(low.ops)
     return out
 
 
 def _fma_chain(e: Emitter, low, pieces, out_shape, n_par: int) -> SSAValue:
-    """One FMA chain from +0: `pieces` [(inputs, maps, dequantize x?, x qparams, n reduction dims)],
-    each a reduction generic continuing the previous one's accumulator."""
+    """One FMA chain from +0: `pieces` [(x, x's map, weights box)], x the float32 activations
+    (`_dequantized`), each a reduction generic continuing the previous one's accumulator."""
     from xdsl.dialects import math as mathd
     from xdsl.dialects.builtin import TensorType, f32
 
@@ -902,12 +900,12 @@ def _fma_chain(e: Emitter, low, pieces, out_shape, n_par: int) -> SSAValue:
 
     acc = 0.0
     out_map = amap(n_par + 3, [dim(i) for i in range(n_par)])
-    for x, xmap, w, x_q in pieces:
+    for x, xmap, w in pieces:
         n_red = 3
 
         def body(s, wv, xv, a):  # (the weights first: xDSL's verifier takes loop ranges from the first
             # operand that names a loop alone, and x names the reduction loops only with offsets)
-            return s.emit(mathd.FmaOp(xv if x_q is None else _dequant_scalar(s, xv, x_q), wv, a))
+            return s.emit(mathd.FmaOp(xv, wv, a))
 
         acc = low.generic([w, x], [amap(n_par + n_red, [dim(n_par - 1)] + [dim(n_par + j) for j in range(n_red)]), xmap],
                           TensorType(f32, out_shape), out_map, body,
@@ -947,7 +945,7 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
             wblk = _float_tensor(low, wf[:, k0:k1])
             xb = x if (k0, k1) == (0, k) else e.add(tensor.ExtractSliceOp(
                 x, [0, k0], [rows, k1 - k0], [1, 1], TensorType(x.type.element_type, [rows, k1 - k0])))
-            pieces = [(xb, amap(3, [dim(0), dim(2)]), wblk, None)]  # (x dequantized above)
+            pieces = [(xb, amap(3, [dim(0), dim(2)]), wblk)]
             chains.append(_fma_chain_fc(low, pieces, [rows, o]))
         bias = _float_tensor(low, bf)
 
@@ -1018,7 +1016,7 @@ def _float_accumulate(e: Emitter, op, kind: str) -> SSAValue:
                     c_at = dim(4) if (c0, c1) == (0, cin) else AffineBinaryOpExpr(
                         AffineBinaryOpKind.Add, dim(4), AffineConstantExpr(c0))  # (d4 + 0 kept: no plain dim)
                     m = amap(7, [dim(0), dim(1) * sh + (dim(5) + y0) * dh, dim(2) * sw + (dim(6) + x0) * dw, c_at])
-                    pieces.append((x, m, wbox, None))  # (x dequantized above)
+                    pieces.append((x, m, wbox))
                 inputs.append(_fma_chain(e, low, pieces, out_shape, n_par))
                 maps.append(identity(4))
                 term_values[term] = ("input", len(inputs) - 1)
@@ -1092,9 +1090,9 @@ def _fma_chain_fc(low, pieces, out_shape) -> SSAValue:
     from transforms.lower_to_linalg import amap, dim
 
     acc = 0.0
-    for x, xmap, w, x_q in pieces:
+    for x, xmap, w in pieces:  # (x the float32 activations, `_dequantized`)
         def body(s, wv, xv, a):
-            return s.emit(mathd.FmaOp(xv if x_q is None else _dequant_scalar(s, xv, x_q), wv, a))
+            return s.emit(mathd.FmaOp(xv, wv, a))
 
         acc = low.generic([w, x], [amap(3, [dim(1), dim(2)]), xmap], TensorType(f32, out_shape),
                           amap(3, [dim(0), dim(1)]), body, iterators=["parallel", "parallel", "reduction"], init=acc)

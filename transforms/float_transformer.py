@@ -355,12 +355,8 @@ def lower_batch_matmul_float(e: Emitter, op) -> SSAValue:
     rank = len(so)
     low = Lowering()
 
-    def dequantized(v, q):
-        shape = list(qint.shape_of(v))
-        return low.generic([e.storage(v)], [identity(len(shape))], TensorType(f32, shape), identity(len(shape)),
-                           lambda s, x, _o: decompose_onnx._dequant_scalar(s, x, q))
-
-    total = _sgemm_unpacked(low, dequantized(a_v, a_q), dequantized(b_v, b_q), sa, sb, so, op.name)
+    total = _sgemm_unpacked(low, decompose_onnx._dequantized(e, e.storage(a_v), a_q),
+                            decompose_onnx._dequantized(e, e.storage(b_v), b_q), sa, sb, so, op.name)
     y = low.generic([total], [identity(rank)], decompose.int_tensor(so, out_q.bits), identity(rank),
                     lambda s, x, _o: decompose_onnx._quantize_scalar(s, x, op))
     e.ops.extend(low.ops)

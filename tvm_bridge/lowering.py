@@ -45,7 +45,6 @@ def _uniform_vectors(body, buf) -> bool:
     step (mobilenetv2_tiny 0.023 -> 0.037 ms)."""
     import tvm_ffi
     from tvm import tirx
-
     from tvm.ir.expr import TensorLoad
 
     # (StorageRewrite may have made the buffer one of vectors, read at scalar indices)
